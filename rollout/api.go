@@ -1,0 +1,161 @@
+// Package rollout rolls an etcd StatefulSet one member at a time without uncontrolled Raft elections.
+//
+// The StatefulSet is kept locked (RollingUpdate with partition == replicas) so that a template change rolls
+// nothing by itself. The engine then, for each ordinal from N-1 down to 0: moves the Raft leader off the
+// member it is about to restart (MoveLeader, sent to the current leader), lowers the partition to that
+// ordinal, and waits until the new pod is at the StatefulSet's updateRevision, Ready, and etcd says the member
+// is a healthy, caught-up voter. The partition goes back to replicas on every exit path.
+//
+// The package has two halves: a pure planner (PlanRollout: observed state in, steps out), and an executor
+// (Engine.Run) that re-observes the live cluster before every step, so it is idempotent and resumes
+// wherever an earlier run stopped. It imports nothing from Pulumi.
+package rollout
+
+import (
+	"time"
+)
+
+// Defaults keep the old rollout Job's behaviour where it had one.
+const (
+	DefaultClientPort    = 2379
+	DefaultCooldown      = 30 * time.Second
+	DefaultReadyTimeout  = 300 * time.Second
+	DefaultHealthTimeout = 60 * time.Second
+)
+
+// TLSFiles names the client certificate files as they are mounted inside the etcd container. The engine finds
+// the volume mounted at those paths and reads the material from its Secret (or by exec into the pod when the
+// volume is not a Secret). The material stays in memory; it is never logged or persisted.
+type TLSFiles struct {
+	CAFile   string
+	CertFile string
+	KeyFile  string
+}
+
+// LeaderPolicy decides where the Raft leader is moved before a member restarts.
+type LeaderPolicy string
+
+const (
+	// LeaderLazy moves the leader only when it sits on the next member to roll, and then to an
+	// already-updated voting member when one exists (else to the lowest ordinal not about to roll).
+	LeaderLazy LeaderPolicy = "lazy"
+	// LeaderJobLike reproduces the old rollout Job: leader to member 0 first, then to member N-1 before
+	// member 0 rolls. Kept for the side-by-side benchmark.
+	LeaderJobLike LeaderPolicy = "job-like"
+)
+
+// Config is one rollout of one StatefulSet. NewConfig fills the defaults; Validate says what is wrong with it.
+type Config struct {
+	StatefulSet string
+	Namespace   string
+	ServiceName string
+	ClientPort  int
+	TLS         *TLSFiles
+
+	// Cooldown is waited after each member has passed its health gate. Zero means no cool-down.
+	Cooldown time.Duration
+	// ReadyTimeout bounds, per member, the wait for the new pod to be at updateRevision and Ready.
+	ReadyTimeout time.Duration
+	// HealthTimeout bounds, per member, the wait for etcd to call the member healthy and caught up.
+	HealthTimeout time.Duration
+
+	LeaderPolicy LeaderPolicy
+
+	// Holder names this rollout in the StatefulSet's Lease; it is shown to a second rollout that is refused.
+	Holder string
+}
+
+// MemberState is what was observed of one ordinal: its pod and its etcd member.
+type MemberState struct {
+	Ordinal int
+	Pod     string
+
+	PodExists bool
+	// Revision is the pod's controller-revision-hash label.
+	Revision string
+	Ready    bool
+
+	// Reachable is true when the member answered the Status RPC; the fields below are valid only then.
+	Reachable    bool
+	MemberID     uint64
+	IsLeader     bool
+	IsLearner    bool
+	RaftTerm     uint64
+	RaftIndex    uint64
+	AppliedIndex uint64
+	// Healthy is etcd's word: the member answered a health check (a linearizable read through it).
+	Healthy bool
+	// Problem says, for a person, why the member is not reachable or not healthy.
+	Problem string
+}
+
+// ClusterState is one observation of the StatefulSet and its members, taken as a whole.
+type ClusterState struct {
+	StatefulSetUID  string
+	Replicas        int
+	Partition       int // -1 when the update strategy is not RollingUpdate
+	UpdateRevision  string
+	CurrentRevision string
+	Members         []MemberState // indexed by ordinal, len == Replicas
+	// VotingMembers is the etcd member list's count of voting members, as the leader reports it.
+	VotingMembers int
+	Learners      int
+}
+
+// StepKind is one kind of action in a plan.
+type StepKind string
+
+const (
+	StepLock           StepKind = "lock"            // set partition = replicas (and skipAwait) before anything
+	StepTransferLeader StepKind = "transfer-leader" // MoveLeader From -> To
+	StepLowerPartition StepKind = "lower-partition" // partition = Ordinal: the StatefulSet controller recreates that pod
+	StepWaitMember     StepKind = "wait-member"     // pod at updateRevision and Ready, then etcd health gates
+	StepCooldown       StepKind = "cooldown"
+	StepRelock         StepKind = "relock" // partition = replicas
+)
+
+// Step is one action. Ordinal is the member rolled or waited for; From and To are ordinals of a transfer.
+type Step struct {
+	Kind    StepKind
+	Ordinal int
+	From    int
+	To      int
+}
+
+// Plan is the ordered list of steps for one observation. Its String form is what `pulumi preview` shows and
+// is stable: the same state always prints the same text.
+type Plan struct {
+	Steps []Step
+	// Roll lists the ordinals that will be restarted, in order.
+	Roll []int
+	// Transfers is the number of planned leader transfers.
+	Transfers int
+}
+
+// Event is one line of progress, for a status line in `pulumi up` or the CLI.
+type Event struct {
+	Time    time.Time
+	Step    Step
+	Message string
+}
+
+// MemberTiming records how long one member's roll took.
+type MemberTiming struct {
+	Pod string
+	// Down is from lowering the partition to the member passing its health gate.
+	Down     time.Duration
+	Finished time.Time
+}
+
+// Result is what a run did. A run that failed still returns what it did before failing.
+type Result struct {
+	UpdateRevision     string
+	MembersRolled      []string
+	LeaderTransfers    int
+	TermBefore         uint64
+	TermAfter          uint64
+	UnplannedElections int // TermAfter - TermBefore - LeaderTransfers, never below 0
+	Members            []MemberTiming
+	StartedAt          time.Time
+	FinishedAt         time.Time
+}
