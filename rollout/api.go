@@ -159,3 +159,18 @@ type Result struct {
 	StartedAt          time.Time
 	FinishedAt         time.Time
 }
+
+// The executor's surface, implemented in this package (engine.go and its neighbours):
+//
+//	func NewConfig(sts, namespace, service string) Config           // defaults filled
+//	func (c Config) Validate() error                                 // names the bad field
+//	func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) // pure; error when the state blocks a roll
+//	func New(cfg Config, opts Options) (*Engine, error)
+//	func (e *Engine) Observe(ctx context.Context) (ClusterState, error)
+//	func (e *Engine) Plan(ctx context.Context) (ClusterState, Plan, error)
+//	func (e *Engine) Run(ctx context.Context) (Result, error)      // returns the partial Result on error too
+//	func (e *Engine) Unlock(ctx context.Context) error              // partition = replicas, release a stale lease
+//	func (e *Engine) Close() error
+//
+// Options carries the cluster access (a client-go *rest.Config), the member dialer (port-forward through the
+// API server by default, or direct addresses for callers inside the cluster) and the OnEvent progress callback.
