@@ -128,8 +128,18 @@ type Plan struct {
 	Steps []Step
 	// Roll lists the ordinals that will be restarted, in order.
 	Roll []int
+	// Wait lists the ordinals already at updateRevision whose health gate must still pass (a resumed run
+	// whose previous attempt stopped while that member was coming back).
+	Wait []int
 	// Transfers is the number of planned leader transfers.
 	Transfers int
+
+	// Pods names each ordinal's pod, so the plan prints names a person recognises.
+	Pods []string
+	// UpdateRevision is the revision every member will be at when the plan is done.
+	UpdateRevision string
+	// Cooldown is the pause between members, as configured; zero when the plan was made without a Config.
+	Cooldown time.Duration
 }
 
 // Event is one line of progress, for a status line in `pulumi up` or the CLI.

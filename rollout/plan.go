@@ -1,0 +1,207 @@
+package rollout
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrBlocked is wrapped by every error that means "the observed state does not allow a rollout to start".
+// Nothing has been changed when it is returned; the message names what is wrong.
+var ErrBlocked = errors.New("rollout blocked")
+
+func blocked(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrBlocked, fmt.Sprintf(format, args...))
+}
+
+// Quorum is the number of voting members a Raft cluster of n voters needs to commit.
+func Quorum(n int) int { return n/2 + 1 }
+
+// PlanRollout turns one observation into the ordered steps that bring every member to UpdateRevision.
+//
+// It is pure: the executor calls it again after every step with a fresh observation, so a plan only has
+// to be right for its first step; the rest is what an SRE reads in a preview. It returns an error wrapping
+// ErrBlocked when the state does not allow the first disruption (no leader, a learner, a member that is not
+// voting, or quorum would be lost with the next member down).
+func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
+	p := Plan{UpdateRevision: s.UpdateRevision}
+	if s.Replicas < 1 {
+		return p, blocked("the StatefulSet has %d replicas; at least 1 is needed", s.Replicas)
+	}
+	if len(s.Members) != s.Replicas {
+		return p, blocked("observed %d members for %d replicas", len(s.Members), s.Replicas)
+	}
+	if s.UpdateRevision == "" {
+		return p, blocked("the StatefulSet has no updateRevision yet (the controller has not observed it)")
+	}
+	for i, m := range s.Members {
+		if m.Ordinal != i {
+			return p, fmt.Errorf("member at index %d has ordinal %d: observation out of order", i, m.Ordinal)
+		}
+		p.Pods = append(p.Pods, m.Pod)
+	}
+	switch policy {
+	case LeaderLazy, LeaderJobLike, "":
+	default:
+		return p, fmt.Errorf("unknown leader policy %q (want %q or %q)", policy, LeaderLazy, LeaderJobLike)
+	}
+
+	// Which members need work, in the only order a partition allows.
+	var work []int
+	needsRoll := map[int]bool{}
+	for i := s.Replicas - 1; i >= 0; i-- {
+		m := s.Members[i]
+		switch {
+		case m.Revision != s.UpdateRevision:
+			work = append(work, i)
+			needsRoll[i] = true
+		case !m.Healthy:
+			work = append(work, i)
+		}
+	}
+	if s.Partition != s.Replicas {
+		p.Steps = append(p.Steps, Step{Kind: StepLock, Ordinal: s.Replicas})
+	}
+	if len(work) == 0 {
+		return p, nil
+	}
+
+	leader, err := checkVoters(s)
+	if err != nil {
+		return p, err
+	}
+	if needsRoll[work[0]] {
+		if err := checkQuorum(s, work[0]); err != nil {
+			return p, err
+		}
+	}
+
+	// Simulate the rollout: updated tracks members that will be at UpdateRevision and healthy when the
+	// step being planned runs; only those are preferred leader targets, because they never restart again.
+	updated := map[int]bool{}
+	for i, m := range s.Members {
+		if m.Revision == s.UpdateRevision && m.Healthy {
+			updated[i] = true
+		}
+	}
+	transfer := func(to int) {
+		p.Steps = append(p.Steps, Step{Kind: StepTransferLeader, From: leader, To: to})
+		p.Transfers++
+		leader = to
+	}
+	if policy == LeaderJobLike && leader != 0 && s.Members[0].Healthy && hasOtherThan(work, needsRoll, 0) {
+		transfer(0)
+	}
+	for n, i := range work {
+		if n > 0 {
+			p.Steps = append(p.Steps, Step{Kind: StepCooldown, Ordinal: i})
+		}
+		if needsRoll[i] {
+			if leader == i {
+				to, err := leaderTarget(s, policy, i, updated)
+				if err != nil {
+					return p, err
+				}
+				transfer(to)
+			}
+			p.Steps = append(p.Steps, Step{Kind: StepLowerPartition, Ordinal: i})
+			p.Roll = append(p.Roll, i)
+		} else {
+			p.Wait = append(p.Wait, i)
+		}
+		p.Steps = append(p.Steps, Step{Kind: StepWaitMember, Ordinal: i})
+		updated[i] = true
+	}
+	p.Steps = append(p.Steps, Step{Kind: StepRelock, Ordinal: s.Replicas})
+	return p, nil
+}
+
+// checkVoters returns the leader's ordinal, or why the member set is not one a rollout may disturb.
+func checkVoters(s ClusterState) (int, error) {
+	if s.Learners > 0 {
+		return -1, blocked("the etcd member list has %d learner(s); promote or remove them first", s.Learners)
+	}
+	if s.VotingMembers != s.Replicas {
+		return -1, blocked("the etcd member list has %d voting members but the StatefulSet has %d replicas", s.VotingMembers, s.Replicas)
+	}
+	leader := -1
+	for _, m := range s.Members {
+		if m.Reachable && m.IsLearner {
+			return -1, blocked("%s is a learner, not a voting member", m.Pod)
+		}
+		if m.Reachable && m.IsLeader {
+			if leader >= 0 {
+				return -1, blocked("both %s and %s claim to be leader", s.Members[leader].Pod, m.Pod)
+			}
+			leader = m.Ordinal
+		}
+	}
+	if leader < 0 {
+		return -1, blocked("the cluster has no leader (%s)", describeMembers(s))
+	}
+	return leader, nil
+}
+
+// checkQuorum applies the rule "healthy − quorum ≥ 1": the members left running while target is down must
+// still form a quorum on their own.
+func checkQuorum(s ClusterState, target int) error {
+	q := Quorum(s.Replicas)
+	others := 0
+	for _, m := range s.Members {
+		if m.Ordinal != target && m.Healthy {
+			others++
+		}
+	}
+	if others < q {
+		return blocked("restarting %s would leave %d healthy member(s), quorum is %d of %d (%s)",
+			s.Members[target].Pod, others, q, s.Replicas, describeMembers(s))
+	}
+	return nil
+}
+
+// leaderTarget picks where the leader goes before target restarts: an updated healthy member (the highest
+// ordinal, updated longest ago) so it never has to move again; else, for the lazy policy, the lowest healthy
+// ordinal; for the job-like policy, member N-1 as the old Job did.
+func leaderTarget(s ClusterState, policy LeaderPolicy, target int, updated map[int]bool) (int, error) {
+	if policy == LeaderJobLike && target == 0 && s.Replicas > 1 && s.Members[s.Replicas-1].Healthy {
+		return s.Replicas - 1, nil
+	}
+	for i := s.Replicas - 1; i >= 0; i-- {
+		if i != target && updated[i] {
+			return i, nil
+		}
+	}
+	for i := 0; i < s.Replicas; i++ {
+		if i != target && s.Members[i].Healthy {
+			return i, nil
+		}
+	}
+	return -1, blocked("no healthy voting member can take the leadership from %s", s.Members[target].Pod)
+}
+
+func hasOtherThan(work []int, needsRoll map[int]bool, ordinal int) bool {
+	for _, i := range work {
+		if i != ordinal && needsRoll[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// describeMembers is a one-line health summary for error messages: "etcd-0 healthy, etcd-1 down: ...".
+func describeMembers(s ClusterState) string {
+	parts := make([]string, 0, len(s.Members))
+	for _, m := range s.Members {
+		switch {
+		case m.Healthy && m.IsLeader:
+			parts = append(parts, m.Pod+" healthy leader")
+		case m.Healthy:
+			parts = append(parts, m.Pod+" healthy")
+		case m.Problem != "":
+			parts = append(parts, m.Pod+" unhealthy: "+m.Problem)
+		default:
+			parts = append(parts, m.Pod+" unhealthy")
+		}
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,325 @@
+package rollout
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	oldRev = "etcd-old"
+	newRev = "etcd-new"
+)
+
+// healthyState is n healthy voting members at the old revision, locked, with the leader on ordinal leader;
+// the ordinals in updated are already at the new revision.
+func healthyState(n, leader int, updated ...int) ClusterState {
+	s := ClusterState{Replicas: n, Partition: n, UpdateRevision: newRev, CurrentRevision: oldRev, VotingMembers: n}
+	for i := 0; i < n; i++ {
+		s.Members = append(s.Members, MemberState{
+			Ordinal: i, Pod: fmt.Sprintf("etcd-%d", i), PodExists: true, Revision: oldRev, Ready: true,
+			Reachable: true, MemberID: uint64(100 + i), IsLeader: i == leader, RaftTerm: 2, Healthy: true,
+		})
+	}
+	for _, u := range updated {
+		s.Members[u].Revision = newRev
+	}
+	return s
+}
+
+func kinds(p Plan) []StepKind {
+	out := make([]StepKind, len(p.Steps))
+	for i, s := range p.Steps {
+		out[i] = s.Kind
+	}
+	return out
+}
+
+// replay walks the plan like the executor would and fails when a member would restart while it is leader,
+// or a transfer starts from a member that is not the leader: the plan's safety invariants.
+func replay(t *testing.T, s ClusterState, p Plan) {
+	t.Helper()
+	leader := -1
+	for _, m := range s.Members {
+		if m.IsLeader {
+			leader = m.Ordinal
+		}
+	}
+	transfers := 0
+	for _, st := range p.Steps {
+		switch st.Kind {
+		case StepTransferLeader:
+			require.Equal(t, leader, st.From, "transfer must start at the current leader")
+			require.NotEqual(t, st.From, st.To)
+			leader = st.To
+			transfers++
+		case StepLowerPartition:
+			require.NotEqual(t, leader, st.Ordinal, "the leader must never be the member restarted")
+		}
+	}
+	require.Equal(t, p.Transfers, transfers)
+}
+
+func TestPlanLazyEveryLeaderPosition(t *testing.T) {
+	for _, n := range []int{3, 5} {
+		for leader := 0; leader < n; leader++ {
+			t.Run(fmt.Sprintf("%d members leader on %d", n, leader), func(t *testing.T) {
+				s := healthyState(n, leader)
+				p, err := PlanRollout(s, LeaderLazy)
+				require.NoError(t, err)
+				replay(t, s, p)
+
+				var order []int
+				for i := n - 1; i >= 0; i-- {
+					order = append(order, i)
+				}
+				assert.Equal(t, order, p.Roll)
+				want := 1
+				if leader == n-1 {
+					want = 2
+				}
+				assert.Equal(t, want, p.Transfers)
+				assert.Equal(t, StepRelock, p.Steps[len(p.Steps)-1].Kind)
+			})
+		}
+	}
+}
+
+func TestPlanLazyTargets(t *testing.T) {
+	tests := []struct {
+		name   string
+		state  ClusterState
+		want   []Step
+		string string
+	}{
+		{
+			name:  "leader on N-1 goes to the lowest ordinal, then to an updated member",
+			state: healthyState(3, 2),
+			want: []Step{
+				{Kind: StepTransferLeader, From: 2, To: 0},
+				{Kind: StepLowerPartition, Ordinal: 2}, {Kind: StepWaitMember, Ordinal: 2},
+				{Kind: StepCooldown, Ordinal: 1},
+				{Kind: StepLowerPartition, Ordinal: 1}, {Kind: StepWaitMember, Ordinal: 1},
+				{Kind: StepCooldown, Ordinal: 0},
+				{Kind: StepTransferLeader, From: 0, To: 2},
+				{Kind: StepLowerPartition, Ordinal: 0}, {Kind: StepWaitMember, Ordinal: 0},
+				{Kind: StepRelock, Ordinal: 3},
+			},
+			string: "roll etcd-2, etcd-1, etcd-0 to revision etcd-new; move leader etcd-2 → etcd-0 before etcd-2, etcd-0 → etcd-2 before etcd-0; 2 leader transfers",
+		},
+		{
+			name:  "leader on 1 moves once, to the updated member 2",
+			state: healthyState(3, 1),
+			want: []Step{
+				{Kind: StepLowerPartition, Ordinal: 2}, {Kind: StepWaitMember, Ordinal: 2},
+				{Kind: StepCooldown, Ordinal: 1},
+				{Kind: StepTransferLeader, From: 1, To: 2},
+				{Kind: StepLowerPartition, Ordinal: 1}, {Kind: StepWaitMember, Ordinal: 1},
+				{Kind: StepCooldown, Ordinal: 0},
+				{Kind: StepLowerPartition, Ordinal: 0}, {Kind: StepWaitMember, Ordinal: 0},
+				{Kind: StepRelock, Ordinal: 3},
+			},
+			string: "roll etcd-2, etcd-1, etcd-0 to revision etcd-new; move leader etcd-1 → etcd-2 before etcd-1; 1 leader transfer",
+		},
+		{
+			name:   "resume: member 2 done, leader on it, nothing moves",
+			state:  healthyState(3, 2, 2),
+			string: "roll etcd-1, etcd-0 to revision etcd-new; 0 leader transfers",
+			want: []Step{
+				{Kind: StepLowerPartition, Ordinal: 1}, {Kind: StepWaitMember, Ordinal: 1},
+				{Kind: StepCooldown, Ordinal: 0},
+				{Kind: StepLowerPartition, Ordinal: 0}, {Kind: StepWaitMember, Ordinal: 0},
+				{Kind: StepRelock, Ordinal: 3},
+			},
+		},
+		{
+			name:   "resume: only member 0 left and it leads",
+			state:  healthyState(3, 0, 2, 1),
+			string: "roll etcd-0 to revision etcd-new; move leader etcd-0 → etcd-2 before etcd-0; 1 leader transfer",
+			want: []Step{
+				{Kind: StepTransferLeader, From: 0, To: 2},
+				{Kind: StepLowerPartition, Ordinal: 0}, {Kind: StepWaitMember, Ordinal: 0},
+				{Kind: StepRelock, Ordinal: 3},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := PlanRollout(tt.state, LeaderLazy)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, p.Steps)
+			assert.Equal(t, tt.string, p.String())
+			replay(t, tt.state, p)
+		})
+	}
+}
+
+func TestPlanResumeEveryLeaderPosition(t *testing.T) {
+	// After a cancel, any suffix of ordinals may already be updated, with the leader anywhere.
+	for _, n := range []int{3, 5} {
+		for done := 0; done < n; done++ {
+			for leader := 0; leader < n; leader++ {
+				var updated []int
+				for i := n - 1; i >= n-done; i-- {
+					updated = append(updated, i)
+				}
+				t.Run(fmt.Sprintf("%d members %d done leader on %d", n, done, leader), func(t *testing.T) {
+					s := healthyState(n, leader, updated...)
+					p, err := PlanRollout(s, LeaderLazy)
+					require.NoError(t, err)
+					replay(t, s, p)
+					assert.Len(t, p.Roll, n-done)
+					want := 0
+					switch {
+					case leader >= n-done: // on an updated member: never moves
+					case leader == n-1-done && done == 0: // leads the first to roll and nothing is updated yet
+						want = 2
+					default:
+						want = 1
+					}
+					assert.Equal(t, want, p.Transfers)
+				})
+			}
+		}
+	}
+}
+
+func TestPlanJobLike(t *testing.T) {
+	for _, n := range []int{3, 5} {
+		for leader := 0; leader < n; leader++ {
+			t.Run(fmt.Sprintf("%d members leader on %d", n, leader), func(t *testing.T) {
+				s := healthyState(n, leader)
+				p, err := PlanRollout(s, LeaderJobLike)
+				require.NoError(t, err)
+				replay(t, s, p)
+				want := 2
+				if leader == 0 {
+					want = 1
+				}
+				assert.Equal(t, want, p.Transfers)
+				last := Step{}
+				for _, st := range p.Steps {
+					if st.Kind == StepTransferLeader {
+						last = st
+					}
+				}
+				assert.Equal(t, Step{Kind: StepTransferLeader, From: 0, To: n - 1}, last, "leader goes to N-1 before member 0")
+			})
+		}
+	}
+}
+
+func TestPlanNothingToDo(t *testing.T) {
+	s := healthyState(3, 1, 0, 1, 2)
+	p, err := PlanRollout(s, LeaderLazy)
+	require.NoError(t, err)
+	assert.Empty(t, p.Steps)
+	assert.Equal(t, "nothing to roll: every member is at revision etcd-new and healthy", p.String())
+
+	s.Partition = 1
+	p, err = PlanRollout(s, LeaderLazy)
+	require.NoError(t, err)
+	assert.Equal(t, []StepKind{StepLock}, kinds(p))
+	assert.Equal(t, "nothing to roll; re-lock the partition", p.String())
+}
+
+func TestPlanUnlockedPartitionIsRelockedFirst(t *testing.T) {
+	s := healthyState(3, 0, 2)
+	s.Partition = 2
+	p, err := PlanRollout(s, LeaderLazy)
+	require.NoError(t, err)
+	assert.Equal(t, StepLock, p.Steps[0].Kind)
+	assert.Equal(t, []int{1, 0}, p.Roll)
+	assert.Contains(t, p.String(), "re-lock the partition first")
+}
+
+func TestPlanWaitsForUpdatedButUnhealthyMember(t *testing.T) {
+	// A previous run timed out while etcd-2 was coming back at the new revision: wait for it, then go on.
+	s := healthyState(3, 0, 2)
+	s.Members[2].Healthy = false
+	s.Members[2].Problem = "connection refused"
+	p, err := PlanRollout(s, LeaderLazy)
+	require.NoError(t, err)
+	assert.Equal(t, []int{2}, p.Wait)
+	assert.Equal(t, []int{1, 0}, p.Roll)
+	assert.Equal(t, []StepKind{StepWaitMember, StepCooldown, StepLowerPartition, StepWaitMember, StepCooldown,
+		StepTransferLeader, StepLowerPartition, StepWaitMember, StepRelock}, kinds(p))
+	assert.Contains(t, p.String(), "wait for etcd-2 (already at etcd-new) to be healthy")
+	replay(t, s, p)
+}
+
+func TestPlanBlocked(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*ClusterState)
+		errMsg string
+	}{
+		{"no leader", func(s *ClusterState) { s.Members[1].IsLeader = false }, "the cluster has no leader"},
+		{"learner in the member list", func(s *ClusterState) { s.Learners = 1 }, "1 learner(s)"},
+		{"a member reports itself a learner", func(s *ClusterState) { s.Members[0].IsLearner = true }, "etcd-0 is a learner"},
+		{"a member not voting", func(s *ClusterState) { s.VotingMembers = 2 }, "2 voting members but the StatefulSet has 3 replicas"},
+		{"quorum lost with the next member down", func(s *ClusterState) {
+			s.Members[0].Healthy = false
+			s.Members[0].Problem = "stopped"
+		}, "restarting etcd-2 would leave 1 healthy member(s), quorum is 2 of 3"},
+		{"no replicas", func(s *ClusterState) { s.Replicas = 0; s.Members = nil }, "0 replicas"},
+		{"controller has not observed the sts", func(s *ClusterState) { s.UpdateRevision = "" }, "no updateRevision"},
+		{"two leaders", func(s *ClusterState) { s.Members[2].IsLeader = true }, "both etcd-1 and etcd-2 claim to be leader"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := healthyState(3, 1)
+			tt.mutate(&s)
+			_, err := PlanRollout(s, LeaderLazy)
+			require.ErrorIs(t, err, ErrBlocked)
+			assert.Contains(t, err.Error(), tt.errMsg)
+		})
+	}
+}
+
+func TestPlanQuorumGuard(t *testing.T) {
+	t.Run("unhealthy target at the old revision can be replaced when the others hold quorum", func(t *testing.T) {
+		s := healthyState(3, 0)
+		s.Members[2].Healthy = false
+		p, err := PlanRollout(s, LeaderLazy)
+		require.NoError(t, err)
+		assert.Equal(t, []int{2, 1, 0}, p.Roll)
+	})
+	t.Run("5 members tolerate one other member down", func(t *testing.T) {
+		s := healthyState(5, 0)
+		s.Members[1].Healthy = false
+		_, err := PlanRollout(s, LeaderLazy)
+		require.NoError(t, err)
+	})
+	t.Run("5 members refuse with two others down", func(t *testing.T) {
+		s := healthyState(5, 0)
+		s.Members[1].Healthy = false
+		s.Members[2].Healthy = false
+		_, err := PlanRollout(s, LeaderLazy)
+		require.ErrorIs(t, err, ErrBlocked)
+	})
+	t.Run("a single member can never roll without losing quorum", func(t *testing.T) {
+		_, err := PlanRollout(healthyState(1, 0), LeaderLazy)
+		require.ErrorIs(t, err, ErrBlocked)
+		assert.Contains(t, err.Error(), "quorum is 1 of 1")
+	})
+}
+
+func TestPlanStringIsStable(t *testing.T) {
+	s := healthyState(5, 4)
+	a, err := PlanRollout(s, LeaderLazy)
+	require.NoError(t, err)
+	b, err := PlanRollout(s, LeaderLazy)
+	require.NoError(t, err)
+	assert.Equal(t, a.String(), b.String())
+	assert.Equal(t, "roll etcd-4, etcd-3, etcd-2, etcd-1, etcd-0 to revision etcd-new; move leader etcd-4 → etcd-0 before etcd-4, etcd-0 → etcd-4 before etcd-0; 2 leader transfers", a.String())
+	assert.Contains(t, a.Detail(), " 1. move the Raft leader etcd-4 → etcd-0\n")
+}
+
+func TestPlanRejectsUnknownPolicy(t *testing.T) {
+	_, err := PlanRollout(healthyState(3, 0), LeaderPolicy("random"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `unknown leader policy "random"`)
+}

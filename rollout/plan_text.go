@@ -1,0 +1,113 @@
+package rollout
+
+import (
+	"fmt"
+	"strings"
+)
+
+// String is the one-line summary `pulumi preview` shows, e.g.
+//
+//	roll etcd-2, etcd-1, etcd-0 to revision etcd-7d9f; move leader etcd-2 → etcd-0 before etcd-2, etcd-0 → etcd-2 before etcd-0; 2 leader transfers
+//
+// The text depends only on the plan, so the same observation always prints the same line.
+func (p Plan) String() string {
+	if len(p.Roll) == 0 && len(p.Wait) == 0 {
+		if p.hasLock() {
+			return "nothing to roll; re-lock the partition"
+		}
+		if p.UpdateRevision == "" {
+			return "nothing to roll"
+		}
+		return fmt.Sprintf("nothing to roll: every member is at revision %s and healthy", p.UpdateRevision)
+	}
+	var parts []string
+	if p.hasLock() {
+		parts = append(parts, "re-lock the partition first")
+	}
+	if len(p.Roll) > 0 {
+		parts = append(parts, fmt.Sprintf("roll %s to revision %s", p.names(p.Roll), p.UpdateRevision))
+	}
+	if len(p.Wait) > 0 {
+		parts = append(parts, fmt.Sprintf("wait for %s (already at %s) to be healthy", p.names(p.Wait), p.UpdateRevision))
+	}
+	var moves []string
+	next := map[int]int{} // index of transfer step -> ordinal rolled right after it
+	for n, st := range p.Steps {
+		if st.Kind == StepTransferLeader {
+			next[n] = -1
+			for _, later := range p.Steps[n+1:] {
+				if later.Kind == StepLowerPartition {
+					next[n] = later.Ordinal
+					break
+				}
+			}
+			move := fmt.Sprintf("%s → %s", p.name(st.From), p.name(st.To))
+			if next[n] >= 0 {
+				move += " before " + p.name(next[n])
+			}
+			moves = append(moves, move)
+		}
+	}
+	if len(moves) > 0 {
+		parts = append(parts, "move leader "+strings.Join(moves, ", "))
+	}
+	parts = append(parts, plural(p.Transfers, "leader transfer", "leader transfers"))
+	return strings.Join(parts, "; ")
+}
+
+// Detail is the numbered step list the CLI's `plan` command prints under the summary.
+func (p Plan) Detail() string {
+	var b strings.Builder
+	for n, st := range p.Steps {
+		fmt.Fprintf(&b, "%2d. %s\n", n+1, p.describe(st))
+	}
+	return b.String()
+}
+
+// Describe is one step in words, used for progress lines.
+func (p Plan) describe(st Step) string {
+	switch st.Kind {
+	case StepLock:
+		return fmt.Sprintf("lock: set partition to %d (replicas) before anything else", st.Ordinal)
+	case StepTransferLeader:
+		return fmt.Sprintf("move the Raft leader %s → %s", p.name(st.From), p.name(st.To))
+	case StepLowerPartition:
+		return fmt.Sprintf("lower partition to %d: the StatefulSet controller recreates %s", st.Ordinal, p.name(st.Ordinal))
+	case StepWaitMember:
+		return fmt.Sprintf("wait for %s: at %s and Ready, then etcd healthy, voting and caught up", p.name(st.Ordinal), p.UpdateRevision)
+	case StepCooldown:
+		if p.Cooldown > 0 {
+			return fmt.Sprintf("cool down %s", p.Cooldown)
+		}
+		return "cool down (as configured)"
+	case StepRelock:
+		return fmt.Sprintf("re-lock: set partition back to %d", st.Ordinal)
+	}
+	return string(st.Kind)
+}
+
+func (p Plan) hasLock() bool {
+	return len(p.Steps) > 0 && p.Steps[0].Kind == StepLock
+}
+
+func (p Plan) name(ordinal int) string {
+	if ordinal >= 0 && ordinal < len(p.Pods) && p.Pods[ordinal] != "" {
+		return p.Pods[ordinal]
+	}
+	return fmt.Sprintf("member %d", ordinal)
+}
+
+func (p Plan) names(ordinals []int) string {
+	out := make([]string, len(ordinals))
+	for i, o := range ordinals {
+		out[i] = p.name(o)
+	}
+	return strings.Join(out, ", ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
