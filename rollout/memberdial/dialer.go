@@ -1,0 +1,47 @@
+// Package memberdial gives a local address for an etcd member's port, wherever the caller runs.
+//
+// Outside the cluster (the CLI, the Pulumi provider on a laptop or CI runner) members are reached through
+// the API server with a port-forward per pod; inside the cluster they are reached directly by their
+// StatefulSet DNS name. Both hand back a plain host:port that an etcd client can dial.
+package memberdial
+
+import (
+	"context"
+	"fmt"
+)
+
+// Dialer returns an address at which port of a pod answers.
+type Dialer interface {
+	// Endpoint returns host:port for the pod's port. A port-forwarding Dialer reuses a working forward and
+	// opens a new one when the pod was recreated or the stream broke, so callers should ask again before
+	// each use rather than keep the address.
+	Endpoint(ctx context.Context, namespace, pod string, port int) (string, error)
+	// Close stops every forward the Dialer opened.
+	Close() error
+}
+
+// Direct reaches members by their stable StatefulSet DNS name, <pod>.<service>.<namespace>.svc; it is for
+// callers running inside the cluster, where that name resolves and no forward is needed.
+type Direct struct {
+	Service string
+	// Domain follows the namespace; "svc" unless the cluster needs the full "svc.cluster.local".
+	Domain string
+}
+
+// NewDirect returns a Dialer for callers inside the cluster; service is the StatefulSet's governing Service.
+func NewDirect(service string) *Direct { return &Direct{Service: service, Domain: "svc"} }
+
+// Endpoint implements Dialer.
+func (d *Direct) Endpoint(_ context.Context, namespace, pod string, port int) (string, error) {
+	if d.Service == "" {
+		return "", fmt.Errorf("direct member address for %s: no service name", pod)
+	}
+	domain := d.Domain
+	if domain == "" {
+		domain = "svc"
+	}
+	return fmt.Sprintf("%s.%s.%s.%s:%d", pod, d.Service, namespace, domain, port), nil
+}
+
+// Close implements Dialer; there is nothing to stop.
+func (d *Direct) Close() error { return nil }
