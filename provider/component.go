@@ -1,0 +1,180 @@
+package provider
+
+import (
+	"fmt"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// rolloutToken is the type token of the child that does the work.
+const rolloutToken = Name + ":index:Rollout"
+
+// kubernetesSDKVersion pins the kubernetes provider used for a StatefulSet the component owns when the
+// program passes no kubernetes provider; it matches the pulumi-kubernetes Go SDK in go.mod.
+const kubernetesSDKVersion = "4.25.0"
+
+// component builds EtcdRollingUpgrade. readKube is a field so unit tests can stand in for the engine's
+// getResource.
+type component struct {
+	readKube KubeProviderReader
+}
+
+// construct registers the component, resolves cluster access, optionally creates the StatefulSet it owns,
+// and registers the Rollout child that runs the engine.
+func (c component) construct(ctx *pulumi.Context, name string, args EtcdRollingUpgradeArgs,
+	opts ...pulumi.ResourceOption,
+) (*EtcdRollingUpgrade, error) {
+	if args.StsName == nil || args.Namespace == nil || args.ServiceName == nil {
+		return nil, fmt.Errorf("EtcdRollingUpgrade %s: stsName, namespace and serviceName are required", name)
+	}
+	if args.VersionHash == nil && args.StatefulSet == nil {
+		return nil, fmt.Errorf("EtcdRollingUpgrade %s: versionHash is required unless statefulSet is given "+
+			"(then it is computed from the pod template)", name)
+	}
+	comp := &EtcdRollingUpgrade{}
+	if err := ctx.RegisterComponentResource(p.GetTypeToken(ctx.Context()), name, comp, opts...); err != nil {
+		return nil, err
+	}
+	given, err := pulumi.NewResourceOptions(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("reading the resource options of %s: %w", name, err)
+	}
+
+	access, kubeProvider, err := c.clusterAccess(ctx, name, args, comp)
+	if err != nil {
+		return nil, err
+	}
+
+	// Children do not inherit customTimeouts; the Rollout is where they matter.
+	rolloutOpts := []pulumi.ResourceOption{pulumi.Parent(comp)}
+	if given.CustomTimeouts != nil {
+		rolloutOpts = append(rolloutOpts, pulumi.Timeouts(given.CustomTimeouts))
+	}
+	var dependsOn []pulumi.Resource
+	if given.Parent != nil {
+		dependsOn = append(dependsOn, given.Parent)
+	}
+	versionHash := args.VersionHash
+	if args.StatefulSet != nil {
+		sts, hash, err := c.ownStatefulSet(ctx, name, args, comp, kubeProvider)
+		if err != nil {
+			return nil, err
+		}
+		dependsOn = append(dependsOn, sts)
+		if versionHash == nil {
+			versionHash = hash
+		}
+	}
+	if len(dependsOn) > 0 {
+		rolloutOpts = append(rolloutOpts, pulumi.DependsOn(dependsOn))
+	}
+	if args.DependsOnSts.OutputState != nil {
+		rolloutOpts = append(rolloutOpts, pulumi.DependsOnInputs(resourcesIn(args.DependsOnSts)))
+	}
+
+	inputs := pulumi.Map{
+		"stsName":     args.StsName,
+		"namespace":   args.Namespace,
+		"serviceName": args.ServiceName,
+		"versionHash": versionHash,
+		"kubeconfig":  pulumi.ToSecret(access.Kubeconfig),
+		"context":     access.Context,
+		"cluster":     access.Cluster,
+	}
+	optional := map[string]pulumi.IntInput{
+		"clientPort":           args.ClientPort,
+		"cooldownSeconds":      args.CooldownSeconds,
+		"readyTimeoutSeconds":  args.ReadyTimeoutSeconds,
+		"healthTimeoutSeconds": args.HealthTimeoutSeconds,
+	}
+	for key, v := range optional {
+		if v != nil {
+			inputs[key] = v
+		}
+	}
+	if args.TLS != nil {
+		inputs["tls"] = pulumi.Map{
+			"caFile":   pulumi.String(args.TLS.CaFile),
+			"certFile": pulumi.String(args.TLS.CertFile),
+			"keyFile":  pulumi.String(args.TLS.KeyFile),
+		}
+	}
+
+	var ro rolloutResource
+	if err := ctx.RegisterResource(rolloutToken, name, inputs, &ro, rolloutOpts...); err != nil {
+		return nil, fmt.Errorf("registering the rollout of %s: %w", name, err)
+	}
+	comp.VersionHash = ro.VersionHash
+	comp.UpdateRevision = ro.UpdateRevision
+	comp.MembersRolled = ro.MembersRolled
+	comp.LeaderTransfers = ro.LeaderTransfers
+	comp.UnplannedElections = ro.UnplannedElections
+	comp.FinishedAt = ro.FinishedAt
+	return comp, nil
+}
+
+// clusterAccess resolves, in order: the kubernetes provider passed in the options (its kubeconfig, context
+// and cluster, read from its state); the explicit kubeconfig/context inputs; nothing, which leaves the
+// Rollout on client-go's default loading rules. It also returns the kubernetes provider a StatefulSet child
+// must use, when the component has to make one from the kubeconfig input.
+func (c component) clusterAccess(ctx *pulumi.Context, name string, args EtcdRollingUpgradeArgs, comp *EtcdRollingUpgrade,
+) (accessOutputs, pulumi.ProviderResource, error) {
+	if ref, ok := kubeProviderRef(ctx); ok {
+		access, err := c.readKube(ctx, ref)
+		if err != nil {
+			return accessOutputs{}, nil, fmt.Errorf("reading the kubernetes provider %s passed to %s: %w", ref.Urn.Name(), name, err)
+		}
+		return access, nil, nil
+	}
+	access := accessOutputs{
+		Kubeconfig: optionalString(args.Kubeconfig),
+		Context:    optionalString(args.Context),
+		Cluster:    pulumi.StringPtrOutput(pulumi.ToOutput((*string)(nil)).(pulumi.StringPtrOutput)),
+	}
+	var kubeProvider pulumi.ProviderResource
+	if args.StatefulSet != nil && args.Kubeconfig != nil {
+		kp, err := newKubeProvider(ctx, name, args, comp)
+		if err != nil {
+			return accessOutputs{}, nil, err
+		}
+		kubeProvider = kp
+	}
+	return access, kubeProvider, nil
+}
+
+func optionalString(in pulumi.StringInput) pulumi.StringPtrOutput {
+	if in == nil {
+		return pulumi.ToOutput((*string)(nil)).(pulumi.StringPtrOutput)
+	}
+	return in.ToStringOutput().ApplyT(func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}).(pulumi.StringPtrOutput)
+}
+
+// resourcesIn turns dependsOnSts, which may be any value, into the resources it names, so that the rollout
+// waits for them. A TypeScript resource arrives as a resource reference and is rehydrated by the Go SDK.
+func resourcesIn(v pulumi.AnyOutput) pulumi.ResourceArrayOutput {
+	return v.ApplyT(func(x any) []pulumi.Resource {
+		return collectResources(x)
+	}).(pulumi.ResourceArrayOutput)
+}
+
+func collectResources(x any) []pulumi.Resource {
+	switch v := x.(type) {
+	case pulumi.Resource:
+		return []pulumi.Resource{v}
+	case []any:
+		var out []pulumi.Resource
+		for _, e := range v {
+			out = append(out, collectResources(e)...)
+		}
+		return out
+	case []pulumi.Resource:
+		return v
+	}
+	return nil
+}

@@ -1,0 +1,86 @@
+package provider
+
+import (
+	"github.com/pulumi/pulumi-go-provider/infer"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// EtcdRollingUpgradeArgs are the component's inputs: exactly the old TypeScript class's, so existing call
+// sites compile with only the import changed, plus cluster access (kubeconfig, context) and an optional
+// StatefulSet manifest for the component to own.
+type EtcdRollingUpgradeArgs struct {
+	StsName              pulumi.StringInput `pulumi:"stsName"`
+	Namespace            pulumi.StringInput `pulumi:"namespace"`
+	ServiceName          pulumi.StringInput `pulumi:"serviceName"`
+	ClientPort           pulumi.IntInput    `pulumi:"clientPort,optional"`
+	TLS                  *TLS               `pulumi:"tls,optional"`
+	VersionHash          pulumi.StringInput `pulumi:"versionHash,optional"`
+	CooldownSeconds      pulumi.IntInput    `pulumi:"cooldownSeconds,optional"`
+	ReadyTimeoutSeconds  pulumi.IntInput    `pulumi:"readyTimeoutSeconds,optional"`
+	HealthTimeoutSeconds pulumi.IntInput    `pulumi:"healthTimeoutSeconds,optional"`
+	DependsOnSts         pulumi.AnyOutput   `pulumi:"dependsOnSts,optional"`
+
+	Kubeconfig  pulumi.StringInput `pulumi:"kubeconfig,optional" provider:"secret"`
+	Context     pulumi.StringInput `pulumi:"context,optional"`
+	StatefulSet pulumi.MapInput    `pulumi:"statefulSet,optional"`
+}
+
+// Annotate documents the component's inputs in the schema.
+func (a *EtcdRollingUpgradeArgs) Annotate(an infer.Annotator) {
+	an.Describe(&a.StsName, "Name of the etcd StatefulSet.")
+	an.Describe(&a.Namespace, "Namespace of the StatefulSet.")
+	an.Describe(&a.ServiceName, "The StatefulSet's governing (headless) Service.")
+	an.Describe(&a.ClientPort, "etcd client port on each pod. Default 2379.")
+	an.Describe(&a.TLS, "Client TLS files as mounted inside the etcd container; all three or none. Plain HTTP when absent.")
+	an.Describe(&a.VersionHash, "A value that changes whenever the pod template changes; a change rolls the members. "+
+		"Required unless statefulSet is given, in which case it defaults to a hash of the pod template.")
+	an.Describe(&a.CooldownSeconds, "Pause after each member passes its health gate. Default 30.")
+	an.Describe(&a.ReadyTimeoutSeconds, "Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.")
+	an.Describe(&a.HealthTimeoutSeconds, "Per member, how long etcd may take to call the member healthy and caught up. Default 60.")
+	an.Describe(&a.DependsOnSts, "The resource that applies the StatefulSet (any resource); the rollout runs after it.")
+	an.Describe(&a.Kubeconfig, "Kubeconfig path or document, used when no kubernetes provider is passed in the resource "+
+		"options. Without either, client-go's default loading rules apply.")
+	an.Describe(&a.Context, "Kubeconfig context, used with kubeconfig or the default loading rules.")
+	an.Describe(&a.StatefulSet, "A StatefulSet manifest (apiVersion apps/v1). When given, the component creates it as its "+
+		"own child with the annotation pulumi.com/skipAwait: \"true\" and updateStrategy.rollingUpdate.partition = "+
+		"spec.replicas forced, and computes versionHash from spec.template when none is given.")
+}
+
+// EtcdRollingUpgrade is the multi-language component: a drop-in for the old TypeScript class.
+type EtcdRollingUpgrade struct {
+	pulumi.ResourceState
+
+	VersionHash        pulumi.StringOutput      `pulumi:"versionHash"`
+	UpdateRevision     pulumi.StringOutput      `pulumi:"updateRevision"`
+	MembersRolled      pulumi.StringArrayOutput `pulumi:"membersRolled"`
+	LeaderTransfers    pulumi.IntOutput         `pulumi:"leaderTransfers"`
+	UnplannedElections pulumi.IntOutput         `pulumi:"unplannedElections"`
+	FinishedAt         pulumi.StringOutput      `pulumi:"finishedAt"`
+}
+
+// Annotate documents the component.
+func (c *EtcdRollingUpgrade) Annotate(a infer.Annotator) {
+	a.SetToken("index", "EtcdRollingUpgrade")
+	a.Describe(c, "Rolls an etcd StatefulSet member by member with no uncontrolled Raft leader elections: the leader is "+
+		"moved off each member before it restarts, one member is disrupted at a time, and the next waits until etcd "+
+		"says the last one is healthy and caught up. The StatefulSet stays partition-locked so a template change "+
+		"rolls nothing by itself.")
+	a.Describe(&c.VersionHash, "The versionHash the rollout ran for (computed from the pod template when not given).")
+	a.Describe(&c.UpdateRevision, "The StatefulSet's updateRevision every member is at after the rollout.")
+	a.Describe(&c.MembersRolled, "Pods the last rollout restarted, in order.")
+	a.Describe(&c.LeaderTransfers, "Leader transfers the last rollout made.")
+	a.Describe(&c.UnplannedElections, "Raft term increases during the last rollout that were not our transfers.")
+	a.Describe(&c.FinishedAt, "When the last complete rollout finished (RFC 3339).")
+}
+
+// rolloutResource is the Go SDK handle for the child Rollout the component registers.
+type rolloutResource struct {
+	pulumi.CustomResourceState
+
+	VersionHash        pulumi.StringOutput      `pulumi:"versionHash"`
+	UpdateRevision     pulumi.StringOutput      `pulumi:"updateRevision"`
+	MembersRolled      pulumi.StringArrayOutput `pulumi:"membersRolled"`
+	LeaderTransfers    pulumi.IntOutput         `pulumi:"leaderTransfers"`
+	UnplannedElections pulumi.IntOutput         `pulumi:"unplannedElections"`
+	FinishedAt         pulumi.StringOutput      `pulumi:"finishedAt"`
+}

@@ -1,0 +1,44 @@
+package provider
+
+import (
+	"context"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
+)
+
+// Engine is the part of rollout.Engine the provider drives. It is an interface so that the resource's logic
+// (check, diff, partial state, logging) is unit-tested against a fake, and real clusters are left to the
+// end-to-end tests.
+type Engine interface {
+	// Observe reads the StatefulSet and every member once, without changing anything.
+	Observe(ctx context.Context) (rollout.ClusterState, error)
+	// Run rolls every outdated member and re-locks the partition. It returns what it did even on error.
+	Run(ctx context.Context) (rollout.Result, error)
+	// Close releases the engine's connections (port-forwards, etcd clients).
+	Close() error
+}
+
+// EngineFactory builds an Engine for one rollout on the cluster cfg points at. onEvent receives one call per
+// engine step; it must not block.
+type EngineFactory func(cfg rollout.Config, restConfig *rest.Config, onEvent func(rollout.Event)) (Engine, error)
+
+// Planner turns an observation into steps. In production it is rollout.PlanRollout; it is a field so tests can
+// feed plans without building cluster states that satisfy every planner rule.
+type Planner func(s rollout.ClusterState, policy rollout.LeaderPolicy) (rollout.Plan, error)
+
+// UIDLookup returns the UID of the StatefulSet, so Diff can refuse a cluster that is not the one the rollout
+// was first run on without paying for a full member observation.
+type UIDLookup func(ctx context.Context, restConfig *rest.Config, namespace, name string) (string, error)
+
+// Deps are the provider's connections to the outside world. Production code uses DefaultDeps.
+type Deps struct {
+	NewEngine  EngineFactory
+	Plan       Planner
+	LookupUID  UIDLookup
+	RestConfig RestConfigResolver
+}
+
+// RestConfigResolver turns the resource's cluster-access inputs into a client-go config.
+type RestConfigResolver func(access ClusterAccess) (*rest.Config, error)

@@ -1,0 +1,62 @@
+package provider
+
+import (
+	"context"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// kubeProviderKey carries the kubernetes provider reference from the Construct request into the component
+// function: the Go SDK turns it into a ProviderResource whose URN is only an Output, but hydrating its state
+// needs the URN as a plain string.
+type kubeProviderKey struct{}
+
+// withKubeProviderRef wraps Construct so that the `kubernetes` entry of the request's providers map (the
+// provider a TypeScript caller passed as `provider:` or in `providers:`) is readable from the component.
+func withKubeProviderRef(prov p.Provider) p.Provider {
+	inner := prov.Construct
+	prov.Construct = func(ctx context.Context, req p.ConstructRequest) (p.ConstructResponse, error) {
+		if ref, ok := req.Providers["kubernetes"]; ok && ref.Urn != "" {
+			ctx = context.WithValue(ctx, kubeProviderKey{}, ref)
+		}
+		return inner(ctx, req)
+	}
+	return prov
+}
+
+func kubeProviderRef(ctx *pulumi.Context) (p.ProviderReference, bool) {
+	ref, ok := ctx.Context().Value(kubeProviderKey{}).(p.ProviderReference)
+	return ref, ok
+}
+
+// kubeProviderState is the part of a kubernetes provider's state we read: the provider stores its checked
+// configuration as its outputs, so these are what the program gave it (kubeconfig may be a path or a document).
+type kubeProviderState struct {
+	pulumi.ProviderResourceState
+
+	Kubeconfig pulumi.StringPtrOutput `pulumi:"kubeconfig"`
+	Context    pulumi.StringPtrOutput `pulumi:"context"`
+	Cluster    pulumi.StringPtrOutput `pulumi:"cluster"`
+}
+
+// accessOutputs is the cluster access handed to the child Rollout.
+type accessOutputs struct {
+	Kubeconfig pulumi.StringPtrOutput
+	Context    pulumi.StringPtrOutput
+	Cluster    pulumi.StringPtrOutput
+}
+
+// KubeProviderReader reads a kubernetes provider's configuration by URN. It is a seam for unit tests: the Go
+// SDK's mock monitor does not answer getResource for a provider it did not register.
+type KubeProviderReader func(ctx *pulumi.Context, ref p.ProviderReference) (accessOutputs, error)
+
+// readKubeProvider hydrates the provider's state through the engine's getResource, which the Go SDK performs
+// when a resource is "registered" with the URN_ option.
+func readKubeProvider(ctx *pulumi.Context, ref p.ProviderReference) (accessOutputs, error) {
+	var st kubeProviderState
+	if err := ctx.RegisterResource("pulumi:providers:kubernetes", ref.Urn.Name(), nil, &st, pulumi.URN_(string(ref.Urn))); err != nil {
+		return accessOutputs{}, err
+	}
+	return accessOutputs{Kubeconfig: st.Kubeconfig, Context: st.Context, Cluster: st.Cluster}, nil
+}

@@ -1,0 +1,41 @@
+package provider
+
+import (
+	"time"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
+)
+
+// engineConfig maps the resource's inputs onto the engine's Config, filling the engine's defaults for what
+// the program left out. holder names this rollout in the StatefulSet's lease (the resource's URN).
+func engineConfig(in RolloutArgs, holder string) rollout.Config {
+	cfg := rollout.Config{
+		StatefulSet:   in.StsName,
+		Namespace:     in.Namespace,
+		ServiceName:   in.ServiceName,
+		ClientPort:    rollout.DefaultClientPort,
+		Cooldown:      rollout.DefaultCooldown,
+		ReadyTimeout:  rollout.DefaultReadyTimeout,
+		HealthTimeout: rollout.DefaultHealthTimeout,
+		LeaderPolicy:  rollout.LeaderLazy,
+		Holder:        holder,
+	}
+	if in.ClientPort != nil {
+		cfg.ClientPort = *in.ClientPort
+	}
+	if in.TLS != nil {
+		cfg.TLS = &rollout.TLSFiles{CAFile: in.TLS.CaFile, CertFile: in.TLS.CertFile, KeyFile: in.TLS.KeyFile}
+	}
+	if in.CooldownSeconds != nil {
+		cfg.Cooldown = seconds(*in.CooldownSeconds)
+	}
+	if in.ReadyTimeoutSeconds != nil {
+		cfg.ReadyTimeout = seconds(*in.ReadyTimeoutSeconds)
+	}
+	if in.HealthTimeoutSeconds != nil {
+		cfg.HealthTimeout = seconds(*in.HealthTimeoutSeconds)
+	}
+	return cfg
+}
+
+func seconds(n int) time.Duration { return time.Duration(n) * time.Second }

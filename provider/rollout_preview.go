@@ -1,0 +1,78 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
+)
+
+// observeTimeout bounds the cluster reads Check makes, so an unreachable cluster slows a preview down by
+// seconds, not minutes.
+const observeTimeout = 45 * time.Second
+
+// pendingRevision stands for the revision the StatefulSet controller will compute from a template that has
+// not been applied yet (the preview of a template change runs before the StatefulSet is updated).
+const pendingRevision = "(new pod template)"
+
+// previewPlan observes the live cluster and plans the next rollout. templateChanges says the pod template is
+// about to change, so every member counts as outdated whatever the live StatefulSet says. exists says the
+// Rollout is already in the state, so its StatefulSet must be on the cluster: a missing one is a bad input
+// (for a new Rollout it may be created by the same update). It returns a failure only for bad input; a
+// cluster that cannot be read is a warning and an empty plan.
+func (r *Rollout) previewPlan(ctx context.Context, in RolloutArgs, templateChanges, exists bool) ([]string, *p.CheckFailure) {
+	log := p.GetLogger(ctx)
+	ctx, cancel := context.WithTimeout(ctx, observeTimeout)
+	defer cancel()
+	target := in.Namespace + "/" + in.StsName
+
+	restConfig, err := r.deps.RestConfig(in.access())
+	if err != nil {
+		return nil, &p.CheckFailure{Property: "kubeconfig", Reason: fmt.Sprintf("cannot build cluster access: %v", err)}
+	}
+	if _, err := r.deps.LookupUID(ctx, restConfig, in.Namespace, in.StsName); err != nil {
+		if apierrors.IsNotFound(err) {
+			if exists {
+				return nil, &p.CheckFailure{Property: "stsName", Reason: fmt.Sprintf(
+					"StatefulSet %s was not found on the cluster: check stsName and namespace (and the kubeconfig/context in use)", target)}
+			}
+			log.Infof("StatefulSet %s does not exist yet; the rollout plan is made when it does", target)
+			return nil, nil
+		}
+		log.Warningf("could not read StatefulSet %s to plan the rollout: %v", target, err)
+		return nil, nil
+	}
+
+	eng, err := r.deps.NewEngine(engineConfig(in, ""), restConfig, func(rollout.Event) {})
+	if err != nil {
+		log.Warningf("could not start the rollout engine to plan %s: %v", target, err)
+		return nil, nil
+	}
+	defer eng.Close()
+	state, err := eng.Observe(ctx)
+	if err != nil {
+		log.Warningf("could not observe %s to plan the rollout: %v", target, err)
+		return nil, nil
+	}
+	if templateChanges {
+		state.UpdateRevision = pendingRevision
+	}
+	plan, err := r.deps.Plan(state, rollout.LeaderLazy)
+	if err != nil {
+		if errors.Is(err, rollout.ErrBlocked) {
+			log.Warningf("a rollout of %s could not start now: %v", target, err)
+			return []string{fmt.Sprintf("blocked: %v", err)}, nil
+		}
+		log.Warningf("could not plan the rollout of %s: %v", target, err)
+		return nil, nil
+	}
+	if !hasWork(plan) {
+		return nil, nil
+	}
+	return planLines(plan), nil
+}

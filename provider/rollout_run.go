@@ -1,0 +1,130 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi-go-provider/infer"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
+)
+
+var (
+	_ infer.CustomResource[RolloutArgs, RolloutState] = (*Rollout)(nil)
+	_ infer.CustomUpdate[RolloutArgs, RolloutState]   = (*Rollout)(nil)
+)
+
+// Create runs the first rollout of a StatefulSet. Usually there is nothing to roll (the StatefulSet was just
+// created at its update revision), but it still locks the partition and records the StatefulSet's UID.
+func (r *Rollout) Create(ctx context.Context, req infer.CreateRequest[RolloutArgs]) (infer.CreateResponse[RolloutState], error) {
+	id := req.Inputs.Namespace + "/" + req.Inputs.StsName
+	st := stateFromArgs(req.Inputs)
+	if req.DryRun {
+		return infer.CreateResponse[RolloutState]{ID: id, Output: st}, nil
+	}
+	err := r.roll(ctx, id, req.Inputs, &st)
+	return infer.CreateResponse[RolloutState]{ID: id, Output: st}, err
+}
+
+// Update runs the rollout for a new versionHash, or finishes one that an earlier run left half done.
+func (r *Rollout) Update(ctx context.Context, req infer.UpdateRequest[RolloutArgs, RolloutState]) (infer.UpdateResponse[RolloutState], error) {
+	st := stateFromArgs(req.Inputs)
+	st.StatefulSetUID = req.State.StatefulSetUID
+	if req.DryRun {
+		return infer.UpdateResponse[RolloutState]{Output: st}, nil
+	}
+	err := r.roll(ctx, req.ID, req.Inputs, &st)
+	return infer.UpdateResponse[RolloutState]{Output: st}, err
+}
+
+// roll runs the engine to completion and fills st with what it did. On failure or cancellation (Ctrl-C, a
+// customTimeouts deadline: both cancel ctx) it returns infer.ResourceInitFailedError with st holding the
+// partial result, so Pulumi keeps that state and the next `pulumi up` calls Update, which resumes.
+func (r *Rollout) roll(ctx context.Context, id string, in RolloutArgs, st *RolloutState) error {
+	holder := "pulumi-etcd-rollout " + id
+	log := p.GetLogger(ctx)
+	target := in.Namespace + "/" + in.StsName
+	st.Complete, st.FinishedAt, st.MembersRolled = false, "", []string{}
+
+	restConfig, err := r.deps.RestConfig(in.access())
+	if err != nil {
+		return fmt.Errorf("cluster access for %s: %w", target, err)
+	}
+	eng, err := r.deps.NewEngine(engineConfig(in, holder), restConfig, func(ev rollout.Event) {
+		log.InfoStatusf("%s", ev.Message)
+	})
+	if err != nil {
+		return fmt.Errorf("starting the rollout engine for %s: %w", target, err)
+	}
+	defer eng.Close()
+
+	observed, err := eng.Observe(ctx)
+	if err != nil {
+		return fmt.Errorf("observing %s before rolling it: %w", target, err)
+	}
+	if err := sameStatefulSet(in, *st, observed.StatefulSetUID); err != nil {
+		return err
+	}
+	st.StatefulSetUID = observed.StatefulSetUID
+	st.UpdateRevision = observed.UpdateRevision
+
+	if dl, ok := ctx.Deadline(); ok {
+		log.Debugf("rolling %s with a deadline in %s (customTimeouts)", target, time.Until(dl).Round(time.Second))
+	}
+	res, runErr := eng.Run(ctx)
+	recordResult(st, res)
+	if runErr != nil {
+		return r.partial(ctx, in, st, runErr)
+	}
+	st.Complete = true
+	st.Plan = []string{}
+	log.Info(summary(target, res))
+	return nil
+}
+
+// partial logs why the run stopped and turns the error into the partial-state error Pulumi understands.
+func (r *Rollout) partial(ctx context.Context, in RolloutArgs, st *RolloutState, runErr error) error {
+	target := in.Namespace + "/" + in.StsName
+	reason := fmt.Sprintf("rollout of %s stopped after %d member(s) (%s): %v",
+		target, len(st.MembersRolled), strings.Join(st.MembersRolled, ", "), runErr)
+	if errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded) || ctx.Err() != nil {
+		reason = fmt.Sprintf("rollout of %s was cancelled after %d member(s) (%s); the engine re-locks the partition on the way out. "+
+			"Run `pulumi up` again to finish the remaining members: %v",
+			target, len(st.MembersRolled), strings.Join(st.MembersRolled, ", "), runErr)
+	}
+	p.GetLogger(ctx).Error(reason)
+	if len(st.Plan) == 0 {
+		st.Plan = []string{"finish the interrupted rollout"}
+	}
+	return infer.ResourceInitFailedError{Reasons: []string{reason}}
+}
+
+func recordResult(st *RolloutState, res rollout.Result) {
+	if res.UpdateRevision != "" {
+		st.UpdateRevision = res.UpdateRevision
+	}
+	st.MembersRolled = append([]string{}, res.MembersRolled...)
+	st.LeaderTransfers = res.LeaderTransfers
+	st.UnplannedElections = res.UnplannedElections
+	if !res.FinishedAt.IsZero() {
+		st.FinishedAt = res.FinishedAt.UTC().Format(time.RFC3339)
+	}
+}
+
+// summary is the one line a completed rollout leaves in the `pulumi up` diagnostics.
+func summary(target string, res rollout.Result) string {
+	took := ""
+	if !res.StartedAt.IsZero() && !res.FinishedAt.IsZero() {
+		took = " in " + res.FinishedAt.Sub(res.StartedAt).Round(time.Second).String()
+	}
+	if len(res.MembersRolled) == 0 {
+		return fmt.Sprintf("%s: every member already at revision %s; partition locked%s", target, res.UpdateRevision, took)
+	}
+	return fmt.Sprintf("%s: rolled %d member(s) (%s) to revision %s%s; %d leader transfer(s), %d unplanned election(s); partition locked",
+		target, len(res.MembersRolled), strings.Join(res.MembersRolled, ", "), res.UpdateRevision, took,
+		res.LeaderTransfers, res.UnplannedElections)
+}
