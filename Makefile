@@ -18,4 +18,23 @@ tools-pulumi:
 test-unit:
 	$(GO_TEST) ./rollout/... ./provider/... ./cmd/...
 
-test: tools test-unit
+test: tools test-unit test-harness
+
+# --- Local cluster (tests/cluster, tests/harness): a real kube-apiserver + StatefulSet controller + kwok
+# node, with real etcd members behind the pods of opted-in StatefulSets (bin/etcd-members).
+.PHONY: etcd-members test-harness
+HARNESS_TEST_FLAGS ?= -v -timeout 15m
+
+etcd-members:
+	go build -o bin/etcd-members ./tests/harness/cmd/etcd-members
+
+cluster-up: tools etcd-members
+	tests/cluster/up.sh
+
+cluster-down:
+	tests/cluster/down.sh
+
+# The harness's own tests: unit tests, then the integration tests against the running cluster (brought up
+# first if it is not). One of them starts and stops a second, private cluster to check cluster-down.
+test-harness: cluster-up
+	$(GO_TEST) $(HARNESS_TEST_FLAGS) -tags integration ./tests/harness/...

@@ -1,0 +1,51 @@
+# shellcheck shell=bash
+# Shared settings of the local cluster scripts (sourced by up.sh, down.sh and status.sh).
+#
+# Every port is overridable by env. The defaults sit below the kernel's ephemeral range (32768+), so an
+# outgoing connection can never squat on one between two runs, and up.sh moves a default that is taken by
+# something else on the machine to the next free port (an explicitly set port that is taken is an error).
+# The ports actually used are written to $RUN_DIR/cluster.env for the harness and for people.
+
+CLUSTER_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$CLUSTER_DIR/../.." && pwd)
+TOOLS_DIR=${TOOLS_DIR:-$ROOT/.tools}
+BIN_DIR=${BIN_DIR:-$TOOLS_DIR/bin}
+RUN_DIR=${RUN_DIR:-$ROOT/tests/.run}
+PIDS_DIR=$RUN_DIR/pids
+LOGS_DIR=$RUN_DIR/logs
+PKI_DIR=$RUN_DIR/pki
+KUBECONFIG_FILE=$RUN_DIR/kubeconfig
+NODE_NAME=${NODE_NAME:-kwok-node-0}
+
+log() { printf '[cluster %6.2fs] %s\n' "$(elapsed)" "$*" >&2; }
+die() { printf '[cluster] error: %s\n' "$*" >&2; exit 1; }
+_T0=$(date +%s%N)
+elapsed() { local now; now=$(date +%s%N); printf '%d.%02d' $(((now - _T0) / 1000000000)) $((((now - _T0) / 10000000) % 100)); }
+
+# port_in_use PORT: true when something listens on 127.0.0.1:PORT or on the wildcard address.
+port_in_use() {
+  ss -Htln "sport = :$1" 2>/dev/null | grep -q .
+}
+
+# alive PIDFILE: true when the pid in PIDFILE runs and is still the program the file was written for
+# (its first line is the pid, its second the absolute path of the executable).
+alive() {
+  local f=$1 pid exe
+  [ -f "$f" ] || return 1
+  pid=$(sed -n 1p "$f"); exe=$(sed -n 2p "$f")
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+  # A rebuilt binary shows as "PATH (deleted)"; it is still the same program.
+  [ -z "$exe" ] || [[ "$(readlink "/proc/$pid/exe" 2>/dev/null)" == "$exe"* ]]
+}
+
+# ours: pids of every process whose command line names $RUN_DIR. Everything the cluster starts (the
+# control plane, kwok, the member daemon and each etcd member) carries the run dir in its arguments, so
+# this finds leftovers even when a pid file was lost.
+ours() {
+  local d pid
+  for d in /proc/[0-9]*; do
+    pid=${d#/proc/}
+    [ "$pid" = $$ ] && continue
+    if { tr '\0' ' ' <"$d/cmdline"; } 2>/dev/null | grep -qF -- "$RUN_DIR/"; then echo "$pid"; fi
+  done
+}

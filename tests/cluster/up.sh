@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# up.sh brings up the project's local Kubernetes cluster on 127.0.0.1, with no Docker:
+#
+#   etcd (control-plane storage) -> kube-apiserver (TLS, RBAC, admin client cert, service-account keys)
+#   -> kube-controller-manager (only the controllers a StatefulSet needs) -> kwok (one fake node that
+#   plays kubelet for pod status, port-forward and exec) -> etcd-members (real etcd processes behind the
+#   pods of opted-in StatefulSets; see tests/harness/cmd/etcd-members).
+#
+# State, certificates, logs and pid files live in $RUN_DIR (tests/.run). A healthy running cluster is left
+# alone. A half-running one is torn down and started again. On any failure everything started so far is
+# stopped, so a failed start never leaves processes behind.
+#
+# env: ETCD_PORT API_PORT KWOK_PORT MEMBERS_PORT (see env.sh), MEMBER_PORTS (range for the etcd members,
+# default 20000-29999), RUN_DIR, TOOLS_DIR, NODE_NAME.
+set -euo pipefail
+# shellcheck source=env.sh
+source "$(dirname "$0")/env.sh"
+
+MEMBERS_BIN=${MEMBERS_BIN:-$ROOT/bin/etcd-members}
+MEMBER_PORTS=${MEMBER_PORTS:-20000-29999}
+CONTROLLERS=statefulset-controller,serviceaccount-controller,garbage-collector-controller,persistentvolumeclaim-protection-controller,namespace-controller
+
+# --- already up?
+if [ -f "$RUN_DIR/cluster.env" ] && "$CLUSTER_DIR/status.sh" >/dev/null 2>&1; then
+  log "cluster already up and healthy; KUBECONFIG=$KUBECONFIG_FILE"
+  exit 0
+fi
+if compgen -G "$PIDS_DIR/*.pid" >/dev/null || [ -n "$(ours)" ]; then
+  log "found a half-running cluster in $RUN_DIR; stopping it first"
+  "$CLUSTER_DIR/down.sh"
+fi
+
+for b in etcd kube-apiserver kube-controller-manager kwok; do
+  [ -x "$BIN_DIR/$b" ] || die "missing $BIN_DIR/$b: run 'make tools' (a cold build takes about 15 minutes)"
+done
+[ -d "$TOOLS_DIR/kwok-kustomize/stage" ] || die "missing $TOOLS_DIR/kwok-kustomize: run 'make tools'"
+[ -x "$MEMBERS_BIN" ] || die "missing $MEMBERS_BIN: run 'make cluster-up' (it builds the member daemon first)"
+
+rm -rf "$RUN_DIR"
+mkdir -p "$PIDS_DIR" "$LOGS_DIR" "$PKI_DIR" "$RUN_DIR/etcd" "$RUN_DIR/members"
+chmod 700 "$RUN_DIR/etcd" "$PKI_DIR"
+
+on_error() {
+  local rc=$?
+  log "start failed (exit $rc); last lines of the logs in $LOGS_DIR:"
+  for f in "$LOGS_DIR"/*.log; do [ -f "$f" ] && { echo "--- $f" >&2; tail -n 5 "$f" >&2; }; done
+  "$CLUSTER_DIR/down.sh" --keep-logs >&2 || true
+  exit "$rc"
+}
+trap on_error ERR
+
+# pick_port VAR DEFAULT: an explicitly set port must be free; a default that is taken moves to the next free
+# port, so this cluster never collides with another service (or a second cluster in another run dir).
+pick_port() {
+  local var=$1 def=$2 port=${!1:-}
+  if [ -n "$port" ]; then
+    port_in_use "$port" && die "$var=$port is already in use on this machine"
+  else
+    port=$def
+    while port_in_use "$port" || port_in_use $((port + 1)) || [[ " ${PICKED:-} " == *" $port "* ]]; do
+      port=$((port + 2))
+    done
+  fi
+  PICKED="${PICKED:-} $port $((port + 1))"
+  printf -v "$var" '%s' "$port"
+}
+pick_port ETCD_PORT 18379 # and +1 for its peer port
+pick_port API_PORT 18443
+pick_port KWOK_PORT 18250
+pick_port MEMBERS_PORT 18390
+
+# --- PKI and kubeconfigs
+"$CLUSTER_DIR/pki.sh" "$PKI_DIR"
+kubeconfig() { # FILE USER
+  cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: etcd-rollout-local
+  cluster:
+    server: https://127.0.0.1:$API_PORT
+    certificate-authority: $PKI_DIR/ca.crt
+users:
+- name: $2
+  user:
+    client-certificate: $PKI_DIR/$2.crt
+    client-key: $PKI_DIR/$2.key
+contexts:
+- name: etcd-rollout-local
+  context: {cluster: etcd-rollout-local, user: $2, namespace: default}
+current-context: etcd-rollout-local
+EOF
+  chmod 600 "$1"
+}
+kubeconfig "$KUBECONFIG_FILE" admin
+kubeconfig "$PKI_DIR/controller-manager.kubeconfig" controller-manager
+log "pki and kubeconfigs written"
+
+# start NAME EXE ARGS...: run detached in its own session (a Ctrl-C in the caller's terminal does not reach
+# it), log to $LOGS_DIR/NAME.log, record pid and executable in $PIDS_DIR/NAME.pid for down.sh.
+start() {
+  local name=$1 exe=$2; shift 2
+  setsid "$exe" "$@" >"$LOGS_DIR/$name.log" 2>&1 </dev/null &
+  printf '%s\n%s\n' "$!" "$exe" >"$PIDS_DIR/$name.pid"
+}
+# wait_for WHAT SECONDS CMD...: poll CMD until it succeeds; fail when the process behind WHAT dies.
+wait_for() {
+  local what=$1 name=$2 secs=$3; shift 3
+  local deadline=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    alive "$PIDS_DIR/$name.pid" || die "$name exited during start; see $LOGS_DIR/$name.log"
+    [ $SECONDS -lt $deadline ] || die "timed out after ${secs}s waiting for $what; see $LOGS_DIR/$name.log"
+    sleep 0.1
+  done
+  log "$what ready"
+}
+KC=(kubectl --kubeconfig "$KUBECONFIG_FILE")
+
+# --- control-plane etcd
+start etcd "$BIN_DIR/etcd" --name control-plane --data-dir "$RUN_DIR/etcd" \
+  --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+  --listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
+  --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
+  --initial-cluster "control-plane=http://127.0.0.1:$((ETCD_PORT + 1))" \
+  --unsafe-no-fsync --log-level warn
+wait_for "control-plane etcd on :$ETCD_PORT" etcd 30 curl -sf "http://127.0.0.1:$ETCD_PORT/health"
+
+# --- kube-apiserver. Loopback only: no endpoints for the kubernetes Service (endpoint-reconciler none),
+# kwok reached by its InternalIP 127.0.0.1, priority-and-fairness off to spare the 2 cores.
+start kube-apiserver "$BIN_DIR/kube-apiserver" \
+  --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
+  --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$API_PORT" \
+  --endpoint-reconciler-type none \
+  --tls-cert-file "$PKI_DIR/apiserver.crt" --tls-private-key-file "$PKI_DIR/apiserver.key" \
+  --client-ca-file "$PKI_DIR/ca.crt" \
+  --authorization-mode Node,RBAC \
+  --service-account-issuer https://kubernetes.default.svc.cluster.local \
+  --service-account-key-file "$PKI_DIR/sa.pub" --service-account-signing-key-file "$PKI_DIR/sa.key" \
+  --service-cluster-ip-range 10.96.0.0/16 \
+  --kubelet-preferred-address-types InternalIP \
+  --kubelet-client-certificate "$PKI_DIR/apiserver-kubelet-client.crt" \
+  --kubelet-client-key "$PKI_DIR/apiserver-kubelet-client.key" \
+  --enable-priority-and-fairness=false --profiling=false
+wait_for "kube-apiserver on :$API_PORT" kube-apiserver 120 "${KC[@]}" get --raw /readyz
+
+# --- kube-controller-manager: per-controller service-account credentials, as kubeadm runs it, so RBAC is real.
+start kube-controller-manager "$BIN_DIR/kube-controller-manager" \
+  --kubeconfig "$PKI_DIR/controller-manager.kubeconfig" \
+  --controllers "$CONTROLLERS" --use-service-account-credentials \
+  --service-account-private-key-file "$PKI_DIR/sa.key" --root-ca-file "$PKI_DIR/ca.crt" \
+  --leader-elect=false --secure-port 0 --kube-api-qps 200 --kube-api-burst 400 --profiling=false
+
+# --- kwok: CRDs first (standalone kwok does not install them), then the stage rules, then the node.
+KUST=$TOOLS_DIR/kwok-kustomize
+for c in portforwards clusterportforwards execs clusterexecs logs clusterlogs; do
+  "${KC[@]}" apply -f "$KUST/crd/bases/kwok.x-k8s.io_$c.yaml" >/dev/null
+done
+"${KC[@]}" wait --for condition=established --timeout 30s \
+  crd/portforwards.kwok.x-k8s.io crd/execs.kwok.x-k8s.io crd/clusterportforwards.kwok.x-k8s.io \
+  crd/clusterexecs.kwok.x-k8s.io crd/logs.kwok.x-k8s.io crd/clusterlogs.kwok.x-k8s.io >/dev/null
+"$CLUSTER_DIR/kwok-stages.sh" "$KUST/stage" >"$RUN_DIR/kwok-stages.yaml"
+# kwok resolves exec commands with its own PATH: put the pinned etcdctl first.
+PATH="$BIN_DIR:$PATH" start kwok "$BIN_DIR/kwok" --kubeconfig "$KUBECONFIG_FILE" --config "$RUN_DIR/kwok-stages.yaml" \
+  --manage-all-nodes=true --cidr 10.0.0.0/16 \
+  --node-ip 127.0.0.1 --node-name localhost --node-port "$KWOK_PORT" \
+  --server-address "127.0.0.1:$KWOK_PORT" \
+  --tls-cert-file "$PKI_DIR/kwok.crt" --tls-private-key-file "$PKI_DIR/kwok.key" \
+  --enable-crds PortForward,ClusterPortForward,Exec,ClusterExec,Logs,ClusterLogs
+wait_for "kwok on :$KWOK_PORT" kwok 30 curl -sf "http://127.0.0.1:$KWOK_PORT/healthz"
+"${KC[@]}" apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Node
+metadata:
+  name: $NODE_NAME
+  annotations: {kwok.x-k8s.io/node: fake, node.alpha.kubernetes.io/ttl: "0"}
+  labels: {kubernetes.io/hostname: $NODE_NAME, kubernetes.io/os: linux, type: kwok}
+EOF
+wait_for "node $NODE_NAME" kwok 30 "${KC[@]}" wait --for condition=Ready --timeout 1s "node/$NODE_NAME"
+wait_for "default service account" kube-controller-manager 30 "${KC[@]}" get serviceaccount default -n default
+
+# --- the member daemon
+start etcd-members "$MEMBERS_BIN" --kubeconfig "$KUBECONFIG_FILE" --run-dir "$RUN_DIR" \
+  --listen "127.0.0.1:$MEMBERS_PORT" --bin-dir "$BIN_DIR" --member-ports "$MEMBER_PORTS" --node "$NODE_NAME"
+wait_for "etcd-members on :$MEMBERS_PORT" etcd-members 30 curl -sf "http://127.0.0.1:$MEMBERS_PORT/healthz"
+
+cat >"$RUN_DIR/cluster.env" <<EOF
+# Written by tests/cluster/up.sh: what the running cluster uses. The harness reads this file.
+KUBECONFIG=$KUBECONFIG_FILE
+NODE_NAME=$NODE_NAME
+ETCD_PORT=$ETCD_PORT
+API_PORT=$API_PORT
+KWOK_PORT=$KWOK_PORT
+MEMBERS_URL=http://127.0.0.1:$MEMBERS_PORT
+MEMBER_PORTS=$MEMBER_PORTS
+EOF
+trap - ERR
+log "cluster up: export KUBECONFIG=$KUBECONFIG_FILE"

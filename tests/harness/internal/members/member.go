@@ -1,0 +1,371 @@
+package members
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness/memberapi"
+)
+
+// Restart back-off of a member whose process exited while its pod lives, like a kubelet's CrashLoopBackOff
+// but shorter, so a crash test does not wait long.
+const (
+	minBackoff = time.Second
+	maxBackoff = 10 * time.Second
+	// probeEvery is how often a member is reconciled without an event: the readiness probe period.
+	probeEvery = 500 * time.Millisecond
+)
+
+// member is the kubelet of one pod name (namespace/pod). One goroutine (run) owns the process lifecycle,
+// so the steps a kubelet orders — stop the old container, then start the new pod's — happen in order. The
+// mutex guards what the control API reads and changes.
+type member struct {
+	d         *Daemon
+	namespace string
+	pod       string
+	dir       string // data, tls, ports.json: survives pod re-creation like a PVC
+	ports     portSet
+	kick      chan struct{}
+	cancel    context.CancelFunc
+
+	mu         sync.Mutex
+	proc       *process
+	launch     launch
+	sts        string
+	ordinal    int
+	starts     int
+	lastExit   string
+	hangOnTerm bool
+	ready      bool
+	terminate  bool // the pod is being deleted and the process is being stopped
+	backoff    time.Duration
+	notBefore  time.Time
+	removed    bool // the namespace is gone: stop and forget
+}
+
+func (m *member) dataDir() string { return filepath.Join(m.dir, "data") }
+func (m *member) tlsDir() string  { return filepath.Join(m.dir, "tls") }
+func (m *member) logFile() string {
+	return filepath.Join(m.d.runDir, "logs", "members", m.namespace, m.pod+".log")
+}
+func (m *member) pidFile() string {
+	return filepath.Join(m.d.runDir, "pids", "members", m.namespace, m.pod+".pid")
+}
+
+// poke asks run to reconcile soon; events coalesce.
+func (m *member) poke() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (m *member) run(ctx context.Context) {
+	t := time.NewTicker(probeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			m.shutdown()
+			return
+		case <-m.kick:
+		case <-t.C:
+		}
+		if done := m.reconcile(ctx); done {
+			return
+		}
+	}
+}
+
+// shutdown stops the process when the daemon stops: a short grace, since the whole cluster is going down.
+func (m *member) shutdown() {
+	if p := m.current(); p != nil {
+		p.terminate(5*time.Second, false)
+	}
+}
+
+func (m *member) current() *process {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.proc
+}
+
+// reconcile does one kubelet step for this pod name and reports whether the member is finished for good.
+func (m *member) reconcile(ctx context.Context) bool {
+	pod, err := m.d.pods.Pods(m.namespace).Get(m.pod)
+	if err != nil && !apierrors.IsNotFound(err) {
+		slog.Error("reading pod from cache", "pod", m.key(), "err", err)
+		return false
+	}
+	if apierrors.IsNotFound(err) {
+		pod = nil
+	}
+	m.mu.Lock()
+	removed, proc := m.removed, m.proc
+	m.mu.Unlock()
+
+	// The process belongs to a pod that is gone, going, or replaced: stop it first, as a kubelet would
+	// before the pod's deletion completes.
+	going := pod == nil || removed || pod.DeletionTimestamp != nil
+	if proc != nil && (going || proc.podUID != pod.UID) {
+		m.stopProcess(pod, proc)
+	}
+	if pod != nil && pod.DeletionTimestamp != nil {
+		m.finishDeletion(ctx, pod)
+	}
+	if removed {
+		return true
+	}
+	if going {
+		return false
+	}
+
+	m.mu.Lock()
+	proc = m.proc
+	if proc != nil && proc.exited() {
+		m.lastExit = proc.exitReason()
+		m.proc, proc = nil, nil
+		if m.backoff == 0 || time.Since(m.notBefore) > 10*time.Second+m.backoff {
+			m.backoff = minBackoff
+		} else {
+			m.backoff = min(2*m.backoff, maxBackoff)
+		}
+		m.notBefore = time.Now().Add(m.backoff)
+		slog.Warn("member exited; restarting after back-off", "pod", m.key(), "exit", m.lastExit, "backoff", m.backoff)
+	}
+	wait := time.Now().Before(m.notBefore)
+	m.mu.Unlock()
+
+	if proc == nil && !wait {
+		if err := m.start(ctx, pod); err != nil {
+			slog.Error("starting member", "pod", m.key(), "err", err)
+			m.mu.Lock()
+			m.lastExit = err.Error()
+			m.backoff = min(max(2*m.backoff, minBackoff), maxBackoff)
+			m.notBefore = time.Now().Add(m.backoff)
+			m.mu.Unlock()
+		}
+	}
+	m.syncReadiness(ctx, pod)
+	return false
+}
+
+// stopProcess stops proc with the deleted pod's grace period (the spec's when the pod is already gone).
+func (m *member) stopProcess(pod *corev1.Pod, proc *process) {
+	m.mu.Lock()
+	grace, hang := m.launch.grace, m.hangOnTerm
+	m.terminate = true
+	m.mu.Unlock()
+	if pod != nil && pod.UID == proc.podUID && pod.DeletionGracePeriodSeconds != nil {
+		grace = time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
+	}
+	start := time.Now()
+	killed := proc.terminate(grace, hang)
+	slog.Info("member stopped", "pod", m.key(), "pid", proc.pid(), "grace", grace, "hangOnTerm", hang,
+		"killed", killed, "took", time.Since(start).Round(time.Millisecond))
+	m.mu.Lock()
+	m.proc, m.terminate, m.hangOnTerm, m.ready = nil, false, false, false
+	m.lastExit = proc.exitReason()
+	m.backoff, m.notBefore = 0, time.Time{}
+	m.mu.Unlock()
+}
+
+// finishDeletion removes the pod object once its process is gone: the step kwok's stock pod-delete stage
+// would take at once, taken here only when the member really stopped.
+func (m *member) finishDeletion(ctx context.Context, pod *corev1.Pod) {
+	uid := pod.UID
+	err := m.d.kube.CoreV1().Pods(m.namespace).Delete(ctx, m.pod, metav1.DeleteOptions{
+		GracePeriodSeconds: new(int64),
+		Preconditions:      &metav1.Preconditions{UID: &uid},
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		slog.Error("finishing pod deletion", "pod", m.key(), "err", err)
+	}
+}
+
+// start launches the member for pod: its ports and those of its peers, TLS files, kwok rules, the process.
+func (m *member) start(ctx context.Context, pod *corev1.Pod) error {
+	stsName, ord, err := ownerStatefulSet(pod)
+	if err != nil {
+		return err
+	}
+	sts, err := m.d.kube.AppsV1().StatefulSets(m.namespace).Get(ctx, stsName, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading StatefulSet %s/%s: %w", m.namespace, stsName, err)
+	}
+	l, err := readLaunch(pod, sts, m.d.binDir)
+	if err != nil {
+		return err
+	}
+	cluster := make([]string, 0, l.replicas)
+	scheme := "http"
+	if l.tls {
+		scheme = "https"
+	}
+	for i := range l.replicas {
+		name := fmt.Sprintf("%s-%d", stsName, i)
+		ps, err := m.d.portsOf(m.namespace, name)
+		if err != nil {
+			return err
+		}
+		cluster = append(cluster, fmt.Sprintf("%s=%s://127.0.0.1:%d", name, scheme, ps.Peer))
+	}
+	if l.tls {
+		if err := writeTLSFiles(ctx, m.d, m.namespace, l.secret, m.tlsDir()); err != nil {
+			return err
+		}
+	}
+	if err := m.applyKwokRules(ctx, l); err != nil {
+		return err
+	}
+	token := m.namespace + "/" + stsName
+	args := etcdArgs(m.pod, m.dataDir(), m.tlsDir(), token, l, m.ports, cluster)
+	proc, err := startProcess(l.binary, args, pod.UID, m.logFile(), m.pidFile())
+	if err != nil {
+		return err
+	}
+	slog.Info("member started", "pod", m.key(), "uid", pod.UID, "pid", proc.pid(), "version", l.version,
+		"tls", l.tls, "readiness", l.readiness, "broken", l.broken, "client", m.ports.Client)
+	m.mu.Lock()
+	m.proc, m.launch, m.sts, m.ordinal = proc, l, stsName, ord
+	m.starts++
+	m.mu.Unlock()
+	return nil
+}
+
+// syncReadiness sets or removes the ready annotation, which the member kwok stages turn into the pod's
+// Ready condition.
+func (m *member) syncReadiness(ctx context.Context, pod *corev1.Pod) {
+	want := m.wantReady()
+	m.mu.Lock()
+	m.ready = want
+	m.mu.Unlock()
+	have := pod.Annotations[memberapi.AnnotationReady] == "true"
+	if want == have {
+		return
+	}
+	value := "null"
+	if want {
+		value = `"true"`
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, memberapi.AnnotationReady, value)
+	_, err := m.d.kube.CoreV1().Pods(m.namespace).Patch(ctx, m.pod, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		slog.Error("setting readiness", "pod", m.key(), "ready", want, "err", err)
+		return
+	}
+	slog.Info("readiness", "pod", m.key(), "ready", want)
+}
+
+func (m *member) wantReady() bool {
+	m.mu.Lock()
+	proc, l, sts := m.proc, m.launch, m.sts
+	m.mu.Unlock()
+	if proc == nil || proc.exited() {
+		return false
+	}
+	if l.readiness != memberapi.ReadyOnProbe || m.d.bootstrapping(m.namespace, sts, l.replicas) {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/readyz", m.ports.Metrics), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+func (m *member) key() string { return m.namespace + "/" + m.pod }
+
+// info is the member as the control API shows it.
+func (m *member) info() memberapi.Member {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	scheme := "http"
+	if m.launch.tls {
+		scheme = "https"
+	}
+	out := memberapi.Member{
+		Namespace: m.namespace, Pod: m.pod, StatefulSet: m.sts, Ordinal: m.ordinal,
+		Version: m.launch.version, Binary: m.launch.binary, TLS: m.launch.tls, Readiness: m.launch.readiness,
+		Broken:     m.launch.broken,
+		ClientPort: m.ports.Client, PeerPort: m.ports.Peer, MetricsPort: m.ports.Metrics,
+		ClientURL:  fmt.Sprintf("%s://127.0.0.1:%d", scheme, m.ports.Client),
+		PeerURL:    fmt.Sprintf("%s://127.0.0.1:%d", scheme, m.ports.Peer),
+		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d", m.ports.Metrics),
+		DataDir:    m.dataDir(), LogFile: m.logFile(),
+		Starts: m.starts, LastExit: m.lastExit, HangOnTerm: m.hangOnTerm, Ready: m.ready,
+		State: memberapi.StateWaiting,
+	}
+	if m.launch.tls {
+		out.TLSDir = m.tlsDir()
+	}
+	if p := m.proc; p != nil {
+		out.PodUID, out.PID, out.StartedAt = string(p.podUID), p.pid(), p.started
+		switch {
+		case m.terminate:
+			out.State = memberapi.StateTerminating
+		case p.exited():
+			out.State = memberapi.StateExited
+		case p.isFrozen():
+			out.State = memberapi.StateStopped
+		default:
+			out.State = memberapi.StateRunning
+		}
+	} else if m.lastExit != "" && !m.notBefore.IsZero() {
+		out.State = memberapi.StateExited
+	}
+	return out
+}
+
+var signals = map[memberapi.Signal]syscall.Signal{
+	memberapi.SignalKill: syscall.SIGKILL, memberapi.SignalStop: syscall.SIGSTOP,
+	memberapi.SignalCont: syscall.SIGCONT, memberapi.SignalTerm: syscall.SIGTERM,
+}
+
+func (m *member) signal(sig memberapi.Signal) error {
+	s, ok := signals[sig]
+	if !ok {
+		return fmt.Errorf("unknown signal %q (want KILL, STOP, CONT or TERM)", sig)
+	}
+	p := m.current()
+	if p == nil {
+		return fmt.Errorf("member %s has no running process", m.key())
+	}
+	if err := p.signal(s); err != nil {
+		return err
+	}
+	slog.Info("signal sent by control API", "pod", m.key(), "signal", sig, "pid", p.pid())
+	m.poke()
+	return nil
+}
+
+func (m *member) setHangOnTerm(on bool) {
+	m.mu.Lock()
+	m.hangOnTerm = on
+	m.mu.Unlock()
+	slog.Info("hang-on-term set by control API", "pod", m.key(), "enabled", on)
+}
+
+// forget removes what the member left on disk once its namespace is gone (its PVCs with it). Its log stays,
+// for post-mortems.
+func (m *member) forget() {
+	if err := os.RemoveAll(m.dir); err != nil {
+		slog.Error("removing member dir", "pod", m.key(), "err", err)
+	}
+}
