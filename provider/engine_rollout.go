@@ -1,14 +1,13 @@
 package provider
 
 import (
-	"errors"
-
 	"k8s.io/client-go/rest"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
 )
 
-// newRolloutEngine builds the real engine. Until rollout.New lands it reports that plainly.
+// newRolloutEngine builds the real engine: members are reached by port-forward through the API server (the
+// engine's default), since the provider runs wherever the pulumi CLI runs, usually outside the cluster.
 func newRolloutEngine(cfg rollout.Config, restConfig *rest.Config, onEvent func(rollout.Event)) (Engine, error) {
-	return nil, errors.New("the rollout engine is not built into this provider yet")
+	return rollout.New(cfg, rollout.Options{RestConfig: restConfig, OnEvent: onEvent})
 }

@@ -20,7 +20,9 @@ const Name = "etcd-rollout"
 var Version = "0.1.0"
 
 // New builds the provider with the given outside-world dependencies.
-func New(deps Deps) (p.Provider, error) {
+func New(deps Deps) (p.Provider, error) { return newProvider(deps, readKubeProvider) }
+
+func newProvider(deps Deps, readKube KubeProviderReader) (p.Provider, error) {
 	prov, err := infer.NewProviderBuilder().
 		WithDisplayName("etcd rollout").
 		WithDescription("Rolls etcd StatefulSets member by member with no uncontrolled Raft leader elections.").
@@ -32,7 +34,7 @@ func New(deps Deps) (p.Provider, error) {
 		WithNamespace("etcd-rollout").
 		WithLanguageMap(languageMap()).
 		WithResources(infer.Resource(&Rollout{deps: deps})).
-		WithComponents(infer.ComponentF(component{readKube: readKubeProvider}.construct)).
+		WithComponents(infer.ComponentF(component{readKube: readKube}.construct)).
 		Build()
 	if err != nil {
 		return p.Provider{}, err

@@ -7,18 +7,11 @@ import (
 )
 
 // engineConfig maps the resource's inputs onto the engine's Config, filling the engine's defaults for what
-// the program left out. holder names this rollout in the StatefulSet's lease (the resource's URN).
+// the program left out. holder names this rollout in the StatefulSet's lease; empty keeps the engine's host/pid name.
 func engineConfig(in RolloutArgs, holder string) rollout.Config {
-	cfg := rollout.Config{
-		StatefulSet:   in.StsName,
-		Namespace:     in.Namespace,
-		ServiceName:   in.ServiceName,
-		ClientPort:    rollout.DefaultClientPort,
-		Cooldown:      rollout.DefaultCooldown,
-		ReadyTimeout:  rollout.DefaultReadyTimeout,
-		HealthTimeout: rollout.DefaultHealthTimeout,
-		LeaderPolicy:  rollout.LeaderLazy,
-		Holder:        holder,
+	cfg := rollout.NewConfig(in.StsName, in.Namespace, in.ServiceName)
+	if holder != "" {
+		cfg.Holder = holder
 	}
 	if in.ClientPort != nil {
 		cfg.ClientPort = *in.ClientPort
