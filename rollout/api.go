@@ -91,7 +91,10 @@ type MemberState struct {
 
 // ClusterState is one observation of the StatefulSet and its members, taken as a whole.
 type ClusterState struct {
-	StatefulSetUID  string
+	StatefulSetUID string
+	// Generation is the StatefulSet's metadata.generation: the executor compares it between steps to notice
+	// spec changes (partition, template, replicas) made by someone else.
+	Generation      int64
 	Replicas        int
 	Partition       int // -1 when the update strategy is not RollingUpdate
 	UpdateRevision  string

@@ -59,7 +59,7 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 			work = append(work, i)
 		}
 	}
-	if s.Partition != s.Replicas {
+	if s.Partition < s.Replicas {
 		p.Steps = append(p.Steps, Step{Kind: StepLock, Ordinal: s.Replicas})
 	}
 	if len(work) == 0 {
@@ -118,6 +118,15 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 
 // checkVoters returns the leader's ordinal, or why the member set is not one a rollout may disturb.
 func checkVoters(s ClusterState) (int, error) {
+	reachable := 0
+	for _, m := range s.Members {
+		if m.Reachable {
+			reachable++
+		}
+	}
+	if reachable == 0 {
+		return -1, blocked("no etcd member answered (%s)", describeMembers(s))
+	}
 	if s.Learners > 0 {
 		return -1, blocked("the etcd member list has %d learner(s); promote or remove them first", s.Learners)
 	}

@@ -1,0 +1,86 @@
+package rollout
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// NewConfig returns a Config for one StatefulSet with the old Job's defaults: client port 2379, 30s
+// cool-down, 300s ready timeout, 60s health timeout, lazy leader placement, and a holder name made of the
+// host name and process id so a refused second rollout can tell a person where the first one runs.
+func NewConfig(sts, namespace, service string) Config {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "unknown-host"
+	}
+	return Config{
+		StatefulSet:   sts,
+		Namespace:     namespace,
+		ServiceName:   service,
+		ClientPort:    DefaultClientPort,
+		Cooldown:      DefaultCooldown,
+		ReadyTimeout:  DefaultReadyTimeout,
+		HealthTimeout: DefaultHealthTimeout,
+		LeaderPolicy:  LeaderLazy,
+		Holder:        fmt.Sprintf("etcd-rollout@%s/%d", host, os.Getpid()),
+	}
+}
+
+// Validate reports every bad field at once, each error naming the field as a user wrote it, so a preview
+// can reject the input before anything in the cluster is touched.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	dnsName := func(field, v string) {
+		if v == "" {
+			bad(field, "is required")
+			return
+		}
+		if msgs := validation.IsDNS1123Subdomain(v); len(msgs) > 0 {
+			bad(field, "%q is not a valid name: %s", v, strings.Join(msgs, "; "))
+		}
+	}
+	dnsName("stsName", c.StatefulSet)
+	if c.Namespace == "" {
+		bad("namespace", "is required")
+	} else if msgs := validation.IsDNS1123Label(c.Namespace); len(msgs) > 0 {
+		bad("namespace", "%q is not a valid namespace: %s", c.Namespace, strings.Join(msgs, "; "))
+	}
+	dnsName("serviceName", c.ServiceName)
+	if c.ClientPort < 1 || c.ClientPort > 65535 {
+		bad("clientPort", "%d is not a TCP port (1-65535)", c.ClientPort)
+	}
+	if c.TLS != nil {
+		for _, f := range []struct{ name, v string }{{"tls.caFile", c.TLS.CAFile}, {"tls.certFile", c.TLS.CertFile}, {"tls.keyFile", c.TLS.KeyFile}} {
+			if f.v == "" {
+				bad(f.name, "is required when tls is set")
+			} else if !strings.HasPrefix(f.v, "/") {
+				bad(f.name, "%q must be an absolute path inside the etcd container", f.v)
+			}
+		}
+	}
+	if c.Cooldown < 0 {
+		bad("cooldownSeconds", "must not be negative, got %s", c.Cooldown)
+	}
+	if c.ReadyTimeout <= 0 {
+		bad("readyTimeoutSeconds", "must be positive, got %s", c.ReadyTimeout)
+	}
+	if c.HealthTimeout <= 0 {
+		bad("healthTimeoutSeconds", "must be positive, got %s", c.HealthTimeout)
+	}
+	switch c.LeaderPolicy {
+	case LeaderLazy, LeaderJobLike:
+	default:
+		bad("leaderPolicy", "%q is not %q or %q", c.LeaderPolicy, LeaderLazy, LeaderJobLike)
+	}
+	if c.Holder == "" {
+		bad("holder", "is required (NewConfig fills it)")
+	}
+	return errors.Join(errs...)
+}

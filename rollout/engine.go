@@ -1,0 +1,163 @@
+package rollout
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
+)
+
+// Options carries how the engine reaches the cluster and reports progress.
+type Options struct {
+	// RestConfig is the Kubernetes API access; required unless Kube and Dialer are both given.
+	RestConfig *rest.Config
+	// Kube overrides the clientset built from RestConfig (tests pass a fake).
+	Kube kubernetes.Interface
+	// Dialer reaches each member's client port; by default a port-forward through RestConfig. Callers
+	// inside the cluster pass memberdial.NewDirect(service).
+	Dialer memberdial.Dialer
+	// OnEvent is called for every step started or finished, in order, from the goroutine running Run.
+	OnEvent func(Event)
+	// LeaseDuration is how long the rollout Lease stays valid without renewal (default 15s): the delay
+	// before a run that died can be taken over.
+	LeaseDuration time.Duration
+	// PollInterval is how often gates look again (default 500ms).
+	PollInterval time.Duration
+
+	// etcd replaces the real member clients in unit tests.
+	etcd etcdAccess
+}
+
+// Engine rolls one StatefulSet. It is not safe for concurrent Runs; the Lease keeps separate processes
+// (or Engines) from rolling the same StatefulSet at once.
+type Engine struct {
+	cfg       Config
+	kube      kubernetes.Interface
+	rest      *rest.Config
+	dialer    memberdial.Dialer
+	etcd      etcdAccess
+	onEvent   func(Event)
+	pollEvery time.Duration
+	lease     *rolloutLease
+
+	ownDialer bool
+}
+
+// New checks the Config and prepares cluster access; it contacts nothing yet.
+func New(cfg Config, opts Options) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid rollout config: %w", err)
+	}
+	e := &Engine{cfg: cfg, kube: opts.Kube, rest: opts.RestConfig, dialer: opts.Dialer, etcd: opts.etcd,
+		onEvent: opts.OnEvent, pollEvery: opts.PollInterval}
+	if e.pollEvery <= 0 {
+		e.pollEvery = 500 * time.Millisecond
+	}
+	if e.kube == nil {
+		if opts.RestConfig == nil {
+			return nil, errors.New("rollout options: RestConfig is required")
+		}
+		kube, err := kubernetes.NewForConfig(opts.RestConfig)
+		if err != nil {
+			return nil, fmt.Errorf("kubernetes client: %w", err)
+		}
+		e.kube = kube
+	}
+	if e.etcd == nil {
+		if e.dialer == nil {
+			if opts.RestConfig == nil {
+				return nil, errors.New("rollout options: a Dialer or a RestConfig (for port-forward) is required")
+			}
+			pf, err := memberdial.NewPortForward(opts.RestConfig)
+			if err != nil {
+				return nil, err
+			}
+			e.dialer, e.ownDialer = pf, true
+		}
+		var tlsConfig func(context.Context) (*tls.Config, error)
+		if cfg.TLS != nil {
+			tlsConfig = e.loadTLS
+		}
+		e.etcd = newMemberClients(e.dialer, cfg.Namespace, cfg.ServiceName, cfg.ClientPort, tlsConfig)
+	}
+	d := opts.LeaseDuration
+	if d <= 0 {
+		d = 15 * time.Second
+	}
+	e.lease = &rolloutLease{kube: e.kube, namespace: cfg.Namespace, name: LeaseName(cfg.StatefulSet), holder: cfg.Holder, duration: d}
+	return e, nil
+}
+
+// Config is the configuration the Engine runs with.
+func (e *Engine) Config() Config { return e.cfg }
+
+// Close releases member connections and port-forwards.
+func (e *Engine) Close() error {
+	err := e.etcd.Close()
+	if e.ownDialer {
+		err = errors.Join(err, e.dialer.Close())
+	}
+	return err
+}
+
+// Plan observes the cluster and plans the rollout without changing anything: what preview shows.
+func (e *Engine) Plan(ctx context.Context) (ClusterState, Plan, error) {
+	st, err := e.Observe(ctx)
+	if err != nil {
+		return st, Plan{}, err
+	}
+	p, err := PlanRollout(st, e.cfg.LeaderPolicy)
+	p.Cooldown = e.cfg.Cooldown
+	if err != nil {
+		return st, p, fmt.Errorf("planning %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err)
+	}
+	return st, p, nil
+}
+
+// loadTLS reads the client certificate material from the first member pod that exists.
+func (e *Engine) loadTLS(ctx context.Context) (*tls.Config, error) {
+	pod, err := e.anyPod(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading TLS material: %w", err)
+	}
+	t, err := clientTLS(ctx, podFileReader(e.kube, e.rest, pod), *e.cfg.TLS)
+	if err != nil {
+		return nil, fmt.Errorf("reading TLS material from pod %s: %w", pod.Name, err)
+	}
+	return t, nil
+}
+
+func (e *Engine) anyPod(ctx context.Context) (*corev1.Pod, error) {
+	sts, err := e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Get(ctx, e.cfg.StatefulSet, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	replicas := 1
+	if sts.Spec.Replicas != nil {
+		replicas = int(*sts.Spec.Replicas)
+	}
+	for i := 0; i < replicas; i++ {
+		pod, err := e.kube.CoreV1().Pods(e.cfg.Namespace).Get(ctx, podName(e.cfg.StatefulSet, i), metav1.GetOptions{})
+		if err == nil && pod.DeletionTimestamp == nil && pod.Status.Phase == corev1.PodRunning {
+			return pod, nil
+		}
+	}
+	return nil, fmt.Errorf("no running pod of StatefulSet %s to read it from", e.cfg.StatefulSet)
+}
+
+func podName(sts string, ordinal int) string { return fmt.Sprintf("%s-%d", sts, ordinal) }
+
+// emit reports progress to the caller.
+func (e *Engine) emit(step Step, format string, args ...any) {
+	if e.onEvent != nil {
+		e.onEvent(Event{Time: time.Now(), Step: step, Message: fmt.Sprintf(format, args...)})
+	}
+}

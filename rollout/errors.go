@@ -1,0 +1,41 @@
+package rollout
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrInterference is wrapped when someone else changed the StatefulSet (partition, template, replicas)
+// while the rollout ran, or lowered the partition before it started. The engine stops rather than race.
+var ErrInterference = errors.New("the StatefulSet was changed by someone else")
+
+// ErrLeaseLost is the cause when the run's Lease could not be renewed and another holder may now act.
+var ErrLeaseLost = errors.New("lost the rollout lease")
+
+// GateTimeoutError says which member did not pass which gate in time, and what was last seen of it, so an
+// operator can go straight to the right pod.
+type GateTimeoutError struct {
+	Pod      string
+	Gate     string // "pod ready" or "etcd health"
+	Timeout  time.Duration
+	LastSeen string
+}
+
+func (e *GateTimeoutError) Error() string {
+	return fmt.Sprintf("%s did not pass the %s gate within %s; last seen: %s", e.Pod, e.Gate, e.Timeout, e.LastSeen)
+}
+
+// LockedError is returned when another rollout holds the StatefulSet's Lease.
+type LockedError struct {
+	Lease   string
+	Holder  string
+	Renewed time.Time
+	// ExpiresIn is how long until the lease counts as stale if its holder stops renewing.
+	ExpiresIn time.Duration
+}
+
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("another rollout holds lease %s: %s (renewed %s ago); wait for it to finish, or if it is gone, retry after %s",
+		e.Lease, e.Holder, time.Since(e.Renewed).Round(time.Second), e.ExpiresIn.Round(time.Second))
+}

@@ -1,0 +1,183 @@
+package rollout
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
+)
+
+// memberStatus is one member's own answer to the Status RPC.
+type memberStatus struct {
+	ID           uint64
+	Leader       uint64
+	IsLearner    bool
+	RaftTerm     uint64
+	RaftIndex    uint64
+	AppliedIndex uint64
+	// Errors are the member's active alarms and errors, as etcd words them.
+	Errors []string
+}
+
+// memberInfo is one entry of the etcd member list.
+type memberInfo struct {
+	ID        uint64
+	Name      string
+	IsLearner bool
+}
+
+// etcdAccess is everything the engine asks of etcd. Every call names the member (pod) it goes through,
+// because etcd answers Status for the member that serves it and MoveLeader only on the leader.
+type etcdAccess interface {
+	Status(ctx context.Context, pod string) (memberStatus, error)
+	MemberList(ctx context.Context, pod string) ([]memberInfo, error)
+	// MoveLeader must be sent to the current leader; to is the transferee's member ID.
+	MoveLeader(ctx context.Context, leaderPod string, to uint64) error
+	// LinearizableRead is a quorum read served through pod: it passes only when pod can reach a leader
+	// that can still commit, which is what "healthy" means for etcd.
+	LinearizableRead(ctx context.Context, pod string) error
+	Close() error
+}
+
+// memberClients keeps one single-endpoint etcd client per member, so every request reaches the member it
+// names (a multi-endpoint client balances and would send MoveLeader to a follower).
+type memberClients struct {
+	dialer    memberdial.Dialer
+	namespace string
+	service   string
+	port      int
+	// tlsConfig returns the client TLS settings without a server name, or nil for plain HTTP; it is called
+	// once, on first use, because reading the material needs a pod to exist.
+	tlsConfig func(ctx context.Context) (*tls.Config, error)
+
+	mu      sync.Mutex
+	tls     *tls.Config
+	tlsRead bool
+	clients map[string]*memberClient
+}
+
+type memberClient struct {
+	endpoint string
+	cli      *clientv3.Client
+}
+
+func newMemberClients(dialer memberdial.Dialer, namespace, service string, port int, tlsConfig func(context.Context) (*tls.Config, error)) *memberClients {
+	return &memberClients{dialer: dialer, namespace: namespace, service: service, port: port, tlsConfig: tlsConfig, clients: map[string]*memberClient{}}
+}
+
+// client returns the member's client, re-created when the dialer hands out a new address (a new forward).
+func (m *memberClients) client(ctx context.Context, pod string) (*clientv3.Client, error) {
+	endpoint, err := m.dialer.Endpoint(ctx, m.namespace, pod, m.port)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.tlsRead && m.tlsConfig != nil {
+		t, err := m.tlsConfig(ctx)
+		if err != nil {
+			return nil, err
+		}
+		m.tls, m.tlsRead = t, true
+	}
+	if c, ok := m.clients[pod]; ok {
+		if c.endpoint == endpoint {
+			return c.cli, nil
+		}
+		_ = c.cli.Close()
+		delete(m.clients, pod)
+	}
+	cfg := clientv3.Config{
+		Endpoints:            []string{endpoint},
+		DialTimeout:          5 * time.Second,
+		DialKeepAliveTime:    10 * time.Second,
+		DialKeepAliveTimeout: 5 * time.Second,
+		Logger:               zap.NewNop(),
+	}
+	if m.tls != nil {
+		t := m.tls.Clone()
+		// Verification stays on: the member must present a certificate for its own DNS name even
+		// though we reach it through a local forward.
+		t.ServerName = fmt.Sprintf("%s.%s.%s.svc", pod, m.service, m.namespace)
+		cfg.TLS = t
+	}
+	cli, err := clientv3.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("etcd client for %s: %w", pod, err)
+	}
+	m.clients[pod] = &memberClient{endpoint: endpoint, cli: cli}
+	return cli, nil
+}
+
+func (m *memberClients) Status(ctx context.Context, pod string) (memberStatus, error) {
+	cli, err := m.client(ctx, pod)
+	if err != nil {
+		return memberStatus{}, err
+	}
+	resp, err := cli.Status(ctx, cli.Endpoints()[0])
+	if err != nil {
+		return memberStatus{}, fmt.Errorf("status of %s: %w", pod, err)
+	}
+	return memberStatus{
+		ID: resp.Header.MemberId, Leader: resp.Leader, IsLearner: resp.IsLearner,
+		RaftTerm: resp.RaftTerm, RaftIndex: resp.RaftIndex, AppliedIndex: resp.RaftAppliedIndex,
+		Errors: resp.Errors,
+	}, nil
+}
+
+func (m *memberClients) MemberList(ctx context.Context, pod string) ([]memberInfo, error) {
+	cli, err := m.client(ctx, pod)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := cli.MemberList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("member list through %s: %w", pod, err)
+	}
+	out := make([]memberInfo, 0, len(resp.Members))
+	for _, mem := range resp.Members {
+		out = append(out, memberInfo{ID: mem.ID, Name: mem.Name, IsLearner: mem.IsLearner})
+	}
+	return out, nil
+}
+
+func (m *memberClients) MoveLeader(ctx context.Context, leaderPod string, to uint64) error {
+	cli, err := m.client(ctx, leaderPod)
+	if err != nil {
+		return err
+	}
+	if _, err := cli.MoveLeader(ctx, to); err != nil {
+		return fmt.Errorf("move leader from %s to member %x: %w", leaderPod, to, err)
+	}
+	return nil
+}
+
+func (m *memberClients) LinearizableRead(ctx context.Context, pod string) error {
+	cli, err := m.client(ctx, pod)
+	if err != nil {
+		return err
+	}
+	// clientv3 reads are linearizable unless WithSerializable is given; count-only reads no data.
+	if _, err := cli.Get(ctx, "health", clientv3.WithCountOnly()); err != nil {
+		return fmt.Errorf("linearizable read through %s: %w", pod, err)
+	}
+	return nil
+}
+
+func (m *memberClients) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var errs []error
+	for pod, c := range m.clients {
+		errs = append(errs, c.cli.Close())
+		delete(m.clients, pod)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,271 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+)
+
+// fakeEtcd is a Raft cluster reduced to what the engine can observe: who leads, the term, which members
+// answer. Restarting the leader without a transfer costs an election (term + 1), as in etcd.
+type fakeEtcd struct {
+	mu      sync.Mutex
+	ids     map[string]uint64
+	down    map[string]bool
+	leader  string
+	term    uint64
+	index   uint64
+	moves   int
+	learner map[string]bool
+	// brokenAfterRestart names members that never come back once restarted (a bad revision).
+	brokenAfterRestart map[string]bool
+	elections          int
+}
+
+func newFakeEtcd(n, leader int) *fakeEtcd {
+	f := &fakeEtcd{ids: map[string]uint64{}, down: map[string]bool{}, learner: map[string]bool{}, brokenAfterRestart: map[string]bool{}, term: 2, index: 100}
+	for i := 0; i < n; i++ {
+		f.ids[podName("etcd", i)] = uint64(0xa0 + i)
+	}
+	f.leader = podName("etcd", leader)
+	return f
+}
+
+func (f *fakeEtcd) Status(_ context.Context, pod string) (memberStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down[pod] {
+		return memberStatus{}, fmt.Errorf("status of %s: connection refused", pod)
+	}
+	var leader uint64
+	if !f.down[f.leader] {
+		leader = f.ids[f.leader]
+	}
+	f.index++
+	return memberStatus{ID: f.ids[pod], Leader: leader, IsLearner: f.learner[pod], RaftTerm: f.term, RaftIndex: f.index, AppliedIndex: f.index}, nil
+}
+
+func (f *fakeEtcd) MemberList(_ context.Context, pod string) ([]memberInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down[pod] {
+		return nil, errors.New("connection refused")
+	}
+	var out []memberInfo
+	for p, id := range f.ids {
+		out = append(out, memberInfo{ID: id, Name: p, IsLearner: f.learner[p]})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+func (f *fakeEtcd) MoveLeader(_ context.Context, leaderPod string, to uint64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if leaderPod != f.leader {
+		return errors.New("etcdserver: not leader")
+	}
+	for p, id := range f.ids {
+		if id == to {
+			if f.down[p] {
+				return errors.New("etcdserver: bad leader transferee")
+			}
+			f.leader = p
+			f.term++
+			f.moves++
+			return nil
+		}
+	}
+	return errors.New("etcdserver: bad leader transferee")
+}
+
+func (f *fakeEtcd) LinearizableRead(_ context.Context, pod string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down[pod] || f.down[f.leader] {
+		return errors.New("context deadline exceeded")
+	}
+	return nil
+}
+
+func (f *fakeEtcd) Close() error { return nil }
+
+// restart is what the StatefulSet controller does to a member: stop it and start it at the new revision.
+func (f *fakeEtcd) restart(pod string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.leader == pod {
+		// No hand-over: the survivors elect a new leader.
+		var others []string
+		for p := range f.ids {
+			if p != pod && !f.down[p] {
+				others = append(others, p)
+			}
+		}
+		sort.Strings(others)
+		f.leader = others[0]
+		f.term++
+		f.elections++
+	}
+	if f.brokenAfterRestart[pod] {
+		f.down[pod] = true
+	}
+}
+
+func (f *fakeEtcd) stop(pod string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.down[pod] = true
+}
+
+func (f *fakeEtcd) leaderPod() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.leader
+}
+
+// fakeCluster is a fake clientset with a tiny StatefulSet controller: whenever a pod is read, it is moved
+// to updateRevision if its ordinal is at or above the partition, and the etcd member behind it restarts.
+type fakeCluster struct {
+	t      *testing.T
+	kube   *fake.Clientset
+	etcd   *fakeEtcd
+	n      int
+	events atomic.Int32
+	// restarted records pods in restart order.
+	mu        sync.Mutex
+	restarted []string
+}
+
+var stsGVR = appsv1.SchemeGroupVersion.WithResource("statefulsets")
+var podGVR = corev1.SchemeGroupVersion.WithResource("pods")
+
+func newFakeCluster(t *testing.T, n, leader int, updated ...int) *fakeCluster {
+	c := &fakeCluster{t: t, etcd: newFakeEtcd(n, leader), n: n}
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "etcd", Namespace: "db", UID: "sts-uid"},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To(int32(n)), ServiceName: "etcd",
+			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To(int32(n))}},
+		},
+		Status: appsv1.StatefulSetStatus{UpdateRevision: newRev, CurrentRevision: oldRev},
+	}
+	objs := []runtime.Object{sts}
+	isUpdated := map[int]bool{}
+	for _, u := range updated {
+		isUpdated[u] = true
+	}
+	for i := 0; i < n; i++ {
+		rev := oldRev
+		if isUpdated[i] {
+			rev = newRev
+		}
+		objs = append(objs, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: podName("etcd", i), Namespace: "db", UID: "pod-uid",
+				Labels: map[string]string{appsv1.ControllerRevisionHashLabelKey: rev}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+		})
+	}
+	c.kube = fake.NewClientset(objs...)
+	c.kube.PrependReactor("get", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		c.reconcile(action.(k8stesting.GetAction).GetName())
+		return false, nil, nil
+	})
+	c.kube.PrependReactor("create", "events", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		ev := action.(k8stesting.CreateAction).GetObject().(*corev1.Event)
+		ev.Name = ev.GenerateName + strconv.Itoa(int(c.events.Add(1)))
+		return false, nil, nil
+	})
+	return c
+}
+
+func (c *fakeCluster) reconcile(pod string) {
+	obj, err := c.kube.Tracker().Get(stsGVR, "db", "etcd")
+	require.NoError(c.t, err)
+	sts := obj.(*appsv1.StatefulSet)
+	ordinal, _ := strconv.Atoi(strings.TrimPrefix(pod, "etcd-"))
+	if ordinal < int(*sts.Spec.UpdateStrategy.RollingUpdate.Partition) {
+		return
+	}
+	pobj, err := c.kube.Tracker().Get(podGVR, "db", pod)
+	if err != nil {
+		return
+	}
+	p := pobj.(*corev1.Pod).DeepCopy()
+	if p.Labels[appsv1.ControllerRevisionHashLabelKey] == sts.Status.UpdateRevision {
+		return
+	}
+	p.Labels[appsv1.ControllerRevisionHashLabelKey] = sts.Status.UpdateRevision
+	require.NoError(c.t, c.kube.Tracker().Update(podGVR, p, "db"))
+	c.etcd.restart(pod)
+	c.mu.Lock()
+	c.restarted = append(c.restarted, pod)
+	c.mu.Unlock()
+}
+
+func (c *fakeCluster) partition() int {
+	obj, err := c.kube.Tracker().Get(stsGVR, "db", "etcd")
+	require.NoError(c.t, err)
+	return int(*obj.(*appsv1.StatefulSet).Spec.UpdateStrategy.RollingUpdate.Partition)
+}
+
+func (c *fakeCluster) revisions() []string {
+	var out []string
+	for i := 0; i < c.n; i++ {
+		obj, err := c.kube.Tracker().Get(podGVR, "db", podName("etcd", i))
+		require.NoError(c.t, err)
+		out = append(out, obj.(*corev1.Pod).Labels[appsv1.ControllerRevisionHashLabelKey])
+	}
+	return out
+}
+
+func (c *fakeCluster) eventReasons() map[string]int {
+	list, err := c.kube.CoreV1().Events("db").List(context.Background(), metav1.ListOptions{})
+	require.NoError(c.t, err)
+	out := map[string]int{}
+	for _, e := range list.Items {
+		out[e.Reason]++
+	}
+	return out
+}
+
+func (c *fakeCluster) stsPatches() int {
+	n := 0
+	for _, a := range c.kube.Actions() {
+		if a.GetVerb() == "patch" && a.GetResource().Resource == "statefulsets" {
+			n++
+		}
+	}
+	return n
+}
+
+func (c *fakeCluster) engine(t *testing.T, mutate func(*Config, *Options)) *Engine {
+	cfg := NewConfig("etcd", "db", "etcd")
+	cfg.Cooldown = 0
+	cfg.ReadyTimeout = 2e9
+	cfg.HealthTimeout = 2e9
+	opts := Options{Kube: c.kube, etcd: c.etcd, PollInterval: 5e6, LeaseDuration: 3e9}
+	if mutate != nil {
+		mutate(&cfg, &opts)
+	}
+	e, err := New(cfg, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+	return e
+}

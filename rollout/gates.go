@@ -1,0 +1,158 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// appliedIndexSlack is how far a member's applied index may trail the leader's committed index sampled
+// just before it and still count as caught up: a few entries that commit while we look.
+const appliedIndexSlack = 32
+
+// Gate names, as they appear in GateTimeoutError.
+const (
+	GatePodReady   = "pod ready"
+	GateEtcdHealth = "etcd health"
+)
+
+// waitMember blocks until the member passes both gates: its pod at updateRevision and Ready (pod Ready
+// only says the container started), then etcd's word that it is a healthy, caught-up voter.
+func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int) error {
+	pod := st.Members[ordinal].Pod
+	if err := e.poll(ctx, pod, GatePodReady, e.cfg.ReadyTimeout, func(ctx context.Context) (bool, string) {
+		return e.podAtRevision(ctx, pod, st.UpdateRevision)
+	}); err != nil {
+		return err
+	}
+	return e.poll(ctx, pod, GateEtcdHealth, e.cfg.HealthTimeout, func(ctx context.Context) (bool, string) {
+		return e.memberHealthy(ctx, st, ordinal)
+	})
+}
+
+// poll runs check until it passes, the gate's own timeout passes (a *GateTimeoutError carrying the last
+// thing seen), or ctx ends.
+func (e *Engine) poll(ctx context.Context, pod, gate string, timeout time.Duration, check func(context.Context) (bool, string)) error {
+	deadline := time.Now().Add(timeout)
+	lastSeen := "nothing yet"
+	for {
+		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+		ok, seen := check(cctx)
+		cancel()
+		if ok {
+			return nil
+		}
+		if seen != "" {
+			lastSeen = seen
+		}
+		if err := context.Cause(ctx); err != nil {
+			return fmt.Errorf("waiting for %s (%s gate, last seen: %s): %w", pod, gate, lastSeen, err)
+		}
+		if time.Now().After(deadline) {
+			return &GateTimeoutError{Pod: pod, Gate: gate, Timeout: timeout, LastSeen: lastSeen}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(e.pollEvery):
+		}
+	}
+}
+
+func (e *Engine) podAtRevision(ctx context.Context, pod, revision string) (bool, string) {
+	p, err := e.kube.CoreV1().Pods(e.cfg.Namespace).Get(ctx, pod, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, "pod does not exist (being recreated)"
+	}
+	if err != nil {
+		return false, "reading pod: " + err.Error()
+	}
+	rev := p.Labels[appsv1.ControllerRevisionHashLabelKey]
+	switch {
+	case p.DeletionTimestamp != nil:
+		return false, fmt.Sprintf("pod is terminating (revision %s)", rev)
+	case rev != revision:
+		return false, fmt.Sprintf("pod at revision %s, want %s", rev, revision)
+	case !podReady(p):
+		return false, fmt.Sprintf("pod at revision %s, phase %s, not Ready", rev, p.Status.Phase)
+	}
+	return true, ""
+}
+
+// memberHealthy is the etcd gate: the member answers Status without alarms and is not a learner; the
+// member list has every replica as a voter and no learner; its applied index has caught up with the
+// leader's committed index; a linearizable read through it succeeds.
+func (e *Engine) memberHealthy(ctx context.Context, st ClusterState, ordinal int) (bool, string) {
+	pod := st.Members[ordinal].Pod
+	s, err := e.etcd.Status(ctx, pod)
+	if err != nil {
+		return false, err.Error()
+	}
+	switch {
+	case len(s.Errors) > 0:
+		return false, fmt.Sprintf("etcd reports %v", s.Errors)
+	case s.IsLearner:
+		return false, "member is a learner"
+	case s.Leader == 0:
+		return false, "member sees no leader"
+	}
+	list, err := e.etcd.MemberList(ctx, pod)
+	if err != nil {
+		return false, err.Error()
+	}
+	voters, learners, present := 0, 0, false
+	for _, m := range list {
+		if m.IsLearner {
+			learners++
+		} else {
+			voters++
+		}
+		present = present || m.ID == s.ID
+	}
+	if !present || voters != st.Replicas || learners > 0 {
+		return false, fmt.Sprintf("member list has %d voters and %d learners (want %d voters, member %x among them)", voters, learners, st.Replicas, s.ID)
+	}
+	leaderIndex := s.RaftIndex
+	if s.Leader != s.ID {
+		leaderPod, err := e.podOfMember(ctx, st, s.Leader)
+		if err != nil {
+			return false, err.Error()
+		}
+		ls, err := e.etcd.Status(ctx, leaderPod)
+		if err != nil {
+			return false, fmt.Sprintf("leader %s: %v", leaderPod, err)
+		}
+		leaderIndex = ls.RaftIndex
+		// Sample the member again after the leader, so "caught up" compares a later applied index with an
+		// earlier committed one.
+		if s, err = e.etcd.Status(ctx, pod); err != nil {
+			return false, err.Error()
+		}
+	}
+	if s.AppliedIndex+appliedIndexSlack < leaderIndex {
+		return false, fmt.Sprintf("applied index %d trails the leader's committed index %d", s.AppliedIndex, leaderIndex)
+	}
+	if err := e.etcd.LinearizableRead(ctx, pod); err != nil {
+		return false, err.Error()
+	}
+	return true, ""
+}
+
+// podOfMember finds the pod serving an etcd member ID: from the observation when the ID is known there,
+// else by asking every member.
+func (e *Engine) podOfMember(ctx context.Context, st ClusterState, id uint64) (string, error) {
+	for _, m := range st.Members {
+		if m.Reachable && m.MemberID == id {
+			return m.Pod, nil
+		}
+	}
+	for _, m := range st.Members {
+		if s, err := e.etcd.Status(ctx, m.Pod); err == nil && s.ID == id {
+			return m.Pod, nil
+		}
+	}
+	return "", fmt.Errorf("no pod serves member %x", id)
+}

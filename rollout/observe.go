@@ -1,0 +1,192 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// memberCallTimeout bounds each etcd call made while observing, so a member that is down costs seconds,
+// not the caller's whole deadline.
+const memberCallTimeout = 3 * time.Second
+
+// Observe reads the StatefulSet, its pods and every member's own view of etcd, all afresh. It fails only
+// when the StatefulSet cannot be read; members that do not answer are reported with their Problem.
+func (e *Engine) Observe(ctx context.Context) (ClusterState, error) {
+	sts, err := e.settledStatefulSet(ctx)
+	if err != nil {
+		return ClusterState{}, err
+	}
+	st := stsState(sts)
+	if st.Replicas > 0 && sts.Spec.ServiceName != "" && sts.Spec.ServiceName != e.cfg.ServiceName {
+		return st, fmt.Errorf("%w: serviceName %q is not the StatefulSet's governing service %q", ErrBlocked, e.cfg.ServiceName, sts.Spec.ServiceName)
+	}
+
+	st.Members = make([]MemberState, st.Replicas)
+	var wg sync.WaitGroup
+	for i := range st.Members {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			st.Members[i] = e.observeMember(ctx, i)
+		}(i)
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return st, err
+	}
+	e.observeMemberList(ctx, &st)
+	return st, nil
+}
+
+// settledStatefulSet reads the StatefulSet, giving the controller a few seconds to observe the latest spec
+// (right after our own partition write its status is briefly stale).
+func (e *Engine) settledStatefulSet(ctx context.Context) (*appsv1.StatefulSet, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		sts, err := e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Get(ctx, e.cfg.StatefulSet, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%w: StatefulSet %s/%s not found", ErrBlocked, e.cfg.Namespace, e.cfg.StatefulSet)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading StatefulSet %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err)
+		}
+		if sts.Status.ObservedGeneration >= sts.Generation || time.Now().After(deadline) {
+			return sts, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func stsState(sts *appsv1.StatefulSet) ClusterState {
+	st := ClusterState{
+		StatefulSetUID:  string(sts.UID),
+		Generation:      sts.Generation,
+		Replicas:        1,
+		UpdateRevision:  sts.Status.UpdateRevision,
+		CurrentRevision: sts.Status.CurrentRevision,
+		Partition:       -1,
+	}
+	if sts.Spec.Replicas != nil {
+		st.Replicas = int(*sts.Spec.Replicas)
+	}
+	// A stale status describes an older template: treat the update revision as unknown until the controller
+	// has caught up, so the planner waits instead of rolling to the wrong revision.
+	if sts.Status.ObservedGeneration < sts.Generation {
+		st.UpdateRevision = ""
+	}
+	if us := sts.Spec.UpdateStrategy; us.Type == appsv1.RollingUpdateStatefulSetStrategyType || us.Type == "" {
+		st.Partition = 0
+		if us.RollingUpdate != nil && us.RollingUpdate.Partition != nil {
+			st.Partition = int(*us.RollingUpdate.Partition)
+		}
+	}
+	return st
+}
+
+func (e *Engine) observeMember(ctx context.Context, ordinal int) MemberState {
+	m := MemberState{Ordinal: ordinal, Pod: podName(e.cfg.StatefulSet, ordinal)}
+	pod, err := e.kube.CoreV1().Pods(e.cfg.Namespace).Get(ctx, m.Pod, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		m.Problem = "pod does not exist"
+		return m
+	case err != nil:
+		m.Problem = "reading pod: " + err.Error()
+		return m
+	}
+	m.PodExists = true
+	m.Revision = pod.Labels[appsv1.ControllerRevisionHashLabelKey]
+	m.Ready = podReady(pod)
+	if pod.DeletionTimestamp != nil {
+		m.Ready = false
+		m.Problem = "pod is terminating"
+		return m
+	}
+
+	cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+	defer cancel()
+	s, err := e.etcd.Status(cctx, m.Pod)
+	if err != nil {
+		m.Problem = err.Error()
+		return m
+	}
+	m.Reachable = true
+	m.MemberID, m.IsLeader, m.IsLearner = s.ID, s.Leader != 0 && s.Leader == s.ID, s.IsLearner
+	m.RaftTerm, m.RaftIndex, m.AppliedIndex = s.RaftTerm, s.RaftIndex, s.AppliedIndex
+	switch {
+	case len(s.Errors) > 0:
+		m.Problem = "etcd reports: " + strings.Join(s.Errors, "; ")
+	case s.IsLearner:
+		m.Problem = "member is a learner"
+	case s.Leader == 0:
+		m.Problem = "member sees no leader"
+	default:
+		if err := e.etcd.LinearizableRead(cctx, m.Pod); err != nil {
+			m.Problem = err.Error()
+		} else {
+			m.Healthy = true
+		}
+	}
+	return m
+}
+
+// observeMemberList counts voters and learners as the leader (else any reachable member) sees them.
+func (e *Engine) observeMemberList(ctx context.Context, st *ClusterState) {
+	order := make([]MemberState, 0, len(st.Members))
+	for _, m := range st.Members {
+		if m.IsLeader {
+			order = append([]MemberState{m}, order...)
+		} else if m.Reachable {
+			order = append(order, m)
+		}
+	}
+	for _, m := range order {
+		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+		list, err := e.etcd.MemberList(cctx, m.Pod)
+		cancel()
+		if err != nil {
+			continue
+		}
+		st.VotingMembers, st.Learners = 0, 0
+		for _, mem := range list {
+			if mem.IsLearner {
+				st.Learners++
+			} else {
+				st.VotingMembers++
+			}
+		}
+		return
+	}
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// maxTerm is the highest Raft term any member reports: the cluster's term as far as we can see it.
+func maxTerm(st ClusterState) uint64 {
+	var t uint64
+	for _, m := range st.Members {
+		if m.Reachable && m.RaftTerm > t {
+			t = m.RaftTerm
+		}
+	}
+	return t
+}

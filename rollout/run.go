@@ -1,0 +1,317 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// maxStepRetries bounds how often one step is re-planned because live state moved under it (a transfer
+// that etcd aborted, a leader that came back to the member about to restart).
+const maxStepRetries = 3
+
+// relockTimeout bounds the re-lock on the way out; it runs on a fresh context so a cancelled caller still
+// gets its StatefulSet locked again.
+const relockTimeout = 30 * time.Second
+
+// Run rolls every member that is not yet at the StatefulSet's updateRevision and healthy, one at a time,
+// and returns once all are, with the partition back at replicas. It re-observes the cluster before every
+// step, so it resumes wherever an earlier run stopped. On error it returns what it did so far; the
+// partition is re-locked on every exit path, including a cancelled ctx and a panic (which is re-raised).
+func (e *Engine) Run(ctx context.Context) (res Result, err error) {
+	res.StartedAt = time.Now()
+	lease, err := e.lease.acquire(ctx)
+	if err != nil {
+		res.FinishedAt = time.Now()
+		return res, err
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stopRenew := e.lease.keepRenewed(runCtx, cancel)
+
+	r := &run{e: e, res: &res, lease: lease}
+	defer func() {
+		p := recover()
+		if p != nil {
+			err = errors.Join(err, fmt.Errorf("panic during rollout: %v", p))
+		}
+		if r.touched {
+			if rerr := e.relock(ctx); rerr != nil {
+				err = errors.Join(err, rerr)
+			} else {
+				e.emit(Step{Kind: StepRelock}, "partition re-locked")
+			}
+		}
+		stopRenew()
+		lctx, lcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		if lerr := e.lease.release(lctx); lerr != nil {
+			err = errors.Join(err, lerr)
+		}
+		lcancel()
+		if err != nil && r.uid != "" {
+			e.record(ctx, r.uid, corev1.EventTypeWarning, ReasonRolloutFailed, truncate(err.Error(), 1000))
+		}
+		res.FinishedAt = time.Now()
+		if p != nil {
+			panic(p)
+		}
+	}()
+
+	err = r.execute(runCtx)
+	if err != nil && context.Cause(runCtx) != nil && ctx.Err() == nil {
+		// The run's own context ended (lost lease): say so rather than "context canceled".
+		err = fmt.Errorf("%w (%v)", context.Cause(runCtx), err)
+	}
+	return res, err
+}
+
+// run is the state of one Run.
+type run struct {
+	e     *Engine
+	res   *Result
+	lease leaseState
+	// touched is set once this run has written the partition, so exits re-lock; a run refused by its
+	// preconditions changes nothing.
+	touched bool
+	gen     int64
+	uid     string
+}
+
+func (r *run) execute(ctx context.Context) error {
+	e := r.e
+	st, err := e.Observe(ctx)
+	if err != nil {
+		return err
+	}
+	r.uid = st.StatefulSetUID
+	if st.Partition < 0 {
+		return fmt.Errorf("%w: StatefulSet %s uses the OnDelete update strategy; the rollout needs RollingUpdate with partition = replicas", ErrBlocked, e.cfg.StatefulSet)
+	}
+	if st.Partition < st.Replicas && r.lease.TookOverFrom == "" {
+		return fmt.Errorf("%w: partition is %d with %d replicas and no rollout holds lease %s: something else lowered it; re-lock it (`etcd-rollout unlock`) if that was intended to stop",
+			ErrInterference, st.Partition, st.Replicas, e.lease.id())
+	}
+	plan, err := PlanRollout(st, e.cfg.LeaderPolicy)
+	plan.Cooldown = e.cfg.Cooldown
+	if err != nil {
+		return fmt.Errorf("rolling %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err)
+	}
+	if r.lease.TookOverFrom != "" {
+		e.emit(Step{}, "took over the stale lease of %s", r.lease.TookOverFrom)
+	}
+	e.emit(Step{}, "plan: %s", plan)
+	r.res.UpdateRevision = st.UpdateRevision
+	r.res.TermBefore = maxTerm(st)
+	r.gen = st.Generation
+	startRev := st.UpdateRevision
+
+	cooldownDue, retries := false, 0
+	for first := true; ; first = false {
+		if !first {
+			if st, err = e.Observe(ctx); err != nil {
+				return err
+			}
+			if st.Generation != r.gen || st.UpdateRevision != startRev {
+				return fmt.Errorf("%w during the rollout: generation %d (expected %d), updateRevision %q (started with %q), partition %d; stopping",
+					ErrInterference, st.Generation, r.gen, st.UpdateRevision, startRev, st.Partition)
+			}
+			if plan, err = PlanRollout(st, e.cfg.LeaderPolicy); err != nil {
+				return fmt.Errorf("rolling %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err)
+			}
+			plan.Cooldown = e.cfg.Cooldown
+		}
+		if len(plan.Roll) == 0 && len(plan.Wait) == 0 {
+			if len(plan.Steps) > 0 && plan.Steps[0].Kind == StepLock {
+				if err := r.lock(ctx, st.Replicas); err != nil {
+					return err
+				}
+			}
+			break
+		}
+		if cooldownDue {
+			cooldownDue = false
+			if e.cfg.Cooldown > 0 {
+				e.emit(Step{Kind: StepCooldown}, "cooling down %s", e.cfg.Cooldown)
+				if err := sleep(ctx, e.cfg.Cooldown); err != nil {
+					return fmt.Errorf("during cool-down: %w", err)
+				}
+				continue // the cluster may have moved while we waited
+			}
+		}
+		step := plan.Steps[0]
+		switch step.Kind {
+		case StepLock:
+			if err := r.lock(ctx, st.Replicas); err != nil {
+				return err
+			}
+		case StepTransferLeader:
+			from, to := st.Members[step.From].Pod, st.Members[step.To].Pod
+			e.emit(step, "moving leader %s → %s", from, to)
+			if err := e.transferLeader(ctx, st, step); err != nil {
+				if retries++; retries > maxStepRetries || ctx.Err() != nil {
+					return err
+				}
+				e.emit(step, "%v; looking again", err)
+				continue
+			}
+			r.res.LeaderTransfers++
+			e.emit(step, "leader moved %s → %s", from, to)
+			e.record(ctx, r.uid, corev1.EventTypeNormal, ReasonLeaderTransferred, fmt.Sprintf("Moved the etcd leader from %s to %s before restarting a member", from, to))
+		case StepLowerPartition:
+			isLeader, err := e.leaderIs(ctx, st, step.Ordinal)
+			if err != nil {
+				return fmt.Errorf("rolling %s: %w", st.Members[step.Ordinal].Pod, err)
+			}
+			if isLeader {
+				if retries++; retries > maxStepRetries {
+					return fmt.Errorf("rolling %s: it became leader again %d times; stopping", st.Members[step.Ordinal].Pod, retries)
+				}
+				e.emit(step, "%s leads again; planning a transfer first", st.Members[step.Ordinal].Pod)
+				continue
+			}
+			if err := r.rollMember(ctx, st, step); err != nil {
+				return err
+			}
+			cooldownDue, retries = true, 0
+		case StepWaitMember:
+			pod := st.Members[step.Ordinal].Pod
+			e.emit(step, "waiting for %s to pass its gates", pod)
+			if err := e.waitMember(ctx, st, step.Ordinal); err != nil {
+				return err
+			}
+			e.emit(step, "%s healthy", pod)
+			cooldownDue, retries = true, 0
+		default:
+			return fmt.Errorf("internal: plan starts with %s", step.Kind)
+		}
+	}
+
+	// Every path out of the loop ends with our own lock write: nothing left to re-lock.
+	r.touched = false
+	after, err := e.Observe(ctx)
+	if err == nil {
+		r.res.TermAfter = maxTerm(after)
+	}
+	if r.res.TermAfter > r.res.TermBefore {
+		r.res.UnplannedElections = max(0, int(r.res.TermAfter-r.res.TermBefore)-r.res.LeaderTransfers)
+	}
+	e.emit(Step{Kind: StepRelock}, "done: %s", r.res.Summary())
+	if len(r.res.MembersRolled) > 0 {
+		e.record(ctx, r.uid, corev1.EventTypeNormal, ReasonRolloutDone, r.res.Summary())
+	}
+	return nil
+}
+
+// rollMember lowers the partition to the member's ordinal, waits for its gates, and locks again at once,
+// so the partition is below replicas only while exactly one member is in flight.
+func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) error {
+	e, pod := r.e, st.Members[step.Ordinal].Pod
+	e.emit(step, "restarting %s (partition %d)", pod, step.Ordinal)
+	start := time.Now()
+	r.touched = true
+	gen, err := e.setPartition(ctx, step.Ordinal)
+	if err != nil {
+		return fmt.Errorf("rolling %s: %w", pod, err)
+	}
+	r.gen = gen
+	e.emit(Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, "waiting for %s: revision %s, Ready, etcd healthy and caught up", pod, st.UpdateRevision)
+	if err := e.waitMember(ctx, st, step.Ordinal); err != nil {
+		return fmt.Errorf("rolling %s: %w", pod, err)
+	}
+	if err := r.lock(ctx, st.Replicas); err != nil {
+		return err
+	}
+	down := time.Since(start)
+	r.res.MembersRolled = append(r.res.MembersRolled, pod)
+	r.res.Members = append(r.res.Members, MemberTiming{Pod: pod, Down: down, Finished: time.Now()})
+	e.emit(Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, "%s rolled in %s", pod, down.Round(10*time.Millisecond))
+	e.record(ctx, r.uid, corev1.EventTypeNormal, ReasonMemberRolled, fmt.Sprintf("Rolled %s to revision %s; etcd healthy after %s", pod, st.UpdateRevision, down.Round(10*time.Millisecond)))
+	return nil
+}
+
+func (r *run) lock(ctx context.Context, replicas int) error {
+	r.touched = true
+	gen, err := r.e.setPartition(ctx, replicas)
+	if err != nil {
+		return err
+	}
+	r.gen = gen
+	return nil
+}
+
+// relock sets the partition back to the StatefulSet's current replicas on a fresh context, retrying
+// briefly (an API server restart should not leave the StatefulSet unlocked).
+func (e *Engine) relock(ctx context.Context) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), relockTimeout)
+	defer cancel()
+	var last error
+	for {
+		sts, err := e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Get(rctx, e.cfg.StatefulSet, metav1.GetOptions{})
+		if err == nil {
+			replicas := 1
+			if sts.Spec.Replicas != nil {
+				replicas = int(*sts.Spec.Replicas)
+			}
+			if _, err = e.setPartition(rctx, replicas); err == nil {
+				return nil
+			}
+		}
+		last = err
+		select {
+		case <-rctx.Done():
+			return fmt.Errorf("re-locking %s/%s failed, the partition may still be lowered; run `etcd-rollout unlock`: %w", e.cfg.Namespace, e.cfg.StatefulSet, last)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// Unlock sets the partition back to replicas and releases the Lease when its holder is gone. It refuses,
+// naming the holder, while another rollout still renews the Lease.
+func (e *Engine) Unlock(ctx context.Context) error {
+	st, err := e.lease.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	if st.TookOverFrom != "" {
+		e.emit(Step{}, "took over the stale lease of %s", st.TookOverFrom)
+	}
+	relockErr := e.relock(ctx)
+	return errors.Join(relockErr, e.lease.release(ctx))
+}
+
+// Summary is the one-line account of a run, for logs and the CLI.
+func (r Result) Summary() string {
+	took := r.FinishedAt.Sub(r.StartedAt)
+	if r.FinishedAt.IsZero() {
+		took = time.Since(r.StartedAt)
+	}
+	rolled := "no member rolled"
+	if n := len(r.MembersRolled); n > 0 {
+		rolled = fmt.Sprintf("%s rolled (%v)", plural(n, "member", "members"), r.MembersRolled)
+	}
+	return fmt.Sprintf("%s to revision %s in %s; %s; %s (raft term %d → %d)", rolled, r.UpdateRevision,
+		took.Round(100*time.Millisecond), plural(r.LeaderTransfers, "leader transfer", "leader transfers"),
+		plural(r.UnplannedElections, "unplanned election", "unplanned elections"), r.TermBefore, r.TermAfter)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return nil
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,282 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+func TestRunRollsEveryMemberWithoutElections(t *testing.T) {
+	for _, n := range []int{3, 5} {
+		for leader := 0; leader < n; leader++ {
+			t.Run(fmt.Sprintf("%d members leader on %d", n, leader), func(t *testing.T) {
+				c := newFakeCluster(t, n, leader)
+				var mu sync.Mutex
+				var lines []string
+				e := c.engine(t, func(_ *Config, o *Options) {
+					o.OnEvent = func(ev Event) { mu.Lock(); lines = append(lines, ev.Message); mu.Unlock() }
+				})
+				res, err := e.Run(context.Background())
+				require.NoError(t, err)
+
+				for _, rev := range c.revisions() {
+					assert.Equal(t, newRev, rev)
+				}
+				assert.Equal(t, n, c.partition(), "partition re-locked")
+				want := 1
+				if leader == n-1 {
+					want = 2
+				}
+				assert.Equal(t, want, res.LeaderTransfers)
+				assert.Equal(t, 0, c.etcd.elections, "the leader was never restarted")
+				assert.Equal(t, 0, res.UnplannedElections)
+				assert.Equal(t, uint64(want), res.TermAfter-res.TermBefore)
+				var order []string
+				for i := n - 1; i >= 0; i-- {
+					order = append(order, podName("etcd", i))
+				}
+				assert.Equal(t, order, res.MembersRolled)
+				assert.Equal(t, order, c.restarted)
+				assert.Len(t, res.Members, n)
+				assert.Equal(t, newRev, res.UpdateRevision)
+				reasons := c.eventReasons()
+				assert.Equal(t, n, reasons[ReasonMemberRolled])
+				assert.Equal(t, want, reasons[ReasonLeaderTransferred])
+				assert.Equal(t, 1, reasons[ReasonRolloutDone])
+				assert.NotEmpty(t, lines)
+				assert.Contains(t, lines[len(lines)-1], "0 unplanned elections")
+
+				lease, err := c.kube.CoordinationV1().Leases("db").Get(context.Background(), LeaseName("etcd"), metav1.GetOptions{})
+				require.NoError(t, err)
+				assert.Equal(t, "", ptr.Deref(lease.Spec.HolderIdentity, ""), "lease released")
+			})
+		}
+	}
+}
+
+func TestRunJobLikeCountsItsTransfers(t *testing.T) {
+	c := newFakeCluster(t, 3, 1)
+	e := c.engine(t, func(cfg *Config, _ *Options) { cfg.LeaderPolicy = LeaderJobLike })
+	res, err := e.Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 2, res.LeaderTransfers)
+	assert.Equal(t, 0, res.UnplannedElections)
+	assert.Equal(t, "etcd-2", c.etcd.leaderPod())
+}
+
+func TestRunNoOpChangesNothing(t *testing.T) {
+	c := newFakeCluster(t, 3, 1, 0, 1, 2)
+	res, err := c.engine(t, nil).Run(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, res.MembersRolled)
+	assert.Zero(t, res.LeaderTransfers)
+	assert.Zero(t, c.stsPatches())
+	assert.Zero(t, c.etcd.moves)
+}
+
+func TestRunRefusesWhenQuorumWouldBeLost(t *testing.T) {
+	c := newFakeCluster(t, 3, 1)
+	c.etcd.stop("etcd-0")
+	_, err := c.engine(t, nil).Run(context.Background())
+	require.ErrorIs(t, err, ErrBlocked)
+	assert.Contains(t, err.Error(), "restarting etcd-2 would leave 1 healthy member(s), quorum is 2 of 3")
+	assert.Contains(t, err.Error(), "etcd-0 unhealthy: status of etcd-0: connection refused")
+	assert.Zero(t, c.stsPatches(), "nothing changed")
+	assert.Equal(t, []string{oldRev, oldRev, oldRev}, c.revisions())
+}
+
+func TestRunTimeoutNamesTheMemberAndTouchesNoOther(t *testing.T) {
+	c := newFakeCluster(t, 3, 0)
+	c.etcd.brokenAfterRestart["etcd-2"] = true
+	res, err := c.engine(t, func(cfg *Config, _ *Options) { cfg.HealthTimeout = 300 * time.Millisecond }).Run(context.Background())
+	var gate *GateTimeoutError
+	require.ErrorAs(t, err, &gate)
+	assert.Equal(t, "etcd-2", gate.Pod)
+	assert.Equal(t, GateEtcdHealth, gate.Gate)
+	assert.Contains(t, gate.LastSeen, "connection refused")
+	assert.Contains(t, err.Error(), "etcd-2 did not pass the etcd health gate within 300ms")
+	assert.Equal(t, []string{oldRev, oldRev, newRev}, c.revisions(), "no other member touched")
+	assert.Equal(t, 3, c.partition())
+	assert.Empty(t, res.MembersRolled)
+	assert.Equal(t, 1, c.eventReasons()[ReasonRolloutFailed])
+}
+
+func TestRunRelocksOnCancelAndResumes(t *testing.T) {
+	c := newFakeCluster(t, 3, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e := c.engine(t, func(_ *Config, o *Options) {
+		o.OnEvent = func(ev Event) {
+			if strings.HasPrefix(ev.Message, "etcd-2 rolled") {
+				cancel()
+			}
+		}
+	})
+	res, err := e.Run(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, []string{"etcd-2"}, res.MembersRolled)
+	assert.Equal(t, 3, c.partition())
+
+	res, err = c.engine(t, nil).Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"etcd-1", "etcd-0"}, res.MembersRolled)
+	assert.Equal(t, 1, res.LeaderTransfers, "leader on 1 moves once, to etcd-2")
+	assert.Equal(t, []string{newRev, newRev, newRev}, c.revisions())
+	assert.Equal(t, 3, c.partition())
+}
+
+func TestRunRelocksOnPanic(t *testing.T) {
+	c := newFakeCluster(t, 3, 0)
+	e := c.engine(t, func(_ *Config, o *Options) {
+		o.OnEvent = func(ev Event) {
+			if strings.HasPrefix(ev.Message, "waiting for etcd-2") {
+				panic("progress callback exploded")
+			}
+		}
+	})
+	assert.PanicsWithValue(t, "progress callback exploded", func() { _, _ = e.Run(context.Background()) })
+	assert.Equal(t, 3, c.partition())
+	lease, err := c.kube.CoordinationV1().Leases("db").Get(context.Background(), LeaseName("etcd"), metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "", ptr.Deref(lease.Spec.HolderIdentity, ""))
+}
+
+func TestRunLease(t *testing.T) {
+	lease := func(holder string, renewed time.Time) *coordinationv1.Lease {
+		return &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: LeaseName("etcd"), Namespace: "db"},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To(int32(15)),
+				RenewTime: ptr.To(metav1.NewMicroTime(renewed))},
+		}
+	}
+	t.Run("a live holder refuses the run, naming it", func(t *testing.T) {
+		c := newFakeCluster(t, 3, 0)
+		_, err := c.kube.CoordinationV1().Leases("db").Create(context.Background(), lease("ci-runner-7", time.Now()), metav1.CreateOptions{})
+		require.NoError(t, err)
+		_, err = c.engine(t, nil).Run(context.Background())
+		var locked *LockedError
+		require.ErrorAs(t, err, &locked)
+		assert.Equal(t, "ci-runner-7", locked.Holder)
+		assert.Contains(t, err.Error(), "another rollout holds lease db/etcd-etcd-rollout: ci-runner-7")
+		assert.Zero(t, c.stsPatches())
+	})
+	t.Run("a stale lease is taken over and its lowered partition re-locked", func(t *testing.T) {
+		c := newFakeCluster(t, 3, 0, 2)
+		_, err := c.kube.CoordinationV1().Leases("db").Create(context.Background(), lease("killed-run", time.Now().Add(-time.Minute)), metav1.CreateOptions{})
+		require.NoError(t, err)
+		_, err = c.kube.AppsV1().StatefulSets("db").Patch(context.Background(), "etcd", "application/merge-patch+json",
+			[]byte(`{"spec":{"updateStrategy":{"rollingUpdate":{"partition":2}}}}`), metav1.PatchOptions{})
+		require.NoError(t, err)
+		res, err := c.engine(t, nil).Run(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, []string{"etcd-1", "etcd-0"}, res.MembersRolled)
+		assert.Equal(t, 3, c.partition())
+	})
+	t.Run("two engines at once: exactly one proceeds", func(t *testing.T) {
+		c := newFakeCluster(t, 3, 0)
+		started := make(chan struct{})
+		release := make(chan struct{})
+		first := c.engine(t, func(cfg *Config, o *Options) {
+			cfg.Holder = "first"
+			o.OnEvent = func(ev Event) {
+				if strings.HasPrefix(ev.Message, "plan:") {
+					close(started)
+					<-release
+				}
+			}
+		})
+		second := c.engine(t, func(cfg *Config, _ *Options) { cfg.Holder = "second" })
+		var firstErr error
+		done := make(chan struct{})
+		go func() { _, firstErr = first.Run(context.Background()); close(done) }()
+		<-started
+		_, err := second.Run(context.Background())
+		close(release)
+		<-done
+		require.NoError(t, firstErr)
+		var locked *LockedError
+		require.ErrorAs(t, err, &locked)
+		assert.Equal(t, "first", locked.Holder)
+	})
+}
+
+func TestRunRefusesPartitionLoweredBySomeoneElse(t *testing.T) {
+	c := newFakeCluster(t, 3, 0)
+	_, err := c.kube.AppsV1().StatefulSets("db").Patch(context.Background(), "etcd", "application/merge-patch+json",
+		[]byte(`{"spec":{"updateStrategy":{"rollingUpdate":{"partition":1}}}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	before := c.stsPatches()
+	_, err = c.engine(t, nil).Run(context.Background())
+	require.ErrorIs(t, err, ErrInterference)
+	assert.Contains(t, err.Error(), "partition is 1 with 3 replicas")
+	assert.Equal(t, before, c.stsPatches(), "nothing changed")
+}
+
+func TestRunStopsWhenTheTemplateChangesMidRun(t *testing.T) {
+	c := newFakeCluster(t, 3, 0)
+	e := c.engine(t, func(_ *Config, o *Options) {
+		o.OnEvent = func(ev Event) {
+			if strings.HasPrefix(ev.Message, "etcd-2 rolled") {
+				obj, err := c.kube.Tracker().Get(stsGVR, "db", "etcd")
+				require.NoError(t, err)
+				sts := obj.(*appsv1.StatefulSet).DeepCopy()
+				sts.Status.UpdateRevision = "etcd-newer"
+				require.NoError(t, c.kube.Tracker().Update(stsGVR, sts, "db"))
+			}
+		}
+	})
+	res, err := e.Run(context.Background())
+	require.ErrorIs(t, err, ErrInterference)
+	assert.Contains(t, err.Error(), `updateRevision "etcd-newer" (started with "etcd-new")`)
+	assert.Equal(t, []string{"etcd-2"}, res.MembersRolled)
+	assert.Equal(t, 3, c.partition())
+}
+
+func TestRunCountsAnUnplannedElection(t *testing.T) {
+	// The leader crashes and a new one is elected between steps: the run goes on and reports it.
+	c := newFakeCluster(t, 3, 0)
+	e := c.engine(t, func(_ *Config, o *Options) {
+		o.OnEvent = func(ev Event) {
+			if strings.HasPrefix(ev.Message, "etcd-2 rolled") {
+				c.etcd.mu.Lock()
+				c.etcd.leader = "etcd-2"
+				c.etcd.term++
+				c.etcd.mu.Unlock()
+			}
+		}
+	})
+	res, err := e.Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 0, res.LeaderTransfers, "the leader landed on an updated member by itself")
+	assert.Equal(t, 1, res.UnplannedElections)
+}
+
+func TestUnlock(t *testing.T) {
+	c := newFakeCluster(t, 3, 0)
+	_, err := c.kube.AppsV1().StatefulSets("db").Patch(context.Background(), "etcd", "application/merge-patch+json",
+		[]byte(`{"spec":{"updateStrategy":{"rollingUpdate":{"partition":0}}}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	require.NoError(t, c.engine(t, nil).Unlock(context.Background()))
+	assert.Equal(t, 3, c.partition())
+}
+
+func TestPlanThroughEngine(t *testing.T) {
+	c := newFakeCluster(t, 3, 2)
+	st, p, err := c.engine(t, func(cfg *Config, _ *Options) { cfg.Cooldown = 5 * time.Second }).Plan(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 3, st.VotingMembers)
+	assert.True(t, st.Members[2].IsLeader)
+	assert.Equal(t, "roll etcd-2, etcd-1, etcd-0 to revision etcd-new; move leader etcd-2 → etcd-0 before etcd-2, etcd-0 → etcd-2 before etcd-0; 2 leader transfers", p.String())
+	assert.Contains(t, p.Detail(), "cool down 5s")
+	assert.Zero(t, c.stsPatches())
+}

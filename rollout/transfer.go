@@ -1,0 +1,61 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// moveLeaderTimeout bounds one MoveLeader call. etcd aborts a transfer that does not finish within one
+// election timeout and keeps the old leader, so a timeout here costs no election.
+const moveLeaderTimeout = 10 * time.Second
+
+// transferLeader moves leadership From → To, sending MoveLeader to the current leader as etcd requires,
+// and returns once the target itself reports that it leads.
+func (e *Engine) transferLeader(ctx context.Context, st ClusterState, step Step) error {
+	from, to := st.Members[step.From], st.Members[step.To]
+	if !to.Healthy || to.MemberID == 0 {
+		return fmt.Errorf("moving leader %s → %s: target is not a healthy voter (%s)", from.Pod, to.Pod, to.Problem)
+	}
+	cctx, cancel := context.WithTimeout(ctx, moveLeaderTimeout)
+	defer cancel()
+	if err := e.etcd.MoveLeader(cctx, from.Pod, to.MemberID); err != nil {
+		return fmt.Errorf("moving leader %s → %s: %w", from.Pod, to.Pod, err)
+	}
+	for {
+		s, err := e.etcd.Status(cctx, to.Pod)
+		if err == nil && s.Leader == to.MemberID {
+			return nil
+		}
+		select {
+		case <-cctx.Done():
+			return fmt.Errorf("moving leader %s → %s: %s does not report itself leader after MoveLeader returned", from.Pod, to.Pod, to.Pod)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// leaderIs asks the target first, then the others, who leads; it is the last check before the partition
+// is lowered, so it trusts no earlier observation.
+func (e *Engine) leaderIs(ctx context.Context, st ClusterState, ordinal int) (bool, error) {
+	order := []int{ordinal}
+	for i := range st.Members {
+		if i != ordinal {
+			order = append(order, i)
+		}
+	}
+	target := st.Members[ordinal].MemberID
+	for _, i := range order {
+		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+		s, err := e.etcd.Status(cctx, st.Members[i].Pod)
+		cancel()
+		if err != nil || s.Leader == 0 {
+			continue
+		}
+		if i == ordinal {
+			return s.Leader == s.ID, nil
+		}
+		return target != 0 && s.Leader == target, nil
+	}
+	return false, fmt.Errorf("no member says who leads: cannot confirm %s is not the leader", st.Members[ordinal].Pod)
+}
