@@ -4,7 +4,7 @@
 # member whose daemon died; then kwok, the controller manager, the apiserver and its etcd). Each gets
 # SIGTERM and, after 10 s, SIGKILL. Then it checks that no process naming the run dir is left; one that is
 # (a pid file was lost) is killed and reported, and the exit status is 1 so that a leak never goes unseen.
-# The run dir is removed except its logs (--keep-logs is accepted for symmetry; logs are always kept).
+# The run dir is removed except its logs. With --only-members it stops just the member daemon and its members.
 set -uo pipefail
 # shellcheck source=env.sh
 source "$(dirname "$0")/env.sh"
@@ -15,11 +15,11 @@ stop() {
   name=$(basename "$f" .pid); pid=$(sed -n 1p "$f")
   if alive "$f"; then
     kill -TERM "$pid" 2>/dev/null
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "$pid" 2>/dev/null; then
+    for _ in $(seq 100); do gone "$pid" && break; sleep 0.1; done
+    if ! gone "$pid"; then
       log "$name ($pid) ignored SIGTERM for 10s; sending SIGKILL"
       kill -KILL "$pid" 2>/dev/null
-      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      for _ in $(seq 50); do gone "$pid" && break; sleep 0.1; done
     fi
     log "stopped $name ($pid)"
   fi
@@ -29,6 +29,8 @@ stop() {
 [ -d "$RUN_DIR" ] || { log "nothing to stop: $RUN_DIR does not exist"; exit 0; }
 for name in etcd-members; do [ -f "$PIDS_DIR/$name.pid" ] && stop "$PIDS_DIR/$name.pid"; done
 for f in "$PIDS_DIR"/members/*/*.pid; do [ -f "$f" ] && stop "$f"; done
+# --only-members: up.sh restarts a rebuilt member daemon; the control plane and all state stay.
+[ "${1:-}" = --only-members ] && exit 0
 for name in kwok kube-controller-manager kube-apiserver etcd; do
   [ -f "$PIDS_DIR/$name.pid" ] && stop "$PIDS_DIR/$name.pid"
 done

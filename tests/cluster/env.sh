@@ -38,6 +38,14 @@ alive() {
   [ -z "$exe" ] || [[ "$(readlink "/proc/$pid/exe" 2>/dev/null)" == "$exe"* ]]
 }
 
+# gone PID: true when PID has exited. A zombie counts as gone: the processes up.sh starts are orphans
+# whose reaper (pid 1) may collect them seconds later.
+gone() {
+  local state
+  state=$(sed -n 's/^[0-9]* (.*) \([A-Z]\) .*/\1/p' "/proc/$1/stat" 2>/dev/null)
+  [ -z "$state" ] || [ "$state" = Z ]
+}
+
 # ours: pids of every process whose command line names $RUN_DIR. Everything the cluster starts (the
 # control plane, kwok, the member daemon and each etcd member) carries the run dir in its arguments, so
 # this finds leftovers even when a pid file was lost.

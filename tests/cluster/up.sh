@@ -11,17 +11,51 @@
 # stopped, so a failed start never leaves processes behind.
 #
 # env: ETCD_PORT API_PORT KWOK_PORT MEMBERS_PORT (see env.sh), MEMBER_PORTS (range for the etcd members,
-# default 20000-29999), RUN_DIR, TOOLS_DIR, NODE_NAME.
+# default 20000-28999), RUN_DIR, TOOLS_DIR, NODE_NAME.
 set -euo pipefail
 # shellcheck source=env.sh
 source "$(dirname "$0")/env.sh"
 
 MEMBERS_BIN=${MEMBERS_BIN:-$ROOT/bin/etcd-members}
-MEMBER_PORTS=${MEMBER_PORTS:-20000-29999}
+MEMBER_PORTS=${MEMBER_PORTS:-20000-28999}
 CONTROLLERS=statefulset-controller,serviceaccount-controller,garbage-collector-controller,persistentvolumeclaim-protection-controller,namespace-controller
+
+# start NAME EXE ARGS...: run detached in its own session (a Ctrl-C in the caller's terminal does not reach
+# it), log to $LOGS_DIR/NAME.log, record pid and executable in $PIDS_DIR/NAME.pid for down.sh.
+start() {
+  local name=$1 exe=$2; shift 2
+  setsid "$exe" "$@" >"$LOGS_DIR/$name.log" 2>&1 </dev/null &
+  printf '%s\n%s\n' "$!" "$exe" >"$PIDS_DIR/$name.pid"
+}
+# wait_for WHAT SECONDS CMD...: poll CMD until it succeeds; fail when the process behind WHAT dies.
+wait_for() {
+  local what=$1 name=$2 secs=$3; shift 3
+  local deadline=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    alive "$PIDS_DIR/$name.pid" || die "$name exited during start; see $LOGS_DIR/$name.log"
+    [ $SECONDS -lt $deadline ] || die "timed out after ${secs}s waiting for $what; see $LOGS_DIR/$name.log"
+    sleep 0.1
+  done
+  log "$what ready"
+}
+# start_members PORT: the member daemon; with a Go build in between, make cluster-up restarts just this.
+start_members() {
+  start etcd-members "$MEMBERS_BIN" --kubeconfig "$KUBECONFIG_FILE" --run-dir "$RUN_DIR" \
+    --listen "127.0.0.1:$1" --bin-dir "$BIN_DIR" --member-ports "$MEMBER_PORTS" --node "$NODE_NAME"
+  wait_for "etcd-members on :$1" etcd-members 30 curl -sf "http://127.0.0.1:$1/healthz"
+}
 
 # --- already up?
 if [ -f "$RUN_DIR/cluster.env" ] && "$CLUSTER_DIR/status.sh" >/dev/null 2>&1; then
+  if [[ "$(readlink "/proc/$(sed -n 1p "$PIDS_DIR/etcd-members.pid")/exe")" == *" (deleted)" ]]; then
+    # The daemon binary was rebuilt: restart the daemon alone. It restarts the members of existing pods
+    # from their data dirs.
+    log "bin/etcd-members was rebuilt; restarting the member daemon"
+    "$CLUSTER_DIR/down.sh" --only-members
+    MEMBER_PORTS=$(sed -n 's/^MEMBER_PORTS=//p' "$RUN_DIR/cluster.env")
+    NODE_NAME=$(sed -n 's/^NODE_NAME=//p' "$RUN_DIR/cluster.env")
+    start_members "$(sed -n 's#^MEMBERS_URL=http://127.0.0.1:##p' "$RUN_DIR/cluster.env")"
+  fi
   log "cluster already up and healthy; KUBECONFIG=$KUBECONFIG_FILE"
   exit 0
 fi
@@ -44,7 +78,7 @@ on_error() {
   local rc=$?
   log "start failed (exit $rc); last lines of the logs in $LOGS_DIR:"
   for f in "$LOGS_DIR"/*.log; do [ -f "$f" ] && { echo "--- $f" >&2; tail -n 5 "$f" >&2; }; done
-  "$CLUSTER_DIR/down.sh" --keep-logs >&2 || true
+  "$CLUSTER_DIR/down.sh" >&2 || true
   exit "$rc"
 }
 trap on_error ERR
@@ -96,24 +130,6 @@ kubeconfig "$KUBECONFIG_FILE" admin
 kubeconfig "$PKI_DIR/controller-manager.kubeconfig" controller-manager
 log "pki and kubeconfigs written"
 
-# start NAME EXE ARGS...: run detached in its own session (a Ctrl-C in the caller's terminal does not reach
-# it), log to $LOGS_DIR/NAME.log, record pid and executable in $PIDS_DIR/NAME.pid for down.sh.
-start() {
-  local name=$1 exe=$2; shift 2
-  setsid "$exe" "$@" >"$LOGS_DIR/$name.log" 2>&1 </dev/null &
-  printf '%s\n%s\n' "$!" "$exe" >"$PIDS_DIR/$name.pid"
-}
-# wait_for WHAT SECONDS CMD...: poll CMD until it succeeds; fail when the process behind WHAT dies.
-wait_for() {
-  local what=$1 name=$2 secs=$3; shift 3
-  local deadline=$((SECONDS + secs))
-  until "$@" >/dev/null 2>&1; do
-    alive "$PIDS_DIR/$name.pid" || die "$name exited during start; see $LOGS_DIR/$name.log"
-    [ $SECONDS -lt $deadline ] || die "timed out after ${secs}s waiting for $what; see $LOGS_DIR/$name.log"
-    sleep 0.1
-  done
-  log "$what ready"
-}
 KC=(kubectl --kubeconfig "$KUBECONFIG_FILE")
 
 # --- control-plane etcd
@@ -179,9 +195,7 @@ wait_for "node $NODE_NAME" kwok 30 "${KC[@]}" wait --for condition=Ready --timeo
 wait_for "default service account" kube-controller-manager 30 "${KC[@]}" get serviceaccount default -n default
 
 # --- the member daemon
-start etcd-members "$MEMBERS_BIN" --kubeconfig "$KUBECONFIG_FILE" --run-dir "$RUN_DIR" \
-  --listen "127.0.0.1:$MEMBERS_PORT" --bin-dir "$BIN_DIR" --member-ports "$MEMBER_PORTS" --node "$NODE_NAME"
-wait_for "etcd-members on :$MEMBERS_PORT" etcd-members 30 curl -sf "http://127.0.0.1:$MEMBERS_PORT/healthz"
+start_members "$MEMBERS_PORT"
 
 cat >"$RUN_DIR/cluster.env" <<EOF
 # Written by tests/cluster/up.sh: what the running cluster uses. The harness reads this file.

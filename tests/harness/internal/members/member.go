@@ -89,10 +89,11 @@ func (m *member) run(ctx context.Context) {
 	}
 }
 
-// shutdown stops the process when the daemon stops: a short grace, since the whole cluster is going down.
+// shutdown stops the process when the daemon stops: a short grace, since the whole cluster is going down
+// (three members stopped at once wait for each other's leader hand-over).
 func (m *member) shutdown() {
 	if p := m.current(); p != nil {
-		p.terminate(5*time.Second, false)
+		p.terminate(func() time.Duration { return 3 * time.Second }, false)
 	}
 }
 
@@ -120,7 +121,7 @@ func (m *member) reconcile(ctx context.Context) bool {
 	// before the pod's deletion completes.
 	going := pod == nil || removed || pod.DeletionTimestamp != nil
 	if proc != nil && (going || proc.podUID != pod.UID) {
-		m.stopProcess(pod, proc)
+		m.stopProcess(proc)
 	}
 	if pod != nil && pod.DeletionTimestamp != nil {
 		m.finishDeletion(ctx, pod)
@@ -162,18 +163,23 @@ func (m *member) reconcile(ctx context.Context) bool {
 	return false
 }
 
-// stopProcess stops proc with the deleted pod's grace period (the spec's when the pod is already gone).
-func (m *member) stopProcess(pod *corev1.Pod, proc *process) {
+// stopProcess stops proc with the deleted pod's grace period (the spec's when the pod is already gone),
+// following the pod when a later deletion shortens it.
+func (m *member) stopProcess(proc *process) {
 	m.mu.Lock()
-	grace, hang := m.launch.grace, m.hangOnTerm
+	specGrace, hang := m.launch.grace, m.hangOnTerm
 	m.terminate = true
 	m.mu.Unlock()
-	if pod != nil && pod.UID == proc.podUID && pod.DeletionGracePeriodSeconds != nil {
-		grace = time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
+	grace := func() time.Duration {
+		p, err := m.d.pods.Pods(m.namespace).Get(m.pod)
+		if err == nil && p.UID == proc.podUID && p.DeletionGracePeriodSeconds != nil {
+			return time.Duration(*p.DeletionGracePeriodSeconds) * time.Second
+		}
+		return specGrace
 	}
 	start := time.Now()
 	killed := proc.terminate(grace, hang)
-	slog.Info("member stopped", "pod", m.key(), "pid", proc.pid(), "grace", grace, "hangOnTerm", hang,
+	slog.Info("member stopped", "pod", m.key(), "pid", proc.pid(), "grace", grace(), "hangOnTerm", hang,
 		"killed", killed, "took", time.Since(start).Round(time.Millisecond))
 	m.mu.Lock()
 	m.proc, m.terminate, m.hangOnTerm, m.ready = nil, false, false, false

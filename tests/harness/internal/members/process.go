@@ -116,21 +116,25 @@ func (p *process) isFrozen() bool {
 }
 
 // terminate stops the process as a kubelet stops a container: SIGTERM (unless hang is set: a member whose
-// shutdown hangs), SIGKILL once grace has passed, and returns when the process has exited. It reports
-// whether SIGKILL was needed.
-func (p *process) terminate(grace time.Duration, hang bool) (killed bool) {
+// shutdown hangs), SIGKILL once the grace period has passed, and returns when the process has exited. grace
+// is asked again every 100 ms, because a second deletion can shorten it (kubectl delete --grace-period=0
+// on a terminating pod) and a kubelet honours that. It reports whether SIGKILL was needed.
+func (p *process) terminate(grace func() time.Duration, hang bool) (killed bool) {
 	if p.exited() {
 		return false
 	}
 	if !hang {
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	}
-	timer := time.NewTimer(grace)
-	defer timer.Stop()
-	select {
-	case <-p.done:
-		return false
-	case <-timer.C:
+	start := time.Now()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for time.Since(start) < grace() {
+		select {
+		case <-p.done:
+			return false
+		case <-tick.C:
+		}
 	}
 	_ = p.cmd.Process.Kill()
 	<-p.done

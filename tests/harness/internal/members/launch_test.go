@@ -1,0 +1,169 @@
+package members
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness/memberapi"
+)
+
+func fakeBinDir(t *testing.T) string {
+	dir := t.TempDir()
+	for _, b := range []string{"etcd", "etcd-v3.5"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, b), []byte("#!/bin/true\n"), 0o755))
+	}
+	return dir
+}
+
+func memberPod(mutate func(*corev1.Pod)) *corev1.Pod {
+	grace := int64(7)
+	yes := true
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "etcd-1", Namespace: "ns",
+			OwnerReferences: []metav1.OwnerReference{{Kind: "StatefulSet", Name: "etcd", Controller: &yes}}},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: &grace,
+			Containers: []corev1.Container{{Name: "etcd", Ports: []corev1.ContainerPort{
+				{Name: "client", ContainerPort: 12379}, {Name: "peer", ContainerPort: 12380}}}},
+		},
+	}
+	if mutate != nil {
+		mutate(pod)
+	}
+	return pod
+}
+
+func TestReadLaunch(t *testing.T) {
+	bin := fakeBinDir(t)
+	three := int32(3)
+	sts := &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Replicas: &three}}
+	tlsVolume := func(p *corev1.Pod) {
+		p.Spec.Volumes = []corev1.Volume{{Name: "etcd-tls", VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: "keyspace-etcd-group-0-cluster-secret"}}}}
+		p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "etcd-tls", MountPath: "/var/lib/etcd-tls/"}}
+	}
+	tests := []struct {
+		name   string
+		pod    *corev1.Pod
+		want   launch
+		errHas string
+	}{
+		{name: "production defaults", pod: memberPod(nil), want: launch{version: "3.6", binary: filepath.Join(bin, "etcd"),
+			readiness: memberapi.ReadyOnStart, grace: 7 * time.Second, clientPort: 12379, peerPort: 12380, replicas: 3}},
+		{name: "3.5, broken, probed", pod: memberPod(func(p *corev1.Pod) {
+			p.Annotations = map[string]string{memberapi.AnnotationVersion: "3.5", memberapi.AnnotationBroken: "true"}
+			p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{}
+		}), want: launch{version: "3.5", binary: filepath.Join(bin, "etcd-v3.5"), broken: true,
+			readiness: memberapi.ReadyOnProbe, grace: 7 * time.Second, clientPort: 12379, peerPort: 12380, replicas: 3}},
+		{name: "secret mounted at the TLS dir", pod: memberPod(tlsVolume), want: launch{version: "3.6", binary: filepath.Join(bin, "etcd"),
+			readiness: memberapi.ReadyOnStart, grace: 7 * time.Second, clientPort: 12379, peerPort: 12380, replicas: 3,
+			tls: true, secret: "keyspace-etcd-group-0-cluster-secret"}},
+		{name: "secret mounted elsewhere is not TLS", pod: memberPod(func(p *corev1.Pod) {
+			tlsVolume(p)
+			p.Annotations = map[string]string{memberapi.AnnotationTLSDir: "/etc/etcd/pki"}
+		}), want: launch{version: "3.6", binary: filepath.Join(bin, "etcd"),
+			readiness: memberapi.ReadyOnStart, grace: 7 * time.Second, clientPort: 12379, peerPort: 12380, replicas: 3}},
+		{name: "unknown version", pod: memberPod(func(p *corev1.Pod) {
+			p.Annotations = map[string]string{memberapi.AnnotationVersion: "3.4"}
+		}), errHas: "want 3.5 or 3.6"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := readLaunch(tt.pod, sts, bin)
+			if tt.errHas != "" {
+				assert.ErrorContains(t, err, tt.errHas)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestOwnerStatefulSet(t *testing.T) {
+	name, ord, err := ownerStatefulSet(memberPod(nil))
+	require.NoError(t, err)
+	assert.Equal(t, "etcd", name)
+	assert.Equal(t, 1, ord)
+
+	_, _, err = ownerStatefulSet(memberPod(func(p *corev1.Pod) { p.OwnerReferences = nil }))
+	assert.ErrorContains(t, err, "not controlled by a StatefulSet")
+	_, _, err = ownerStatefulSet(memberPod(func(p *corev1.Pod) { p.Name = "etcd-x" }))
+	assert.ErrorContains(t, err, "ordinal")
+}
+
+func TestEtcdArgs(t *testing.T) {
+	self := portSet{Client: 20000, Peer: 20001, Metrics: 20002}
+	cluster := []string{"etcd-0=https://127.0.0.1:20001"}
+	plain := strings.Join(etcdArgs("etcd-0", "/d", "/t", "ns/etcd", launch{}, self, cluster), " ")
+	assert.Contains(t, plain, "--listen-client-urls=http://127.0.0.1:20000")
+	assert.Contains(t, plain, "--listen-metrics-urls=http://127.0.0.1:20002")
+	assert.Contains(t, plain, "--unsafe-no-fsync")
+	assert.NotContains(t, plain, "--heartbeat-interval", "etcd's default timing, as in production")
+	assert.NotContains(t, plain, "cert")
+
+	secure := strings.Join(etcdArgs("etcd-0", "/d", "/t", "ns/etcd", launch{tls: true, broken: true}, self, cluster), " ")
+	for _, want := range []string{"--listen-client-urls=https://127.0.0.1:20000", "--client-cert-auth",
+		"--peer-client-cert-auth", "--cert-file=/t/server.crt", "--peer-key-file=/t/peer.key", "--etcd-rollout-broken-revision"} {
+		assert.Contains(t, secure, want)
+	}
+}
+
+func TestParsePortRange(t *testing.T) {
+	tests := []struct {
+		in     string
+		lo, hi int
+		ok     bool
+	}{
+		{"20000-28999", 20000, 28999, true},
+		{"20000", 0, 0, false},
+		{"80-200", 0, 0, false},
+		{"20000-20010", 0, 0, false},
+		{"a-b", 0, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			lo, hi, err := parsePortRange(tt.in)
+			assert.Equal(t, tt.ok, err == nil, "err: %v", err)
+			if tt.ok {
+				assert.Equal(t, []int{tt.lo, tt.hi}, []int{lo, hi})
+			}
+		})
+	}
+}
+
+// Allocated ports are distinct, skip reserved ones, and come back after release.
+func TestPortAllocator(t *testing.T) {
+	a := newPortAllocator(28900, 28999)
+	a.reserve(portSet{Client: 28900, Peer: 28901, Metrics: 28902})
+	ps, err := a.allocate()
+	require.NoError(t, err)
+	assert.NotContains(t, []int{28900, 28901, 28902}, ps.Client)
+	assert.Len(t, map[int]bool{ps.Client: true, ps.Peer: true, ps.Metrics: true}, 3)
+}
+
+// A deletion's grace period ends the process even when it ignores SIGTERM (hang), and a shortened grace
+// is honoured.
+func TestTerminateHonoursGrace(t *testing.T) {
+	dir := t.TempDir()
+	p, err := startProcess("/bin/sleep", []string{"30"}, "uid", filepath.Join(dir, "log"), filepath.Join(dir, "pid"))
+	require.NoError(t, err)
+	var grace atomic.Int64
+	grace.Store(int64(10 * time.Second))
+	go func() { time.Sleep(200 * time.Millisecond); grace.Store(0) }()
+	start := time.Now()
+	killed := p.terminate(func() time.Duration { return time.Duration(grace.Load()) }, true)
+	assert.True(t, killed)
+	assert.Less(t, time.Since(start), 2*time.Second)
+	assert.NoFileExists(t, filepath.Join(dir, "pid"))
+}

@@ -1,0 +1,108 @@
+package harness_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness/memberapi"
+)
+
+// The checked-in manifests are exactly what the template renders, so tests run what people read.
+func TestManifestFilesAreRendered(t *testing.T) {
+	for name, spec := range harness.ManifestFiles() {
+		t.Run(name, func(t *testing.T) {
+			want, err := harness.RenderYAML(spec)
+			require.NoError(t, err)
+			got, err := os.ReadFile(filepath.Join("..", "manifests", name))
+			require.NoError(t, err)
+			assert.Equal(t, string(want), string(got), "run: go run ./tests/harness/cmd/render-manifests")
+		})
+	}
+}
+
+func TestRenderKeepsTheProductionShape(t *testing.T) {
+	tests := []struct {
+		name      string
+		spec      harness.EtcdSpec
+		tls       bool
+		probe     bool
+		version   string
+		broken    bool
+		grace     int64
+		serviceAs string
+	}{
+		{name: "defaults", spec: harness.EtcdSpec{}, version: "3.6", grace: 30, serviceAs: "etcd-headless"},
+		{name: "mtls with probe", spec: harness.EtcdSpec{Name: "keyspace-etcd-group-0", ServiceName: "keyspace-etcd-group-0-peer",
+			TLS: true, Readiness: memberapi.ReadyOnProbe}, tls: true, probe: true, version: "3.6", grace: 30, serviceAs: "keyspace-etcd-group-0-peer"},
+		{name: "old and broken", spec: harness.EtcdSpec{Version: "3.5", Broken: true, GracePeriod: 5 * time.Second, Replicas: 5},
+			version: "3.5", broken: true, grace: 5, serviceAs: "etcd-headless"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			svc, sts, err := harness.Render(tt.spec)
+			require.NoError(t, err)
+			spec, _ := tt.spec.WithDefaults()
+			assert.Equal(t, tt.serviceAs, svc.Name)
+			assert.Equal(t, "None", svc.Spec.ClusterIP)
+			assert.Equal(t, tt.serviceAs, sts.Spec.ServiceName)
+			assert.Equal(t, "true", sts.Annotations["pulumi.com/skipAwait"])
+			assert.EqualValues(t, spec.Replicas, *sts.Spec.Replicas)
+			assert.EqualValues(t, spec.Replicas, *sts.Spec.UpdateStrategy.RollingUpdate.Partition, "locked")
+			assert.EqualValues(t, "OrderedReady", sts.Spec.PodManagementPolicy)
+			pt := sts.Spec.Template
+			assert.Equal(t, "true", pt.Labels[memberapi.LabelMember])
+			assert.Equal(t, "kwok-node-0", pt.Spec.NodeName)
+			assert.Equal(t, tt.grace, *pt.Spec.TerminationGracePeriodSeconds)
+			assert.Equal(t, tt.version, pt.Annotations[memberapi.AnnotationVersion])
+			assert.Equal(t, tt.broken, pt.Annotations[memberapi.AnnotationBroken] == "true")
+			c := pt.Spec.Containers[0]
+			assert.Equal(t, "etcd", c.Name)
+			assert.Equal(t, tt.probe, c.ReadinessProbe != nil)
+			assert.Contains(t, c.Args, "--initial-cluster-state=new")
+			assert.Equal(t, tt.tls, contains(c.Args, "--client-cert-auth"))
+			if tt.tls {
+				require.Len(t, pt.Spec.Volumes, 1)
+				assert.Equal(t, spec.SecretName(), pt.Spec.Volumes[0].Secret.SecretName)
+				assert.Contains(t, c.VolumeMounts, volumeMount(pt.Spec.Volumes[0].Name, memberapi.DefaultTLSDir))
+			} else {
+				assert.Empty(t, pt.Spec.Volumes)
+			}
+		})
+	}
+}
+
+func TestSpecDefaultsRefuseBadInput(t *testing.T) {
+	tests := []struct {
+		name string
+		spec harness.EtcdSpec
+		err  string
+	}{
+		{"negative replicas", harness.EtcdSpec{Replicas: -1}, "replicas -1"},
+		{"unknown version", harness.EtcdSpec{Version: "3.4"}, `version "3.4"`},
+		{"unknown readiness", harness.EtcdSpec{Readiness: "later"}, `readiness "later"`},
+		{"fractional grace", harness.EtcdSpec{GracePeriod: 1500 * time.Millisecond}, "whole seconds"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.spec.WithDefaults()
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.err)
+		})
+	}
+}
+
+func TestMetricValue(t *testing.T) {
+	text := "# HELP etcd_server_leader_changes_seen_total x\n# TYPE etcd_server_leader_changes_seen_total counter\n" +
+		"etcd_server_leader_changes_seen_total 2\netcd_server_has_leader 1\n"
+	v, err := harness.MetricValue(text, "etcd_server_leader_changes_seen_total")
+	require.NoError(t, err)
+	assert.Equal(t, 2.0, v)
+	_, err = harness.MetricValue(text, "etcd_missing")
+	assert.ErrorContains(t, err, "not found")
+}
