@@ -38,3 +38,78 @@ cluster-down:
 # first if it is not). One of them starts and stops a second, private cluster to check cluster-down.
 test-harness: cluster-up
 	$(GO_TEST) $(HARNESS_TEST_FLAGS) -tags integration ./tests/harness/...
+
+# --- The Pulumi provider (provider/, cmd/pulumi-resource-etcd-rollout), schema.json, the generated SDKs
+# (sdk/: never edit by hand, regenerate with `make sdks`), and the end-to-end tests of examples/ (tests/e2e).
+.PHONY: provider schema sdks check-sdks test-provider test-e2e node-deps python-deps
+PROVIDER_VERSION ?= 0.1.0
+PROVIDER_BIN := $(ROOT)/bin/pulumi-resource-etcd-rollout
+PULUMI_BIN := $(TOOLS_DIR)/bin/pulumi
+# Every pulumi command runs offline: its own home in .tools, no update check, no plugin downloads.
+PULUMI_RUN := env PULUMI_HOME=$(TOOLS_DIR)/pulumi-home PULUMI_SKIP_UPDATE_CHECK=true \
+	PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true $(PULUMI_BIN)
+SDK_GEN_DIR := $(TOOLS_DIR)/sdk-gen
+SDK_GO_MODULE := github.com/etcd-rollout/pulumi-etcd-rollout/sdk
+NODE_DIR := $(TOOLS_DIR)/node
+PY_VENV := $(TOOLS_DIR)/venv
+# PyPI's newest pulumi for this Python is 3.272.0 (3.276.0, the CLI's version, is not served there).
+PY_PULUMI_VERSION ?= 3.272.0
+
+provider:
+	go build -trimpath -ldflags "-X github.com/etcd-rollout/pulumi-etcd-rollout/provider.Version=$(PROVIDER_VERSION)" \
+		-o $(PROVIDER_BIN) ./cmd/pulumi-resource-etcd-rollout
+
+$(PULUMI_BIN):
+	tools/build.sh pulumi
+
+schema: provider $(PULUMI_BIN)
+	$(PULUMI_RUN) package get-schema $(PROVIDER_BIN) > schema.json.tmp
+	mv schema.json.tmp schema.json
+
+# gen-sdk always gets --language: its default, "all", wants language plugins this machine cannot have.
+# The Go SDK gets its own module so consumers do not inherit the provider's dependencies.
+sdks: schema
+	rm -rf $(SDK_GEN_DIR) && mkdir -p $(SDK_GEN_DIR)
+	for lang in nodejs python go; do \
+		$(PULUMI_RUN) package gen-sdk schema.json --language $$lang --out $(SDK_GEN_DIR) || exit 1; \
+	done
+	rm -rf sdk/nodejs sdk/python sdk/go sdk/go.mod sdk/go.sum
+	mkdir -p sdk && cp -r $(SDK_GEN_DIR)/nodejs $(SDK_GEN_DIR)/python $(SDK_GEN_DIR)/go sdk/
+	printf 'module $(SDK_GO_MODULE)\n\ngo 1.26\n\nrequire github.com/pulumi/pulumi/sdk/v3 v3.276.0\n' > sdk/go.mod
+	cd sdk && go mod tidy
+
+# CI: the committed schema and SDKs must be exactly what the provider generates.
+check-sdks: sdks
+	git diff --exit-code -- schema.json sdk
+	@untracked=$$(git status --porcelain --untracked-files=all -- schema.json sdk); \
+	if [ -n "$$untracked" ]; then echo "generated files not committed:"; echo "$$untracked"; exit 1; fi
+
+test-provider:
+	$(GO_TEST) ./provider/... ./cmd/pulumi-resource-etcd-rollout/...
+
+# npm packages, pinned by tests/e2e/node/package-lock.json, installed into .tools/node; the generated TS SDK is
+# compiled there against them and installed as node_modules/pulumi-etcd-rollout.
+node-deps: $(NODE_DIR)/.installed
+$(NODE_DIR)/.installed: tests/e2e/node/package.json tests/e2e/node/package-lock.json tests/e2e/node/driver.js $(wildcard sdk/nodejs/*.ts sdk/nodejs/*.json)
+	mkdir -p $(NODE_DIR)
+	cp tests/e2e/node/package.json tests/e2e/node/package-lock.json tests/e2e/node/driver.js $(NODE_DIR)/
+	cd $(NODE_DIR) && npm ci --ignore-scripts --no-audit --no-fund
+	rm -rf $(NODE_DIR)/sdk-build && cp -r sdk/nodejs $(NODE_DIR)/sdk-build
+	cd $(NODE_DIR)/sdk-build && ../node_modules/.bin/tsc && cp package.json README.md bin/ 2>/dev/null; \
+		test -f bin/index.js
+	rm -rf $(NODE_DIR)/node_modules/pulumi-etcd-rollout && cp -r $(NODE_DIR)/sdk-build/bin $(NODE_DIR)/node_modules/pulumi-etcd-rollout
+	touch $@
+
+# PyPI packages, pinned by tests/e2e/python/requirements.txt (a pip freeze of requirements.in), in a virtualenv
+# in .tools; the generated Python SDK is installed into it.
+python-deps: $(PY_VENV)/.installed
+$(PY_VENV)/.installed: tests/e2e/python/requirements.txt $(wildcard sdk/python/pyproject.toml)
+	python3 -m venv $(PY_VENV)
+	$(PY_VENV)/bin/pip install --quiet --no-deps -r tests/e2e/python/requirements.txt
+	$(PY_VENV)/bin/pip install --quiet --no-deps ./sdk/python
+	touch $@
+
+# The examples end to end on the local cluster: the real pulumi CLI, file backend, inline programs.
+E2E_TEST_FLAGS ?= -v -timeout 80m
+test-e2e: provider tools-pulumi node-deps python-deps cluster-up
+	cd tests/e2e && $(GO_TEST) $(E2E_TEST_FLAGS) -tags e2e ./...

@@ -1,0 +1,32 @@
+// EtcdRollingUpgrade owning its StatefulSet: the component applies the manifest with the skipAwait annotation
+// and partition = replicas forced, computes versionHash from the pod template, and rolls every template
+// change one member at a time.
+import * as pulumi from "@pulumi/pulumi";
+import * as k8s from "@pulumi/kubernetes";
+import { EtcdRollingUpgrade } from "pulumi-etcd-rollout";
+import { etcdService, etcdStatefulSet } from "./etcd";
+
+const config = new pulumi.Config();
+const namespace = config.require("namespace");
+const podRevision = config.get("podRevision") ?? "1";
+
+const provider = new k8s.Provider("cluster", { kubeconfig: config.require("kubeconfig") });
+const createNamespace = config.getBoolean("createNamespace") ?? true;
+const ns = createNamespace ? [new k8s.core.v1.Namespace(namespace, { metadata: { name: namespace } }, { provider })] : [];
+const svc = new k8s.core.v1.Service("etcd-headless", etcdService(namespace), { provider, dependsOn: ns });
+const nodeName = config.get("nodeName");
+
+const upgrade = new EtcdRollingUpgrade("etcd", {
+    stsName: config.get("stsName") ?? "etcd",
+    namespace,
+    serviceName: "etcd-headless",
+    cooldownSeconds: 1,
+    statefulSet: etcdStatefulSet({ namespace, podRevision, nodeName }),
+}, { provider, dependsOn: svc });
+
+export const versionHash = upgrade.versionHash;
+export const updateRevision = upgrade.updateRevision;
+export const membersRolled = upgrade.membersRolled;
+export const leaderTransfers = upgrade.leaderTransfers;
+export const unplannedElections = upgrade.unplannedElections;
+export const finishedAt = upgrade.finishedAt;

@@ -1,0 +1,164 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/examples/go/etcdprogram"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness"
+)
+
+// example is one program of examples/ and how to drive it.
+type example struct {
+	name string
+	// start returns the runner and the stack config for template version rev.
+	start func(t *testing.T, p paths, c *harness.Cluster, ns string) (runner, func(rev string) map[string]string)
+	tls   bool
+	// managed examples pass the manifest to the component, which checks stsName against it.
+	managed bool
+	// cancel runs the cancelled-rollout scenario too (it costs a rollout; once per language is enough).
+	cancel bool
+}
+
+var examples = []example{
+	{name: "go", cancel: true, start: func(t *testing.T, p paths, c *harness.Cluster, ns string) (runner, func(string) map[string]string) {
+		dir := t.TempDir()
+		return newGoRunner(t, p, "etcd-rollout-go", etcdprogram.Program), func(rev string) map[string]string {
+			return map[string]string{"kubeconfig": c.Kubeconfig, "namespace": ns, "createNamespace": "false",
+				"manifestFile": renderManifest(t, c, dir, false, rev)}
+		}
+	}},
+	{name: "ts-dropin", cancel: true, start: nodeExample("ts-dropin", false)},
+	{name: "ts-dropin-tls", tls: true, start: nodeExample("ts-dropin", true)},
+	{name: "ts-managed", managed: true, start: nodeExample("ts-managed", false)},
+	{name: "python", managed: true, start: pythonExample("python")},
+}
+
+func nodeExample(dir string, tls bool) func(*testing.T, paths, *harness.Cluster, string) (runner, func(string) map[string]string) {
+	return func(t *testing.T, p paths, c *harness.Cluster, ns string) (runner, func(string) map[string]string) {
+		nodeDir := filepath.Join(p.tools, "node")
+		// The example is copied under .tools/node so that its imports resolve to the pinned node_modules.
+		work := copyExample(t, filepath.Join(p.root, "examples", dir), filepath.Join(nodeDir, "work", t.Name()))
+		r := newProcRunner(t, p, []string{lookPath(t, "node"), filepath.Join(nodeDir, "driver.js"), work, "etcd-rollout-" + dir}, nil)
+		return r, func(rev string) map[string]string {
+			return map[string]string{"kubeconfig": c.Kubeconfig, "namespace": ns, "createNamespace": "false",
+				"nodeName": c.NodeName, "podRevision": rev, "tls": fmt.Sprint(tls)}
+		}
+	}
+}
+
+func pythonExample(dir string) func(*testing.T, paths, *harness.Cluster, string) (runner, func(string) map[string]string) {
+	return func(t *testing.T, p paths, c *harness.Cluster, ns string) (runner, func(string) map[string]string) {
+		python := filepath.Join(p.tools, "venv", "bin", "python")
+		r := newProcRunner(t, p, []string{python, filepath.Join(p.root, "tests", "e2e", "python", "driver.py"),
+			filepath.Join(p.root, "examples", dir), "etcd-rollout-python"}, nil)
+		return r, func(rev string) map[string]string {
+			return map[string]string{"kubeconfig": c.Kubeconfig, "namespace": ns, "createNamespace": "false",
+				"nodeName": c.NodeName, "podRevision": rev}
+		}
+	}
+}
+
+// TestExamples runs every example through its life: create, a template change previewed with its plan,
+// the rollout, a no-op, a bad input refused in preview, a cancelled rollout finished by the next up
+// (for the examples marked cancel), and destroy, which leaves the StatefulSet locked and untouched.
+func TestExamples(t *testing.T) {
+	p := repoPaths(t)
+	c := harness.Connect(t)
+	for _, ex := range examples {
+		t.Run(ex.name, func(t *testing.T) {
+			ctx := t.Context()
+			ns := c.Namespace(t)
+			if ex.tls {
+				createTLSSecret(ctx, t, c, ns)
+			}
+			r, config := ex.start(t, p, c, ns)
+
+			// 1. up creates the StatefulSet and the rollout and completes.
+			res, err := r.up(ctx, config("1"))
+			require.NoError(t, err, "first up:\n%s", res.Text)
+			first := viewStatefulSet(ctx, t, c, ns)
+			requireRolledAndLocked(t, first)
+			assert.Equal(t, first.UpdateRevision, res.Outputs["updateRevision"])
+
+			// 2. a template change: preview shows the pending rollout, member by member, with the leader moves.
+			pv, err := r.preview(ctx, config("2"))
+			require.NoError(t, err, "preview:\n%s", pv.Text)
+			t.Logf("pulumi preview --diff of a template change:\n%s", pv.Text)
+			steps := pv.rolloutSteps()
+			require.Len(t, steps, 1, "one Rollout step in the preview")
+			require.Equal(t, "update", string(steps[0].Op))
+			require.Contains(t, steps[0].DetailedDiff, "plan", "the plan is part of the diff")
+			plan := planOf(steps[0])
+			assert.Equal(t, []string{"etcd-2", "etcd-1", "etcd-0"}, rolled(plan), "plan: %q", plan)
+			assert.Contains(t, plan, "re-lock partition at 3")
+			assert.Contains(t, pv.Text, "roll etcd-2", "the CLI prints the plan")
+
+			// 3. up rolls every member: no unplanned election, every pod at the new updateRevision, locked again.
+			res, err = r.up(ctx, config("2"))
+			require.NoError(t, err, "rolling up:\n%s", res.Text)
+			after := viewStatefulSet(ctx, t, c, ns)
+			requireRolledAndLocked(t, after)
+			assert.NotEqual(t, first.UpdateRevision, after.UpdateRevision)
+			assert.Equal(t, after.UpdateRevision, res.Outputs["updateRevision"])
+			assert.EqualValues(t, 0, res.Outputs["unplannedElections"], "no unplanned election")
+			assert.Equal(t, []any{"etcd-2", "etcd-1", "etcd-0"}, res.Outputs["membersRolled"])
+			assert.NotEmpty(t, res.Outputs["finishedAt"])
+			t.Logf("rollout: %v leader transfers, %v unplanned elections", res.Outputs["leaderTransfers"], res.Outputs["unplannedElections"])
+
+			// 4. a second up changes nothing.
+			res, err = r.up(ctx, config("2"))
+			require.NoError(t, err, "no-op up:\n%s", res.Text)
+			for op, n := range res.Summary {
+				if op != "same" {
+					assert.Zero(t, n, "no-op up: %s %d\n%s", op, n, res.Text)
+				}
+			}
+
+			// 5. a bad input (a StatefulSet that does not exist) fails in preview with a clear message.
+			bad := config("2")
+			bad["stsName"] = "etcd-missing"
+			pv, err = r.preview(ctx, bad)
+			require.Error(t, err, "preview of a missing StatefulSet must fail")
+			want := "StatefulSet " + ns + "/etcd-missing was not found on the cluster"
+			if ex.managed {
+				want = `statefulSet.metadata.name is "etcd" but stsName is "etcd-missing"`
+			}
+			assert.Contains(t, pv.Text+err.Error(), want)
+
+			if ex.cancel {
+				// 6. Ctrl-C during a rollout leaves the partition locked; the next up finishes the rest.
+				upCtx, cancel := context.WithCancel(ctx)
+				done := make(chan error, 1)
+				go func() { _, err := r.up(upCtx, config("3")); done <- err }()
+				waitRolloutStarted(ctx, t, c, ns)
+				cancel()
+				select {
+				case err := <-done:
+					require.Error(t, err, "a cancelled up fails")
+				case <-time.After(5 * time.Minute):
+					t.Fatal("the cancelled up did not return")
+				}
+				stopped := viewStatefulSet(ctx, t, c, ns)
+				require.Equal(t, stopped.Replicas, stopped.Partition, "cancelled: the partition is locked again")
+
+				res, err = r.up(ctx, config("3"))
+				require.NoError(t, err, "up after cancel:\n%s", res.Text)
+				requireRolledAndLocked(t, viewStatefulSet(ctx, t, c, ns))
+				assert.EqualValues(t, 0, res.Outputs["unplannedElections"])
+				t.Logf("after cancel, the next up rolled %v", res.Outputs["membersRolled"])
+			}
+
+			// 7. destroy: the Rollout's delete touches nothing; the namespace goes with the test.
+			require.NoError(t, r.destroy(ctx))
+		})
+	}
+}
