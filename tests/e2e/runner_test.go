@@ -12,11 +12,11 @@ import (
 // result is what one pulumi operation left: the stack outputs (up), the change summary, the steps the engine
 // reported for our Rollout resource (preview), and the text the CLI printed.
 type result struct {
-	Outputs map[string]any                `json:"outputs"`
-	Summary map[string]int                `json:"summary"`
-	Steps   []apitype.StepEventMetadata   `json:"steps"`
-	Text    string                        `json:"text"`
-	Error   string                        `json:"error"`
+	Outputs map[string]any              `json:"outputs"`
+	Summary map[string]int              `json:"summary"`
+	Steps   []apitype.StepEventMetadata `json:"steps"`
+	Text    string                      `json:"text"`
+	Error   string                      `json:"error"`
 }
 
 // runner runs one example's program inline, one operation at a time, with the given stack config.
