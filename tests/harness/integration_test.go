@@ -41,7 +41,7 @@ func createEtcd(t *testing.T, spec harness.EtcdSpec) (*harness.Cluster, *harness
 	start := time.Now()
 	e, err := c.CreateEtcd(ctx, ns, spec)
 	require.NoError(t, err)
-	t.Logf("%s/%s: %d healthy members in %s", ns, spec.Name, e.Spec.Replicas, time.Since(start).Round(time.Millisecond))
+	t.Logf("%s/%s: %d healthy members in %s", ns, e.Spec.Name, e.Spec.Replicas, time.Since(start).Round(time.Millisecond))
 	return c, e
 }
 
