@@ -82,6 +82,10 @@ func (r *Rollout) roll(ctx context.Context, id string, in RolloutArgs, st *Rollo
 	}
 	st.Complete = true
 	st.Plan = []string{}
+	if res.FinishedAt.IsZero() {
+		res.FinishedAt = time.Now()
+	}
+	st.FinishedAt = res.FinishedAt.UTC().Format(time.RFC3339)
 	log.Info(summary(target, res))
 	return nil
 }
@@ -110,9 +114,6 @@ func recordResult(st *RolloutState, res rollout.Result) {
 	st.MembersRolled = append([]string{}, res.MembersRolled...)
 	st.LeaderTransfers = res.LeaderTransfers
 	st.UnplannedElections = res.UnplannedElections
-	if !res.FinishedAt.IsZero() {
-		st.FinishedAt = res.FinishedAt.UTC().Format(time.RFC3339)
-	}
 }
 
 // summary is the one line a completed rollout leaves in the `pulumi up` diagnostics.

@@ -83,7 +83,8 @@ func TestUpdateRefusesAnotherCluster(t *testing.T) {
 
 func TestFailedRunKeepsPartialState(t *testing.T) {
 	logs := recordLogs(t)
-	partial := rollout.Result{UpdateRevision: "rev-b", MembersRolled: []string{"etcd-2"}, LeaderTransfers: 1}
+	partial := rollout.Result{UpdateRevision: "rev-b", MembersRolled: []string{"etcd-2"}, LeaderTransfers: 1,
+		FinishedAt: time.Now()}
 	f := &fakeCluster{uid: "uid-1", state: healthyState("rev-b", 2), result: partial,
 		runErr: errors.New("etcd-1 not healthy after 60s")}
 	resp, err := server(t, f.deps()).Update(p.UpdateRequest{Urn: rolloutURN, ID: "db/etcd", State: state(nil),
@@ -97,6 +98,7 @@ func TestFailedRunKeepsPartialState(t *testing.T) {
 	out := resp.Properties
 	assert.Equal(t, []string{"etcd-2"}, stringsOf(out.Get("membersRolled")), "the member done is kept")
 	assert.False(t, out.Get("complete").AsBool())
+	assert.Empty(t, out.Get("finishedAt").AsString(), "a stopped run has not finished")
 	assert.Equal(t, "v2", out.Get("versionHash").AsString())
 	assert.NotEmpty(t, planOf(out), "the state says work is pending")
 	assert.Contains(t, logs.messages(), initErr.Reasons[0])
