@@ -24,11 +24,13 @@ const (
 // only says the container started), then etcd's word that it is a healthy, caught-up voter.
 func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int) error {
 	pod := st.Members[ordinal].Pod
+	start := time.Now()
 	if err := e.poll(ctx, pod, GatePodReady, e.cfg.ReadyTimeout, func(ctx context.Context) (bool, string) {
 		return e.podAtRevision(ctx, pod, st.UpdateRevision)
 	}); err != nil {
 		return err
 	}
+	e.emit(Step{Kind: StepWaitMember, Ordinal: ordinal}, "%s is Ready at %s after %s; checking etcd health", pod, st.UpdateRevision, time.Since(start).Round(10*time.Millisecond))
 	return e.poll(ctx, pod, GateEtcdHealth, e.cfg.HealthTimeout, func(ctx context.Context) (bool, string) {
 		return e.memberHealthy(ctx, st, ordinal)
 	})

@@ -1,0 +1,61 @@
+//go:build integration
+
+package engine_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness"
+)
+
+// rollWithLeaderOn rolls a fresh template with the leader first placed on each ordinal in turn, and checks
+// the outcome against both the engine's report and the members' own raft terms.
+func rollWithLeaderOn(t *testing.T, spec harness.EtcdSpec, leaders []int) {
+	f := newFixture(t, spec)
+	n := f.etcd.Spec.Replicas
+	for i, leader := range leaders {
+		t.Run(fmt.Sprintf("leader on %d", leader), func(t *testing.T) {
+			f.t = t
+			rev := f.changeTemplate(label(i))
+			f.placeLeader(leader)
+			before := f.term()
+
+			res, err := f.engine(nil).Run(runCtx(t))
+			require.NoError(t, err)
+			t.Logf("result: %s", res.Summary())
+
+			f.requireRolledTo(rev)
+			assert.Len(t, res.MembersRolled, n)
+			assert.Equal(t, rev, res.UpdateRevision)
+			assert.Equal(t, 0, res.UnplannedElections)
+			if leader == n-1 {
+				assert.Equal(t, 2, res.LeaderTransfers, "the leader starts on the first member to roll")
+			} else {
+				assert.LessOrEqual(t, res.LeaderTransfers, 1)
+			}
+			// Independent of the engine's own count: every term increase is one of its transfers.
+			assert.Equal(t, before+uint64(res.LeaderTransfers), f.term(), "raft term rose only by the transfers")
+		})
+	}
+}
+
+func TestRollThreeMembersHTTP(t *testing.T) {
+	t.Parallel()
+	rollWithLeaderOn(t, httpSpec, []int{2, 1, 0})
+}
+
+func TestRollThreeMembersTLS(t *testing.T) {
+	t.Parallel()
+	rollWithLeaderOn(t, mtlsSpec, []int{2, 1, 0})
+}
+
+func TestRollFiveMembers(t *testing.T) {
+	t.Parallel()
+	spec := httpSpec
+	spec.Replicas = 5
+	rollWithLeaderOn(t, spec, []int{4, 1})
+}
