@@ -24,7 +24,7 @@ CONTROLLERS=statefulset-controller,serviceaccount-controller,garbage-collector-c
 # it), log to $LOGS_DIR/NAME.log, record pid and executable in $PIDS_DIR/NAME.pid for down.sh.
 start() {
   local name=$1 exe=$2; shift 2
-  setsid "$exe" "$@" >"$LOGS_DIR/$name.log" 2>&1 </dev/null &
+  setsid "$exe" "$@" >>"$LOGS_DIR/$name.log" 2>&1 </dev/null &
   printf '%s\n%s\n' "$!" "$exe" >"$PIDS_DIR/$name.pid"
 }
 # wait_for WHAT SECONDS CMD...: poll CMD until it succeeds; fail when the process behind WHAT dies.
@@ -74,14 +74,17 @@ rm -rf "$RUN_DIR"
 mkdir -p "$PIDS_DIR" "$LOGS_DIR" "$PKI_DIR" "$RUN_DIR/etcd" "$RUN_DIR/members"
 chmod 700 "$RUN_DIR/etcd" "$PKI_DIR"
 
-on_error() {
+# Any failure from here on (a failed command or a die) stops everything started so far.
+started=0
+on_exit() {
   local rc=$?
+  [ "$started" = 1 ] && return
   log "start failed (exit $rc); last lines of the logs in $LOGS_DIR:"
   for f in "$LOGS_DIR"/*.log; do [ -f "$f" ] && { echo "--- $f" >&2; tail -n 5 "$f" >&2; }; done
   "$CLUSTER_DIR/down.sh" >&2 || true
-  exit "$rc"
+  exit $((rc == 0 ? 1 : rc))
 }
-trap on_error ERR
+trap on_exit EXIT
 
 # pick_port VAR DEFAULT: an explicitly set port must be free; a default that is taken moves to the next free
 # port, so this cluster never collides with another service (or a second cluster in another run dir).
@@ -207,5 +210,5 @@ KWOK_PORT=$KWOK_PORT
 MEMBERS_URL=http://127.0.0.1:$MEMBERS_PORT
 MEMBER_PORTS=$MEMBER_PORTS
 EOF
-trap - ERR
+started=1
 log "cluster up: export KUBECONFIG=$KUBECONFIG_FILE"
