@@ -113,3 +113,31 @@ $(PY_VENV)/.installed: tests/e2e/python/requirements.txt $(wildcard sdk/python/p
 E2E_TEST_FLAGS ?= -v -timeout 80m
 test-e2e: provider tools-pulumi node-deps python-deps cluster-up
 	cd tests/e2e && $(GO_TEST) $(E2E_TEST_FLAGS) -tags e2e ./...
+
+# --- Rollout engine (rollout/, cmd/etcd-rollout, tests/engine): the CLI, its integration tests on the local
+# cluster, and the demo (a real 3-member rollout with live progress).
+.PHONY: etcd-rollout test-engine demo
+ENGINE_TEST_FLAGS ?= -v -timeout 20m -parallel 3
+KUBECONFIG_LOCAL := $(ROOT)/tests/.run/kubeconfig
+DEMO_COOLDOWN ?= 5s
+
+etcd-rollout:
+	go build -o bin/etcd-rollout ./cmd/etcd-rollout
+
+test-engine: cluster-up
+	$(GO_TEST) $(ENGINE_TEST_FLAGS) -tags integration ./tests/engine/...
+
+test: test-engine
+
+# The README's first command. The cool-down is shortened from the default 30s so the demo stays short.
+demo: cluster-up etcd-rollout
+	@set -e; ns=$$(go run ./tests/engine/demo); \
+	flags="--sts etcd -n $$ns --kubeconfig $(KUBECONFIG_LOCAL)"; \
+	echo; echo "\$$ etcd-rollout plan $$flags"; bin/etcd-rollout plan $$flags; \
+	echo; echo "\$$ etcd-rollout run $$flags --cooldown $(DEMO_COOLDOWN)"; bin/etcd-rollout run $$flags --cooldown $(DEMO_COOLDOWN); \
+	echo; echo "\$$ etcd-rollout status $$flags"; bin/etcd-rollout status $$flags; \
+	echo; echo "The local cluster is still up. Look around:"; \
+	echo "  kubectl --kubeconfig $(KUBECONFIG_LOCAL) -n $$ns get sts,pods,leases"; \
+	echo "  kubectl --kubeconfig $(KUBECONFIG_LOCAL) -n $$ns get events --field-selector involvedObject.kind=StatefulSet"; \
+	echo "  bin/etcd-rollout status $$flags"; \
+	echo "Stop it with: make cluster-down"

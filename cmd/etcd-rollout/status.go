@@ -1,0 +1,84 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
+)
+
+func newStatusCommand(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Show each member: pod revision and readiness, etcd leader, term and applied index",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			e, err := o.engine(cmd.Context(), nil)
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			st, err := e.Observe(cmd.Context())
+			if err != nil {
+				return err
+			}
+			printStatus(cmd.OutOrStdout(), e.Config(), st)
+			return nil
+		},
+	}
+}
+
+func printStatus(out io.Writer, cfg rollout.Config, st rollout.ClusterState) {
+	lock := "locked"
+	switch {
+	case st.Partition < 0:
+		lock = "not RollingUpdate"
+	case st.Partition < st.Replicas:
+		lock = "UNLOCKED: pods at or above this ordinal roll by themselves"
+	}
+	fmt.Fprintf(out, "StatefulSet %s/%s: %d replicas, partition %d (%s)\n", cfg.Namespace, cfg.StatefulSet, st.Replicas, st.Partition, lock)
+	fmt.Fprintf(out, "updateRevision %s, currentRevision %s; etcd: %d voting members, %d learners\n\n",
+		st.UpdateRevision, st.CurrentRevision, st.VotingMembers, st.Learners)
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "MEMBER\tREVISION\tUPDATED\tREADY\tETCD\tLEADER\tTERM\tRAFT INDEX\tAPPLIED\tPROBLEM")
+	for _, m := range st.Members {
+		health := "down"
+		switch {
+		case m.Healthy:
+			health = "healthy"
+		case m.Reachable:
+			health = "unhealthy"
+		}
+		leader := ""
+		if m.IsLeader {
+			leader = "*"
+		}
+		num := func(v uint64) string {
+			if !m.Reachable {
+				return "-"
+			}
+			return strconv.FormatUint(v, 10)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Pod, orDash(m.Revision), yesNo(m.Revision == st.UpdateRevision),
+			yesNo(m.Ready), health, leader, num(m.RaftTerm), num(m.RaftIndex), num(m.AppliedIndex), m.Problem)
+	}
+	w.Flush()
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
