@@ -110,6 +110,7 @@ func (r *run) execute(ctx context.Context) error {
 	startRev := st.UpdateRevision
 
 	cooldownDue, retries := false, 0
+	var blockedSince time.Time
 	for first := true; ; first = false {
 		if !first {
 			if st, err = e.Observe(ctx); err != nil {
@@ -119,8 +120,28 @@ func (r *run) execute(ctx context.Context) error {
 				return fmt.Errorf("%w during the rollout: generation %d (expected %d), updateRevision %q (started with %q), partition %d; stopping",
 					ErrInterference, st.Generation, r.gen, st.UpdateRevision, startRev, st.Partition)
 			}
-			if plan, err = PlanRollout(st, e.cfg.LeaderPolicy); err != nil {
+			plan, err = PlanRollout(st, e.cfg.LeaderPolicy)
+			if errors.Is(err, ErrBlocked) {
+				// Mid-run, a blocked state (a member that is not being rolled went down, the leader is
+				// being re-elected) is waited out for up to the health timeout, disrupting nothing.
+				if blockedSince.IsZero() {
+					blockedSince = time.Now()
+					e.emit(Step{}, "holding: %v", err)
+				}
+				if time.Since(blockedSince) > e.cfg.HealthTimeout {
+					return fmt.Errorf("rolling %s/%s: still blocked after %s: %w", e.cfg.Namespace, e.cfg.StatefulSet, e.cfg.HealthTimeout, err)
+				}
+				if err := sleep(ctx, e.pollEvery); err != nil {
+					return fmt.Errorf("while blocked (%v): %w", err, context.Cause(ctx))
+				}
+				continue
+			}
+			if err != nil {
 				return fmt.Errorf("rolling %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err)
+			}
+			if !blockedSince.IsZero() {
+				e.emit(Step{}, "unblocked after %s", time.Since(blockedSince).Round(100*time.Millisecond))
+				blockedSince = time.Time{}
 			}
 			plan.Cooldown = e.cfg.Cooldown
 		}

@@ -280,3 +280,47 @@ func TestPlanThroughEngine(t *testing.T) {
 	assert.Contains(t, p.Detail(), "cool down 5s")
 	assert.Zero(t, c.stsPatches())
 }
+
+func TestRunHoldsWhileAnotherMemberIsDown(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		downFor time.Duration
+		wantErr string
+	}{
+		{"resumes when the member comes back", 150 * time.Millisecond, ""},
+		{"fails naming the problem when it stays down", time.Hour, "still blocked after 400ms"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newFakeCluster(t, 3, 1)
+			var lines []string
+			e := c.engine(t, func(cfg *Config, o *Options) {
+				cfg.HealthTimeout = 400 * time.Millisecond
+				o.OnEvent = func(ev Event) {
+					lines = append(lines, ev.Message)
+					if strings.HasPrefix(ev.Message, "etcd-2 rolled") {
+						c.etcd.stop("etcd-0")
+						time.AfterFunc(tt.downFor, func() {
+							c.etcd.mu.Lock()
+							c.etcd.down["etcd-0"] = false
+							c.etcd.mu.Unlock()
+						})
+					}
+				}
+			})
+			res, err := e.Run(context.Background())
+			if tt.wantErr != "" {
+				require.ErrorIs(t, err, ErrBlocked)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				assert.Contains(t, err.Error(), "restarting etcd-1 would leave 1 healthy member(s)")
+				assert.Equal(t, []string{"etcd-2"}, res.MembersRolled)
+				assert.Equal(t, []string{oldRev, oldRev, newRev}, c.revisions(), "nothing disrupted while blocked")
+			} else {
+				require.NoError(t, err)
+				assert.Len(t, res.MembersRolled, 3)
+			}
+			assert.Equal(t, 3, c.partition())
+			assert.Equal(t, 0, c.etcd.elections)
+			assert.Contains(t, strings.Join(lines, "\n"), "holding: rollout blocked")
+		})
+	}
+}
