@@ -51,7 +51,11 @@ func (e *Engine) Observe(ctx context.Context) (ClusterState, error) {
 func (e *Engine) settledStatefulSet(ctx context.Context) (*appsv1.StatefulSet, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		sts, err := e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Get(ctx, e.cfg.StatefulSet, metav1.GetOptions{})
+		var sts *appsv1.StatefulSet
+		err := withAPIRetry(ctx, func(ctx context.Context) (err error) {
+			sts, err = e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Get(ctx, e.cfg.StatefulSet, metav1.GetOptions{})
+			return err
+		})
 		if apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("%w: StatefulSet %s/%s not found", ErrBlocked, e.cfg.Namespace, e.cfg.StatefulSet)
 		}

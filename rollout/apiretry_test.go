@@ -1,0 +1,46 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+func TestRunRidesOutAnAPIServerOutage(t *testing.T) {
+	c := newFakeCluster(t, 3, 1)
+	failures := 0
+	c.kube.PrependReactor("patch", "statefulsets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if failures < 2 {
+			failures++
+			return true, nil, apierrors.NewServiceUnavailable("apiserver restarting")
+		}
+		return false, nil, nil
+	})
+	res, err := c.engine(t, nil).Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 2, failures)
+	assert.Len(t, res.MembersRolled, 3)
+	assert.Equal(t, 3, c.partition())
+}
+
+func TestWithAPIRetryStopsOnPermanentErrors(t *testing.T) {
+	calls := 0
+	notFound := apierrors.NewNotFound(schema.GroupResource{Group: "apps", Resource: "statefulsets"}, "etcd")
+	err := withAPIRetry(context.Background(), func(context.Context) error { calls++; return notFound })
+	assert.True(t, apierrors.IsNotFound(err))
+	assert.Equal(t, 1, calls)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	calls = 0
+	err = withAPIRetry(ctx, func(context.Context) error { calls++; return errors.New("connection refused") })
+	assert.EqualError(t, err, "connection refused")
+	assert.Equal(t, 1, calls)
+}
