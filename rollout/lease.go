@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -86,9 +87,13 @@ func (l *rolloutLease) acquire(ctx context.Context) (leaseState, error) {
 
 // renew extends the lease; it fails when somebody else has taken it meanwhile.
 func (l *rolloutLease) renew(ctx context.Context) error {
-	l.mu.Lock()
-	cur := l.current.DeepCopy()
-	l.mu.Unlock()
+	cur, err := l.kube.CoordinationV1().Leases(l.namespace).Get(ctx, l.name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("renewing lease %s: %w", l.id(), err)
+	}
+	if holder := ptr.Deref(cur.Spec.HolderIdentity, ""); holder != l.holder {
+		return fmt.Errorf("%w: lease %s is now held by %q", ErrLeaseLost, l.id(), holder)
+	}
 	now := metav1.NewMicroTime(time.Now())
 	cur.Spec.RenewTime = &now
 	updated, err := l.kube.CoordinationV1().Leases(l.namespace).Update(ctx, cur, metav1.UpdateOptions{})
@@ -123,7 +128,10 @@ func (l *rolloutLease) keepRenewed(ctx context.Context, cancel context.CancelCau
 				switch {
 				case err == nil:
 					lastOK = time.Now()
-				case apierrors.IsConflict(err) || apierrors.IsNotFound(err) || time.Since(lastOK) > l.duration:
+				case errors.Is(err, ErrLeaseLost):
+					cancel(err)
+					return
+				case apierrors.IsNotFound(err) || time.Since(lastOK) > l.duration:
 					cancel(fmt.Errorf("%w: %v", ErrLeaseLost, err))
 					return
 				}

@@ -324,3 +324,27 @@ func TestRunHoldsWhileAnotherMemberIsDown(t *testing.T) {
 		})
 	}
 }
+
+func TestRunStopsWhenItsLeaseIsTaken(t *testing.T) {
+	c := newFakeCluster(t, 3, 1)
+	c.etcd.brokenAfterRestart["etcd-2"] = true // keeps the run waiting on etcd-2's gate
+	e := c.engine(t, func(cfg *Config, o *Options) {
+		o.LeaseDuration = 300 * time.Millisecond
+		cfg.HealthTimeout = 10 * time.Second
+		o.OnEvent = func(ev Event) {
+			if strings.HasPrefix(ev.Message, "etcd-2 is Ready") {
+				lease, err := c.kube.CoordinationV1().Leases("db").Get(context.Background(), LeaseName("etcd"), metav1.GetOptions{})
+				require.NoError(t, err)
+				lease.Spec.HolderIdentity = ptr.To("thief")
+				_, err = c.kube.CoordinationV1().Leases("db").Update(context.Background(), lease, metav1.UpdateOptions{})
+				require.NoError(t, err)
+			}
+		}
+	})
+	start := time.Now()
+	_, err := e.Run(context.Background())
+	require.ErrorIs(t, err, ErrLeaseLost)
+	assert.Contains(t, err.Error(), `now held by "thief"`)
+	assert.Less(t, time.Since(start), 5*time.Second, "stopped at the next renewal, not at the gate timeout")
+	assert.Equal(t, 3, c.partition(), "re-locked on the way out")
+}
