@@ -34,11 +34,13 @@ var flavours = []struct {
 
 func createEtcd(t *testing.T, spec harness.EtcdSpec) (*harness.Cluster, *harness.Etcd) {
 	t.Helper()
+	start := time.Now()
 	c := harness.Connect(t)
 	ns := c.Namespace(t)
+	t.Logf("namespace %s ready in %s", ns, time.Since(start).Round(time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	start := time.Now()
+	start = time.Now()
 	e, err := c.CreateEtcd(ctx, ns, spec)
 	require.NoError(t, err)
 	t.Logf("%s/%s: %d healthy members in %s", ns, e.Spec.Name, e.Spec.Replicas, time.Since(start).Round(time.Millisecond))
@@ -82,6 +84,12 @@ func TestMembersReachableThroughPortForward(t *testing.T) {
 			}
 			assert.Len(t, leaders, 1, "every member names the same leader")
 			assert.Equal(t, 1, selfLeader, "exactly one member is the leader")
+
+			// kwok's Exec rule: `kubectl exec` runs etcdctl on this host against the member (with its
+			// client certificate in mTLS mode).
+			out, _, err := e.Exec(ctx, 1, "etcdctl", "endpoint", "health")
+			require.NoError(t, err)
+			assert.Contains(t, out, "is healthy")
 		})
 	}
 }

@@ -55,18 +55,24 @@ func (c *Cluster) CreateNamespace(ctx context.Context, hint string) (string, err
 	return ns.Name, nil
 }
 
-// DeleteNamespace deletes ns and, to free the CPU for the next test at once, kills its etcd members (pods
-// deleted with grace 0 once the namespace is terminating, so no StatefulSet re-creates them), then waits until
-// the member daemon reports none of them running. The namespace object itself goes a little later.
+// DeleteNamespace deletes ns and, to free the CPU for the next test at once, kills its etcd members: the
+// StatefulSets go first (orphaning their pods, so that none is re-created: the namespace's Terminating phase
+// reaches admission only a moment later), then the pods with grace 0, then the namespace. It waits until
+// the member daemon runs none of the namespace's members; the namespace object itself goes a little later.
 func (c *Cluster) DeleteNamespace(ctx context.Context, ns string) error {
-	err := c.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	orphan := metav1.DeletePropagationOrphan
+	err := c.Kube.AppsV1().StatefulSets(ns).DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &orphan}, metav1.ListOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting namespace %s: %w", ns, err)
+		return fmt.Errorf("deleting the statefulsets of namespace %s: %w", ns, err)
 	}
 	zero := int64(0)
 	err = c.Kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting the pods of namespace %s: %w", ns, err)
+	}
+	err = c.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting namespace %s: %w", ns, err)
 	}
 	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 45*time.Second, true, func(ctx context.Context) (bool, error) {
 		ms, err := c.Members.Members(ctx)

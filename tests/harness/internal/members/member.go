@@ -163,8 +163,9 @@ func (m *member) reconcile(ctx context.Context) bool {
 	return false
 }
 
-// stopProcess stops proc with the deleted pod's grace period (the spec's when the pod is already gone),
-// following the pod when a later deletion shortens it.
+// stopProcess stops proc with the deleted pod's grace period, following the pod when a later deletion
+// shortens it. A pod that is gone, or replaced under the same name, was force-deleted (the daemon removes
+// its pods only after their process exited), so its process is killed at once.
 func (m *member) stopProcess(proc *process) {
 	m.mu.Lock()
 	specGrace, hang := m.launch.grace, m.hangOnTerm
@@ -172,7 +173,10 @@ func (m *member) stopProcess(proc *process) {
 	m.mu.Unlock()
 	grace := func() time.Duration {
 		p, err := m.d.pods.Pods(m.namespace).Get(m.pod)
-		if err == nil && p.UID == proc.podUID && p.DeletionGracePeriodSeconds != nil {
+		switch {
+		case apierrors.IsNotFound(err) || (err == nil && p.UID != proc.podUID):
+			return 0
+		case err == nil && p.DeletionGracePeriodSeconds != nil:
 			return time.Duration(*p.DeletionGracePeriodSeconds) * time.Second
 		}
 		return specGrace
@@ -327,7 +331,7 @@ func (m *member) info() memberapi.Member {
 		case m.terminate:
 			out.State = memberapi.StateTerminating
 		case p.exited():
-			out.State = memberapi.StateExited
+			out.State, out.LastExit = memberapi.StateExited, p.exitReason()
 		case p.isFrozen():
 			out.State = memberapi.StateStopped
 		default:
