@@ -48,7 +48,6 @@ PULUMI_BIN := $(TOOLS_DIR)/bin/pulumi
 # Every pulumi command runs offline: its own home in .tools, no update check, no plugin downloads.
 PULUMI_RUN := env PULUMI_HOME=$(TOOLS_DIR)/pulumi-home PULUMI_SKIP_UPDATE_CHECK=true \
 	PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true $(PULUMI_BIN)
-SDK_GEN_DIR := $(TOOLS_DIR)/sdk-gen
 SDK_GO_MODULE := github.com/etcd-rollout/pulumi-etcd-rollout/sdk
 NODE_DIR := $(TOOLS_DIR)/node
 PY_VENV := $(TOOLS_DIR)/venv
@@ -66,15 +65,16 @@ schema: provider $(PULUMI_BIN)
 	$(PULUMI_RUN) package get-schema $(PROVIDER_BIN) > schema.json.tmp
 	mv schema.json.tmp schema.json
 
-# gen-sdk always gets --language: its default, "all", wants language plugins this machine cannot have.
-# The Go SDK gets its own module so consumers do not inherit the provider's dependencies.
-sdks: schema
-	rm -rf $(SDK_GEN_DIR) && mkdir -p $(SDK_GEN_DIR)
-	for lang in nodejs python go; do \
-		$(PULUMI_RUN) package gen-sdk schema.json --language $$lang --out $(SDK_GEN_DIR) || exit 1; \
-	done
-	rm -rf sdk/nodejs sdk/python sdk/go sdk/go.mod sdk/go.sum
-	mkdir -p sdk && cp -r $(SDK_GEN_DIR)/nodejs $(SDK_GEN_DIR)/python $(SDK_GEN_DIR)/go sdk/
+# `pulumi package gen-sdk` hands generation to the language plugins (pulumi-language-nodejs, ...), which the Go
+# module proxy does not serve; provider/cmd/gen-sdk (its own module, pinned to the CLI's pkg/v3) calls the same
+# generators of pkg/v3/codegen. The Go SDK gets its own module so consumers do not inherit the provider's
+# dependencies.
+GEN_SDK := $(TOOLS_DIR)/bin/gen-sdk
+$(GEN_SDK): provider/cmd/gen-sdk/main.go provider/cmd/gen-sdk/go.mod provider/cmd/gen-sdk/go.sum
+	cd provider/cmd/gen-sdk && go build -o $(GEN_SDK) .
+
+sdks: schema $(GEN_SDK)
+	for lang in nodejs python go; do $(GEN_SDK) -schema schema.json -language $$lang -out sdk/$$lang || exit 1; done
 	printf 'module $(SDK_GO_MODULE)\n\ngo 1.26\n\nrequire github.com/pulumi/pulumi/sdk/v3 v3.276.0\n' > sdk/go.mod
 	cd sdk && go mod tidy
 
