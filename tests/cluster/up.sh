@@ -32,7 +32,8 @@ wait_for() {
   local what=$1 name=$2 secs=$3; shift 3
   local deadline=$((SECONDS + secs))
   until "$@" >/dev/null 2>&1; do
-    alive "$PIDS_DIR/$name.pid" || die "$name exited during start; see $LOGS_DIR/$name.log"
+    # Not alive(): just after the fork the pid may still run bash or setsid, not yet the program.
+    gone "$(sed -n 1p "$PIDS_DIR/$name.pid")" && die "$name exited during start; see $LOGS_DIR/$name.log"
     [ $SECONDS -lt $deadline ] || die "timed out after ${secs}s waiting for $what; see $LOGS_DIR/$name.log"
     sleep 0.1
   done
