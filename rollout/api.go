@@ -173,17 +173,22 @@ type Result struct {
 	FinishedAt         time.Time
 }
 
-// The executor's surface, implemented in this package (engine.go and its neighbours):
+// The executor's surface (engine.go, run.go and their neighbours):
 //
-//	func NewConfig(sts, namespace, service string) Config           // defaults filled
-//	func (c Config) Validate() error                                 // names the bad field
-//	func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) // pure; error when the state blocks a roll
-//	func New(cfg Config, opts Options) (*Engine, error)
+//	func NewConfig(sts, namespace, service string) Config              // defaults filled, Holder = etcd-rollout@host/pid
+//	func (c Config) Validate() error                                    // every bad field, named as the user wrote it
+//	func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) // pure; wraps ErrBlocked when the state blocks a roll
+//	func New(cfg Config, opts Options) (*Engine, error)                 // contacts nothing yet
 //	func (e *Engine) Observe(ctx context.Context) (ClusterState, error)
 //	func (e *Engine) Plan(ctx context.Context) (ClusterState, Plan, error)
-//	func (e *Engine) Run(ctx context.Context) (Result, error)      // returns the partial Result on error too
-//	func (e *Engine) Unlock(ctx context.Context) error              // partition = replicas, release a stale lease
+//	func (e *Engine) Run(ctx context.Context) (Result, error)           // returns the partial Result on error too
+//	func (e *Engine) Unlock(ctx context.Context) error                  // partition = replicas, release a stale lease
+//	func (e *Engine) Config() Config
 //	func (e *Engine) Close() error
+//	func (r Result) Summary() string
+//	func LeaseName(sts string) string
 //
-// Options carries the cluster access (a client-go *rest.Config), the member dialer (port-forward through the
-// API server by default, or direct addresses for callers inside the cluster) and the OnEvent progress callback.
+// Options carries the cluster access (RestConfig, or Kube), the member Dialer (memberdial.NewPortForward by
+// default; memberdial.NewDirect for callers inside the cluster), the OnEvent progress callback, the lease
+// duration and the poll interval. Errors to branch on: ErrBlocked (nothing was changed), ErrInterference,
+// ErrLeaseLost, *LockedError (another run holds the lease), *GateTimeoutError (member, gate, last seen).
