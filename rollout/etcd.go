@@ -10,6 +10,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
 )
@@ -123,7 +125,7 @@ func (m *memberClients) Status(ctx context.Context, pod string) (memberStatus, e
 	}
 	resp, err := cli.Status(ctx, cli.Endpoints()[0])
 	if err != nil {
-		return memberStatus{}, fmt.Errorf("status of %s: %w", pod, err)
+		return memberStatus{}, fmt.Errorf("status of %s: %w", pod, explain(err))
 	}
 	return memberStatus{
 		ID: resp.Header.MemberId, Leader: resp.Leader, IsLearner: resp.IsLearner,
@@ -139,7 +141,7 @@ func (m *memberClients) MemberList(ctx context.Context, pod string) ([]memberInf
 	}
 	resp, err := cli.MemberList(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("member list through %s: %w", pod, err)
+		return nil, fmt.Errorf("member list through %s: %w", pod, explain(err))
 	}
 	out := make([]memberInfo, 0, len(resp.Members))
 	for _, mem := range resp.Members {
@@ -166,7 +168,7 @@ func (m *memberClients) LinearizableRead(ctx context.Context, pod string) error 
 	}
 	// clientv3 reads are linearizable unless WithSerializable is given; count-only reads no data.
 	if _, err := cli.Get(ctx, "health", clientv3.WithCountOnly()); err != nil {
-		return fmt.Errorf("linearizable read through %s: %w", pod, err)
+		return fmt.Errorf("linearizable read through %s: %w", pod, explain(err))
 	}
 	return nil
 }
@@ -180,4 +182,13 @@ func (m *memberClients) Close() error {
 		delete(m.clients, pod)
 	}
 	return errors.Join(errs...)
+}
+
+// explain turns the etcd client's bare "context deadline exceeded" (it waits for a connection until the
+// deadline) into something a person can act on.
+func explain(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded {
+		return fmt.Errorf("no answer in time: the member is down, not serving its client port, or cut off from a quorum (%w)", err)
+	}
+	return err
 }
