@@ -99,9 +99,9 @@ func Run(ctx context.Context, cfg Config) error {
 	podInformer := podFactory.Core().V1().Pods()
 	d.pods = podInformer.Lister()
 	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { d.onPod(ctx, o) },
-		UpdateFunc: func(_, o any) { d.onPod(ctx, o) },
-		DeleteFunc: func(o any) { d.onPod(ctx, o) },
+		AddFunc:    func(o any) { d.onPod(ctx, o, true) },
+		UpdateFunc: func(_, o any) { d.onPod(ctx, o, true) },
+		DeleteFunc: func(o any) { d.onPod(ctx, o, false) },
 	}); err != nil {
 		return fmt.Errorf("watching pods: %w", err)
 	}
@@ -126,8 +126,9 @@ func Run(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-// onPod hands a pod event to the member of that pod name, creating it on first sight.
-func (d *Daemon) onPod(ctx context.Context, o any) {
+// onPod hands a pod event to the member of that pod name, creating it on first sight (not for a deletion:
+// a late one must not bring back a member whose namespace is already forgotten).
+func (d *Daemon) onPod(ctx context.Context, o any, create bool) {
 	if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
 		o = t.Obj
 	}
@@ -135,12 +136,14 @@ func (d *Daemon) onPod(ctx context.Context, o any) {
 	if !ok {
 		return
 	}
-	m, err := d.member(ctx, pod.Namespace, pod.Name, true)
+	m, err := d.member(ctx, pod.Namespace, pod.Name, create)
 	if err != nil {
 		slog.Error("member for pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		return
 	}
-	m.poke()
+	if m != nil {
+		m.poke()
+	}
 }
 
 // member returns the member of namespace/pod, starting its goroutine when create is set.
@@ -157,11 +160,12 @@ func (d *Daemon) member(ctx context.Context, namespace, pod string, create bool)
 	}
 	mctx, cancel := context.WithCancel(ctx)
 	m := &member{d: d, namespace: namespace, pod: pod, dir: d.memberDir(namespace, pod), ports: ps,
-		kick: make(chan struct{}, 1), cancel: cancel}
+		kick: make(chan struct{}, 1)}
 	d.members[key] = m
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
+		defer cancel()
 		m.run(mctx)
 	}()
 	return m, nil

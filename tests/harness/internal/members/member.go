@@ -38,7 +38,6 @@ type member struct {
 	dir       string // data, tls, ports.json: survives pod re-creation like a PVC
 	ports     portSet
 	kick      chan struct{}
-	cancel    context.CancelFunc
 
 	mu         sync.Mutex
 	proc       *process
