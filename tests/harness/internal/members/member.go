@@ -4,19 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness/memberapi"
 )
 
 // Restart back-off of a member whose process exited while its pod lives, like a kubelet's CrashLoopBackOff
@@ -254,127 +248,4 @@ func (m *member) start(ctx context.Context, pod *corev1.Pod) error {
 	return nil
 }
 
-// syncReadiness sets or removes the ready annotation, which the member kwok stages turn into the pod's
-// Ready condition.
-func (m *member) syncReadiness(ctx context.Context, pod *corev1.Pod) {
-	want := m.wantReady()
-	m.mu.Lock()
-	m.ready = want
-	m.mu.Unlock()
-	have := pod.Annotations[memberapi.AnnotationReady] == "true"
-	if want == have {
-		return
-	}
-	value := "null"
-	if want {
-		value = `"true"`
-	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, memberapi.AnnotationReady, value)
-	_, err := m.d.kube.CoreV1().Pods(m.namespace).Patch(ctx, m.pod, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		slog.Error("setting readiness", "pod", m.key(), "ready", want, "err", err)
-		return
-	}
-	slog.Info("readiness", "pod", m.key(), "ready", want)
-}
-
-func (m *member) wantReady() bool {
-	m.mu.Lock()
-	proc, l, sts := m.proc, m.launch, m.sts
-	m.mu.Unlock()
-	if proc == nil || proc.exited() {
-		return false
-	}
-	if l.readiness != memberapi.ReadyOnProbe || m.d.bootstrapping(m.namespace, sts, l.replicas) {
-		return true
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/readyz", m.ports.Metrics), nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
-
 func (m *member) key() string { return m.namespace + "/" + m.pod }
-
-// info is the member as the control API shows it.
-func (m *member) info() memberapi.Member {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	scheme := "http"
-	if m.launch.tls {
-		scheme = "https"
-	}
-	out := memberapi.Member{
-		Namespace: m.namespace, Pod: m.pod, StatefulSet: m.sts, Ordinal: m.ordinal,
-		Version: m.launch.version, Binary: m.launch.binary, TLS: m.launch.tls, Readiness: m.launch.readiness,
-		Broken:     m.launch.broken,
-		ClientPort: m.ports.Client, PeerPort: m.ports.Peer, MetricsPort: m.ports.Metrics,
-		ClientURL:  fmt.Sprintf("%s://127.0.0.1:%d", scheme, m.ports.Client),
-		PeerURL:    fmt.Sprintf("%s://127.0.0.1:%d", scheme, m.ports.Peer),
-		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d", m.ports.Metrics),
-		DataDir:    m.dataDir(), LogFile: m.logFile(),
-		Starts: m.starts, LastExit: m.lastExit, HangOnTerm: m.hangOnTerm, Ready: m.ready,
-		State: memberapi.StateWaiting,
-	}
-	if m.launch.tls {
-		out.TLSDir = m.tlsDir()
-	}
-	if p := m.proc; p != nil {
-		out.PodUID, out.PID, out.StartedAt = string(p.podUID), p.pid(), p.started
-		switch {
-		case m.terminate:
-			out.State = memberapi.StateTerminating
-		case p.exited():
-			out.State, out.LastExit = memberapi.StateExited, p.exitReason()
-		case p.isFrozen():
-			out.State = memberapi.StateStopped
-		default:
-			out.State = memberapi.StateRunning
-		}
-	} else if m.lastExit != "" && !m.notBefore.IsZero() {
-		out.State = memberapi.StateExited
-	}
-	return out
-}
-
-var signals = map[memberapi.Signal]syscall.Signal{
-	memberapi.SignalKill: syscall.SIGKILL, memberapi.SignalStop: syscall.SIGSTOP,
-	memberapi.SignalCont: syscall.SIGCONT, memberapi.SignalTerm: syscall.SIGTERM,
-}
-
-func (m *member) signal(sig memberapi.Signal) error {
-	s, ok := signals[sig]
-	if !ok {
-		return fmt.Errorf("unknown signal %q (want KILL, STOP, CONT or TERM)", sig)
-	}
-	p := m.current()
-	if p == nil {
-		return fmt.Errorf("member %s has no running process", m.key())
-	}
-	if err := p.signal(s); err != nil {
-		return err
-	}
-	slog.Info("signal sent by control API", "pod", m.key(), "signal", sig, "pid", p.pid())
-	m.poke()
-	return nil
-}
-
-func (m *member) setHangOnTerm(on bool) {
-	m.mu.Lock()
-	m.hangOnTerm = on
-	m.mu.Unlock()
-	slog.Info("hang-on-term set by control API", "pod", m.key(), "enabled", on)
-}
-
-// forget removes what the member left on disk once its namespace is gone (its PVCs with it). Its log stays,
-// for post-mortems.
-func (m *member) forget() {
-	if err := os.RemoveAll(m.dir); err != nil {
-		slog.Error("removing member dir", "pod", m.key(), "err", err)
-	}
-}
