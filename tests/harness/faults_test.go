@@ -24,6 +24,15 @@ func TestFaultHooks(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
+	t.Run("leader placement", func(t *testing.T) {
+		for _, o := range []int{2, 0} {
+			require.NoError(t, e.MoveLeader(ctx, o))
+			leader, _, err := e.Leader(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, o, leader)
+		}
+	})
+
 	t.Run("metrics and logs", func(t *testing.T) {
 		changes, err := e.LeaderChanges(ctx, 0)
 		require.NoError(t, err)

@@ -177,7 +177,7 @@ func TestPartitionGatesTheRoll(t *testing.T) {
 			require.NoError(t, err)
 			assert.NotEqual(t, members[2].PID, m2.PID, "the member process of %s was restarted", pod2.Name)
 			assert.Equal(t, string(pod2.UID), m2.PodUID)
-			require.NoError(t, e.WaitHealthy(ctx))
+			require.NoError(t, e.WaitRolledOut(ctx, time.Minute))
 		})
 	}
 }
