@@ -35,6 +35,7 @@ type fakeEtcd struct {
 	// brokenAfterRestart names members that never come back once restarted (a bad revision).
 	brokenAfterRestart map[string]bool
 	elections          int
+	forgotten          []string
 }
 
 func newFakeEtcd(n, leader int) *fakeEtcd {
@@ -104,6 +105,12 @@ func (f *fakeEtcd) LinearizableRead(_ context.Context, pod string) error {
 }
 
 func (f *fakeEtcd) Close() error { return nil }
+
+func (f *fakeEtcd) Forget(pod string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.forgotten = append(f.forgotten, pod)
+}
 
 // restart is what the StatefulSet controller does to a member: stop it and start it at the new revision.
 func (f *fakeEtcd) restart(pod string) {

@@ -233,6 +233,7 @@ func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) error 
 	e, pod := r.e, st.Members[step.Ordinal].Pod
 	e.emit(step, "restarting %s (partition %d)", pod, step.Ordinal)
 	start := time.Now()
+	e.etcd.Forget(pod)
 	r.touched = true
 	gen, err := e.setPartition(ctx, step.Ordinal)
 	if err != nil {

@@ -47,6 +47,7 @@ func TestRunRollsEveryMemberWithoutElections(t *testing.T) {
 				}
 				assert.Equal(t, order, res.MembersRolled)
 				assert.Equal(t, order, c.restarted)
+				assert.Equal(t, order, c.etcd.forgotten, "connections to each member closed before it restarts")
 				assert.Len(t, res.Members, n)
 				assert.Equal(t, newRev, res.UpdateRevision)
 				reasons := c.eventReasons()

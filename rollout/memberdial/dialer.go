@@ -16,6 +16,9 @@ type Dialer interface {
 	// opens a new one when the pod was recreated or the stream broke, so callers should ask again before
 	// each use rather than keep the address.
 	Endpoint(ctx context.Context, namespace, pod string, port int) (string, error)
+	// Release drops whatever the Dialer holds open to the pod's port (a forward and its streams), so the
+	// pod's process sees no connection from us while it shuts down.
+	Release(namespace, pod string, port int)
 	// Close stops every forward the Dialer opened.
 	Close() error
 }
@@ -42,6 +45,9 @@ func (d *Direct) Endpoint(_ context.Context, namespace, pod string, port int) (s
 	}
 	return fmt.Sprintf("%s.%s.%s.%s:%d", pod, d.Service, namespace, domain, port), nil
 }
+
+// Release implements Dialer; nothing is held.
+func (d *Direct) Release(string, string, int) {}
 
 // Close implements Dialer; there is nothing to stop.
 func (d *Direct) Close() error { return nil }

@@ -142,6 +142,17 @@ func (p *PortForward) open(ctx context.Context, namespace, pod string, port int)
 	return f, nil
 }
 
+// Release implements Dialer: it stops the pod's forward; the next Endpoint call opens a new one.
+func (p *PortForward) Release(namespace, pod string, port int) {
+	key := fmt.Sprintf("%s/%s:%d", namespace, pod, port)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if f, ok := p.forwards[key]; ok {
+		close(f.stop)
+		delete(p.forwards, key)
+	}
+}
+
 // Close implements Dialer.
 func (p *PortForward) Close() error {
 	p.mu.Lock()
