@@ -16,6 +16,10 @@ LOGS_DIR=$RUN_DIR/logs
 PKI_DIR=$RUN_DIR/pki
 KUBECONFIG_FILE=$RUN_DIR/kubeconfig
 NODE_NAME=${NODE_NAME:-kwok-node-0}
+# up.sh recreates the run dir and down.sh empties it: refuse a directory that holds anything else.
+case "$(realpath -m "$RUN_DIR")" in
+  / | "$HOME" | "$ROOT" | "$ROOT/tests" | /tmp) echo "RUN_DIR=$RUN_DIR: refusing a run dir that holds other things" >&2; exit 2 ;;
+esac
 
 log() { printf '[cluster %6.2fs] %s\n' "$(elapsed)" "$*" >&2; }
 die() { printf '[cluster] error: %s\n' "$*" >&2; exit 1; }
