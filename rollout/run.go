@@ -24,6 +24,11 @@ const relockTimeout = 30 * time.Second
 // partition is re-locked on every exit path, including a cancelled ctx and a panic (which is re-raised).
 func (e *Engine) Run(ctx context.Context) (res Result, err error) {
 	res.StartedAt = time.Now()
+	// A StatefulSet that is not there gets no Lease either: bad input leaves no trace.
+	if _, err := e.settledStatefulSet(ctx); err != nil {
+		res.FinishedAt = time.Now()
+		return res, err
+	}
 	lease, err := e.lease.acquire(ctx)
 	if err != nil {
 		res.FinishedAt = time.Now()

@@ -349,3 +349,28 @@ func TestRunStopsWhenItsLeaseIsTaken(t *testing.T) {
 	assert.Less(t, time.Since(start), 5*time.Second, "stopped at the next renewal, not at the gate timeout")
 	assert.Equal(t, 3, c.partition(), "re-locked on the way out")
 }
+
+func TestObserveRefusesBadInputBeforeTouchingAnything(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*Config)
+		want   string
+	}{
+		{"StatefulSet missing", func(c *Config) { c.StatefulSet = "etcd-typo" }, "StatefulSet db/etcd-typo not found"},
+		{"service is not the StatefulSet's", func(c *Config) { c.ServiceName = "etcd-client" }, `serviceName "etcd-client" is not the StatefulSet's governing service "etcd"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newFakeCluster(t, 3, 0)
+			_, err := c.engine(t, func(cfg *Config, _ *Options) { tt.mutate(cfg) }).Run(context.Background())
+			require.ErrorIs(t, err, ErrBlocked)
+			assert.Contains(t, err.Error(), tt.want)
+			assert.Zero(t, c.stsPatches())
+			if tt.name == "StatefulSet missing" {
+				leases, err := c.kube.CoordinationV1().Leases("db").List(context.Background(), metav1.ListOptions{})
+				require.NoError(t, err)
+				assert.Empty(t, leases.Items, "no lease for a StatefulSet that does not exist")
+			}
+		})
+	}
+}
