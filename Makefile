@@ -133,7 +133,7 @@ test: test-engine
 demo: cluster-up etcd-rollout
 	@set -e; ns=$$(go run ./tests/engine/demo); \
 	flags="--sts etcd -n $$ns --kubeconfig $(KUBECONFIG_LOCAL)"; \
-	echo; echo "\$$ etcd-rollout plan $$flags"; bin/etcd-rollout plan $$flags; \
+	echo; echo "\$$ etcd-rollout plan $$flags --cooldown $(DEMO_COOLDOWN)"; bin/etcd-rollout plan $$flags --cooldown $(DEMO_COOLDOWN); \
 	echo; echo "\$$ etcd-rollout run $$flags --cooldown $(DEMO_COOLDOWN)"; bin/etcd-rollout run $$flags --cooldown $(DEMO_COOLDOWN); \
 	echo; echo "\$$ etcd-rollout status $$flags"; bin/etcd-rollout status $$flags; \
 	echo; echo "The local cluster is still up. Look around:"; \
