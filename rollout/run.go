@@ -7,16 +7,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // maxStepRetries bounds how often one step is re-planned because live state moved under it (a transfer
 // that etcd aborted, a leader that came back to the member about to restart).
 const maxStepRetries = 3
-
-// relockTimeout bounds the re-lock on the way out; it runs on a fresh context so a cancelled caller still
-// gets its StatefulSet locked again.
-const relockTimeout = 30 * time.Second
 
 // Run rolls every member that is not yet at the StatefulSet's updateRevision and healthy, one at a time,
 // and returns once all are, with the partition back at replicas. It re-observes the cluster before every
@@ -136,8 +131,8 @@ func (r *run) execute(ctx context.Context) error {
 				if time.Since(blockedSince) > e.cfg.HealthTimeout {
 					return fmt.Errorf("rolling %s/%s: still blocked after %s: %w", e.cfg.Namespace, e.cfg.StatefulSet, e.cfg.HealthTimeout, err)
 				}
-				if err := sleep(ctx, e.pollEvery); err != nil {
-					return fmt.Errorf("while blocked (%v): %w", err, context.Cause(ctx))
+				if serr := sleep(ctx, e.pollEvery); serr != nil {
+					return fmt.Errorf("while holding (%v): %w", err, serr)
 				}
 				continue
 			}
@@ -268,61 +263,6 @@ func (r *run) lock(ctx context.Context, replicas int) error {
 	}
 	r.gen = gen
 	return nil
-}
-
-// relock sets the partition back to the StatefulSet's current replicas on a fresh context, retrying
-// briefly (an API server restart should not leave the StatefulSet unlocked).
-func (e *Engine) relock(ctx context.Context) error {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), relockTimeout)
-	defer cancel()
-	var last error
-	for {
-		sts, err := e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Get(rctx, e.cfg.StatefulSet, metav1.GetOptions{})
-		if err == nil {
-			replicas := 1
-			if sts.Spec.Replicas != nil {
-				replicas = int(*sts.Spec.Replicas)
-			}
-			if _, err = e.setPartition(rctx, replicas); err == nil {
-				return nil
-			}
-		}
-		last = err
-		select {
-		case <-rctx.Done():
-			return fmt.Errorf("re-locking %s/%s failed, the partition may still be lowered; run `etcd-rollout unlock`: %w", e.cfg.Namespace, e.cfg.StatefulSet, last)
-		case <-time.After(time.Second):
-		}
-	}
-}
-
-// Unlock sets the partition back to replicas and releases the Lease when its holder is gone. It refuses,
-// naming the holder, while another rollout still renews the Lease.
-func (e *Engine) Unlock(ctx context.Context) error {
-	st, err := e.lease.acquire(ctx)
-	if err != nil {
-		return err
-	}
-	if st.TookOverFrom != "" {
-		e.emit(Step{}, "took over the stale lease of %s", st.TookOverFrom)
-	}
-	relockErr := e.relock(ctx)
-	return errors.Join(relockErr, e.lease.release(ctx))
-}
-
-// Summary is the one-line account of a run, for logs and the CLI.
-func (r Result) Summary() string {
-	took := r.FinishedAt.Sub(r.StartedAt)
-	if r.FinishedAt.IsZero() {
-		took = time.Since(r.StartedAt)
-	}
-	rolled := "no member rolled"
-	if n := len(r.MembersRolled); n > 0 {
-		rolled = fmt.Sprintf("%s rolled (%v)", plural(n, "member", "members"), r.MembersRolled)
-	}
-	return fmt.Sprintf("%s to revision %s in %s; %s; %s (raft term %d → %d)", rolled, r.UpdateRevision,
-		took.Round(100*time.Millisecond), plural(r.LeaderTransfers, "leader transfer", "leader transfers"),
-		plural(r.UnplannedElections, "unplanned election", "unplanned elections"), r.TermBefore, r.TermAfter)
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

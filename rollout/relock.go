@@ -1,0 +1,54 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// relockTimeout bounds the re-lock on the way out; it runs on a fresh context so a cancelled caller still
+// gets its StatefulSet locked again.
+const relockTimeout = 30 * time.Second
+
+// relock sets the partition back to the StatefulSet's current replicas on a fresh context, retrying
+// briefly (an API server restart should not leave the StatefulSet unlocked).
+func (e *Engine) relock(ctx context.Context) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), relockTimeout)
+	defer cancel()
+	var last error
+	for {
+		sts, err := e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Get(rctx, e.cfg.StatefulSet, metav1.GetOptions{})
+		if err == nil {
+			replicas := 1
+			if sts.Spec.Replicas != nil {
+				replicas = int(*sts.Spec.Replicas)
+			}
+			if _, err = e.setPartition(rctx, replicas); err == nil {
+				return nil
+			}
+		}
+		last = err
+		select {
+		case <-rctx.Done():
+			return fmt.Errorf("re-locking %s/%s failed, the partition may still be lowered; run `etcd-rollout unlock`: %w", e.cfg.Namespace, e.cfg.StatefulSet, last)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// Unlock sets the partition back to replicas and releases the Lease when its holder is gone. It refuses,
+// naming the holder, while another rollout still renews the Lease.
+func (e *Engine) Unlock(ctx context.Context) error {
+	st, err := e.lease.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	if st.TookOverFrom != "" {
+		e.emit(Step{}, "took over the stale lease of %s", st.TookOverFrom)
+	}
+	relockErr := e.relock(ctx)
+	return errors.Join(relockErr, e.lease.release(ctx))
+}

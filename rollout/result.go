@@ -1,0 +1,21 @@
+package rollout
+
+import (
+	"fmt"
+	"time"
+)
+
+// Summary is the one-line account of a run, for logs and the CLI.
+func (r Result) Summary() string {
+	took := r.FinishedAt.Sub(r.StartedAt)
+	if r.FinishedAt.IsZero() {
+		took = time.Since(r.StartedAt)
+	}
+	rolled := "no member rolled"
+	if n := len(r.MembersRolled); n > 0 {
+		rolled = fmt.Sprintf("%s rolled (%v)", plural(n, "member", "members"), r.MembersRolled)
+	}
+	return fmt.Sprintf("%s to revision %s in %s; %s; %s (raft term %d → %d)", rolled, r.UpdateRevision,
+		took.Round(100*time.Millisecond), plural(r.LeaderTransfers, "leader transfer", "leader transfers"),
+		plural(r.UnplannedElections, "unplanned election", "unplanned elections"), r.TermBefore, r.TermAfter)
+}
