@@ -194,3 +194,16 @@ func leaseExpiresIn(l *coordinationv1.Lease, now time.Time) time.Duration {
 	d := time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second
 	return renewTime(l).Add(d).Sub(now)
 }
+
+// LeaseHolder says who holds the StatefulSet's rollout Lease and for how long it stays valid without
+// renewal; "" when no rollout holds it (or it was never created). A holder with expiresIn <= 0 is gone.
+func (e *Engine) LeaseHolder(ctx context.Context) (holder string, expiresIn time.Duration, err error) {
+	l, err := e.kube.CoordinationV1().Leases(e.cfg.Namespace).Get(ctx, e.lease.name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", 0, nil
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("reading lease %s: %w", e.lease.id(), err)
+	}
+	return ptr.Deref(l.Spec.HolderIdentity, ""), leaseExpiresIn(l, time.Now()), nil
+}

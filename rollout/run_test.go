@@ -374,3 +374,22 @@ func TestObserveRefusesBadInputBeforeTouchingAnything(t *testing.T) {
 		})
 	}
 }
+
+func TestLeaseHolder(t *testing.T) {
+	c := newFakeCluster(t, 3, 0)
+	e := c.engine(t, nil)
+	holder, _, err := e.LeaseHolder(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, holder, "no lease yet")
+
+	_, err = c.kube.CoordinationV1().Leases("db").Create(context.Background(), &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: LeaseName("etcd"), Namespace: "db"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("killed-run"), LeaseDurationSeconds: ptr.To(int32(15)),
+			RenewTime: ptr.To(metav1.NewMicroTime(time.Now().Add(-time.Minute)))},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	holder, expiresIn, err := e.LeaseHolder(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, "killed-run", holder)
+	assert.LessOrEqual(t, expiresIn, time.Duration(0), "stale")
+}

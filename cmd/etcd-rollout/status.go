@@ -5,6 +5,7 @@ import (
 	"io"
 	"strconv"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -27,6 +28,19 @@ func newStatusCommand(o *options) *cobra.Command {
 				return err
 			}
 			printStatus(cmd.OutOrStdout(), e.Config(), st)
+			holder, expiresIn, err := e.LeaseHolder(cmd.Context())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout())
+			switch {
+			case holder == "":
+				fmt.Fprintf(cmd.OutOrStdout(), "Rollout lease %s: free\n", rollout.LeaseName(e.Config().StatefulSet))
+			case expiresIn > 0:
+				fmt.Fprintf(cmd.OutOrStdout(), "Rollout lease %s: held by %s (valid %s more without renewal)\n", rollout.LeaseName(e.Config().StatefulSet), holder, expiresIn.Round(time.Second))
+			default:
+				fmt.Fprintf(cmd.OutOrStdout(), "Rollout lease %s: stale, last held by %s (the next run or `unlock` takes it over)\n", rollout.LeaseName(e.Config().StatefulSet), holder)
+			}
 			return nil
 		},
 	}
