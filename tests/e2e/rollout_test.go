@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -47,6 +48,10 @@ func nodeExample(dir string, tls bool) func(*testing.T, paths, *harness.Cluster,
 		nodeDir := filepath.Join(p.tools, "node")
 		// The example is copied under .tools/node so that its imports resolve to the pinned node_modules.
 		work := copyExample(t, filepath.Join(p.root, "examples", dir), filepath.Join(nodeDir, "work", t.Name()))
+		// The program must type-check against the generated SDK as it is: that is the drop-in promise.
+		tsc := exec.Command(filepath.Join(nodeDir, "node_modules", ".bin", "tsc"), "--noEmit", "-p", work)
+		out, err := tsc.CombinedOutput()
+		require.NoError(t, err, "tsc %s:\n%s", dir, out)
 		r := newProcRunner(t, p, []string{lookPath(t, "node"), filepath.Join(nodeDir, "driver.js"), work, "etcd-rollout-" + dir}, nil)
 		return r, func(rev string) map[string]string {
 			return map[string]string{"kubeconfig": c.Kubeconfig, "namespace": ns, "createNamespace": "false",

@@ -7,7 +7,7 @@
 "use strict";
 const path = require("path");
 const { LocalWorkspace } = require("@pulumi/pulumi/automation");
-require("ts-node").register({ transpileOnly: true, compilerOptions: { module: "commonjs" } });
+require("ts-node").register({ transpileOnly: true, skipProject: true, compilerOptions: { module: "commonjs", target: "es2020" } });
 
 async function main() {
     const [exampleDir, project, op, configJSON] = process.argv.slice(2);
