@@ -23,6 +23,7 @@ type options struct {
 	cooldown, readyTimeout, healthTimeout            time.Duration
 	leaderPolicy                                     string
 	direct                                           bool
+	leaseDuration                                    time.Duration
 }
 
 func (o *options) bind(cmd *cobra.Command) {
@@ -40,6 +41,7 @@ func (o *options) bind(cmd *cobra.Command) {
 	f.DurationVar(&o.readyTimeout, "ready-timeout", rollout.DefaultReadyTimeout, "per member: limit for the pod to be at updateRevision and Ready")
 	f.DurationVar(&o.healthTimeout, "health-timeout", rollout.DefaultHealthTimeout, "per member: limit for etcd to call it healthy and caught up")
 	f.StringVar(&o.leaderPolicy, "leader-policy", string(rollout.LeaderLazy), `where the leader goes before a member restarts: "lazy" (fewest transfers) or "job-like" (the old Job's: to member 0, then to N-1)`)
+	f.DurationVar(&o.leaseDuration, "lease-duration", 15*time.Second, "how long the rollout lease stays valid without renewal: after a run is killed, the next one waits this long")
 	f.BoolVar(&o.direct, "direct", false, "reach members at <pod>.<service>.<namespace>.svc instead of port-forwarding (inside the cluster)")
 }
 
@@ -84,7 +86,7 @@ func (o *options) engine(ctx context.Context, onEvent func(rollout.Event)) (*rol
 	if err := cfg.Validate(); err != nil {
 		return nil, usageError{err}
 	}
-	opts := rollout.Options{RestConfig: restConfig, OnEvent: onEvent}
+	opts := rollout.Options{RestConfig: restConfig, OnEvent: onEvent, LeaseDuration: o.leaseDuration}
 	if o.direct {
 		opts.Dialer = memberdial.NewDirect(service)
 	}
