@@ -9,6 +9,8 @@ set -uo pipefail
 # shellcheck source=env.sh
 source "$(dirname "$0")/env.sh"
 
+lock_cluster
+
 # stop PIDFILE: TERM, wait up to 10 s, KILL; the pid file goes once the process is gone.
 stop() {
   local f=$1 name pid

@@ -21,6 +21,23 @@ case "$(realpath -m "$RUN_DIR")" in
   / | "$HOME" | "$ROOT" | "$ROOT/tests" | /tmp) echo "RUN_DIR=$RUN_DIR: refusing a run dir that holds other things" >&2; exit 2 ;;
 esac
 
+# lock_cluster serialises up.sh and down.sh on one run dir: two `make cluster-up` at once (engineers and
+# their tests share the cluster) would otherwise each take the other's half-started processes for leftovers.
+# The lock lives outside the run dir, which up.sh recreates; a nested call (up.sh runs down.sh) holds it
+# already. Every process the scripts start closes the lock's descriptor (see start in up.sh): a cluster
+# process that kept it would hold the lock for its whole life.
+lock_cluster() {
+  [ -n "${CLUSTER_LOCK_HELD:-}" ] && return
+  local f
+  f=/tmp/etcd-rollout-cluster-$(printf '%s' "$(realpath -m "$RUN_DIR")" | cksum | cut -d' ' -f1).run.lock
+  exec 9>"$f"
+  if ! flock -n 9; then
+    log "another cluster-up/down on $RUN_DIR is running; waiting for it"
+    flock -w 120 9 || die "gave up after 120 s waiting for $f"
+  fi
+  export CLUSTER_LOCK_HELD=1
+}
+
 log() { printf '[cluster %6.2fs] %s\n' "$(elapsed)" "$*" >&2; }
 die() { printf '[cluster] error: %s\n' "$*" >&2; exit 1; }
 _T0=$(date +%s%N)

@@ -17,6 +17,7 @@ set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
 MEMBERS_BIN=${MEMBERS_BIN:-$ROOT/bin/etcd-members}
+lock_cluster
 MEMBER_PORTS=${MEMBER_PORTS:-20000-28999}
 CONTROLLERS=statefulset-controller,serviceaccount-controller,garbage-collector-controller,persistentvolumeclaim-protection-controller,namespace-controller
 
@@ -24,7 +25,7 @@ CONTROLLERS=statefulset-controller,serviceaccount-controller,garbage-collector-c
 # it), log to $LOGS_DIR/NAME.log, record pid and executable in $PIDS_DIR/NAME.pid for down.sh.
 start() {
   local name=$1 exe=$2; shift 2
-  setsid "$exe" "$@" >>"$LOGS_DIR/$name.log" 2>&1 </dev/null &
+  setsid "$exe" "$@" >>"$LOGS_DIR/$name.log" 2>&1 </dev/null 9>&- &
   printf '%s\n%s\n' "$!" "$exe" >"$PIDS_DIR/$name.pid"
 }
 # wait_for WHAT SECONDS CMD...: poll CMD until it succeeds; fail when the process behind WHAT dies.
