@@ -51,10 +51,11 @@ func (c component) construct(ctx *pulumi.Context, name string, args EtcdRollingU
 	if given.CustomTimeouts != nil {
 		rolloutOpts = append(rolloutOpts, pulumi.Timeouts(given.CustomTimeouts))
 	}
+	// Never a dependency on the component's own parent (often the StatefulSet, in the old call shape): the
+	// Go SDK expands a dependency on a parent stand-in into its children, which include this component and
+	// the Rollout being registered, and would wait for the Rollout's own URN forever. The parent is complete
+	// before Construct runs anyway; dependsOnSts below is the explicit dependency.
 	var dependsOn []pulumi.Resource
-	if given.Parent != nil {
-		dependsOn = append(dependsOn, given.Parent)
-	}
 	versionHash := args.VersionHash
 	if args.StatefulSet != nil {
 		sts, hash, err := c.ownStatefulSet(ctx, name, args, comp, kubeProvider)
