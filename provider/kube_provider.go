@@ -30,14 +30,14 @@ func kubeProviderRef(ctx *pulumi.Context) (p.ProviderReference, bool) {
 	return ref, ok
 }
 
-// kubeProviderState is the part of a kubernetes provider's state we read: the provider stores its checked
-// configuration as its outputs, so these are what the program gave it (kubeconfig may be a path or a document).
+// kubeProviderState receives a kubernetes provider's state: the provider stores its checked configuration as
+// its outputs, so kubeconfig (a path or a document), context and cluster are what the program gave it. All
+// outputs are read as one map because, in a preview, a named output the state lacks (a provider configured
+// without a context) would come back unknown rather than empty.
 type kubeProviderState struct {
 	pulumi.ProviderResourceState
 
-	Kubeconfig pulumi.StringPtrOutput `pulumi:"kubeconfig"`
-	Context    pulumi.StringPtrOutput `pulumi:"context"`
-	Cluster    pulumi.StringPtrOutput `pulumi:"cluster"`
+	Outputs pulumi.MapOutput `pulumi:""`
 }
 
 // accessOutputs is the cluster access handed to the child Rollout.
@@ -58,5 +58,13 @@ func readKubeProvider(ctx *pulumi.Context, ref p.ProviderReference) (accessOutpu
 	if err := ctx.RegisterResource("pulumi:providers:kubernetes", ref.Urn.Name(), nil, &st, pulumi.URN_(string(ref.Urn))); err != nil {
 		return accessOutputs{}, err
 	}
-	return accessOutputs{Kubeconfig: st.Kubeconfig, Context: st.Context, Cluster: st.Cluster}, nil
+	pick := func(key string) pulumi.StringPtrOutput {
+		return st.Outputs.ApplyT(func(m map[string]any) *string {
+			if v, ok := m[key].(string); ok && v != "" {
+				return &v
+			}
+			return nil
+		}).(pulumi.StringPtrOutput)
+	}
+	return accessOutputs{Kubeconfig: pick("kubeconfig"), Context: pick("context"), Cluster: pick("cluster")}, nil
 }

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -77,6 +78,10 @@ func pythonExample(dir string) func(*testing.T, paths, *harness.Cluster, string)
 // (for the examples marked cancel), and destroy, which leaves the StatefulSet locked and untouched.
 func TestExamples(t *testing.T) {
 	p := repoPaths(t)
+	if os.Getenv(harness.RunDirEnv) == "" {
+		// This module's own go.mod would make the harness look for the cluster under tests/e2e.
+		t.Setenv(harness.RunDirEnv, filepath.Join(p.root, "tests", ".run"))
+	}
 	c := harness.Connect(t)
 	for _, ex := range examples {
 		t.Run(ex.name, func(t *testing.T) {
@@ -101,6 +106,9 @@ func TestExamples(t *testing.T) {
 			steps := pv.rolloutSteps()
 			require.Len(t, steps, 1, "one Rollout step in the preview")
 			require.Equal(t, "update", string(steps[0].Op))
+			if steps[0].New != nil {
+				t.Logf("Rollout inputs in preview: %v", steps[0].New.Inputs)
+			}
 			require.Contains(t, steps[0].DetailedDiff, "plan", "the plan is part of the diff")
 			plan := planOf(steps[0])
 			assert.Equal(t, []string{"etcd-2", "etcd-1", "etcd-0"}, rolled(plan), "plan: %q", plan)
