@@ -86,10 +86,12 @@ func createTLSSecret(ctx context.Context, t *testing.T, c *harness.Cluster, ns s
 }
 
 // waitRolloutStarted waits until the partition is below replicas: the engine has begun restarting members.
-func waitRolloutStarted(ctx context.Context, t *testing.T, c *harness.Cluster, ns string) {
+// check is called on every poll so the caller can fail early (the up it waits for has already ended).
+func waitRolloutStarted(ctx context.Context, t *testing.T, c *harness.Cluster, ns string, check func()) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Minute)
 	for time.Now().Before(deadline) {
+		check()
 		sts, err := c.Kube.AppsV1().StatefulSets(ns).Get(ctx, "etcd", metav1.GetOptions{})
 		if err == nil && sts.Spec.UpdateStrategy.RollingUpdate != nil && sts.Spec.UpdateStrategy.RollingUpdate.Partition != nil &&
 			*sts.Spec.UpdateStrategy.RollingUpdate.Partition < *sts.Spec.Replicas {

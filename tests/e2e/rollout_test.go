@@ -18,7 +18,8 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness"
 )
 
-// example is one program of examples/ and how to drive it.
+// example is one program of examples/ and how to drive it. Every config map sets every key the test ever
+// changes (stack config persists between operations).
 type example struct {
 	name string
 	// start returns the runner and the stack config for template version rev.
@@ -35,7 +36,7 @@ var examples = []example{
 		dir := t.TempDir()
 		return newGoRunner(t, p, "etcd-rollout-go", etcdprogram.Program), func(rev string) map[string]string {
 			return map[string]string{"kubeconfig": c.Kubeconfig, "namespace": ns, "createNamespace": "false",
-				"manifestFile": renderManifest(t, c, dir, false, rev)}
+				"stsName": "etcd", "manifestFile": renderManifest(t, c, dir, false, rev)}
 		}
 	}},
 	{name: "ts-dropin", cancel: true, start: nodeExample("ts-dropin", false)},
@@ -56,7 +57,7 @@ func nodeExample(dir string, tls bool) func(*testing.T, paths, *harness.Cluster,
 		r := newProcRunner(t, p, []string{lookPath(t, "node"), filepath.Join(nodeDir, "driver.js"), work, "etcd-rollout-" + dir}, nil)
 		return r, func(rev string) map[string]string {
 			return map[string]string{"kubeconfig": c.Kubeconfig, "namespace": ns, "createNamespace": "false",
-				"nodeName": c.NodeName, "podRevision": rev, "tls": fmt.Sprint(tls)}
+				"stsName": "etcd", "nodeName": c.NodeName, "podRevision": rev, "tls": fmt.Sprint(tls)}
 		}
 	}
 }
@@ -68,7 +69,7 @@ func pythonExample(dir string) func(*testing.T, paths, *harness.Cluster, string)
 			filepath.Join(p.root, "examples", dir), "etcd-rollout-python"}, nil)
 		return r, func(rev string) map[string]string {
 			return map[string]string{"kubeconfig": c.Kubeconfig, "namespace": ns, "createNamespace": "false",
-				"nodeName": c.NodeName, "podRevision": rev}
+				"stsName": "etcd", "nodeName": c.NodeName, "podRevision": rev}
 		}
 	}
 }
@@ -150,13 +151,24 @@ func TestExamples(t *testing.T) {
 			if ex.cancel {
 				// 6. Ctrl-C during a rollout leaves the partition locked; the next up finishes the rest.
 				upCtx, cancel := context.WithCancel(ctx)
-				done := make(chan error, 1)
-				go func() { _, err := r.up(upCtx, config("3")); done <- err }()
-				waitRolloutStarted(ctx, t, c, ns)
+				type upResult struct {
+					res result
+					err error
+				}
+				done := make(chan upResult, 1)
+				go func() { res, err := r.up(upCtx, config("3")); done <- upResult{res, err} }()
+				waitRolloutStarted(ctx, t, c, ns, func() {
+					select {
+					case u := <-done:
+						t.Fatalf("the up ended before the rollout started: %v\n%s", u.err, u.res.Text)
+					default:
+					}
+				})
 				cancel()
 				select {
-				case err := <-done:
-					require.Error(t, err, "a cancelled up fails")
+				case u := <-done:
+					require.Error(t, u.err, "a cancelled up fails")
+					t.Logf("cancelled up:\n%s", u.res.Text)
 				case <-time.After(5 * time.Minute):
 					t.Fatal("the cancelled up did not return")
 				}
