@@ -3,6 +3,7 @@ package provider
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/blang/semver"
 	p "github.com/pulumi/pulumi-go-provider"
@@ -179,4 +180,25 @@ func TestComponentRejectsMissingVersionHash(t *testing.T) {
 	_, err := s.Construct(p.ConstructRequest{Urn: componentURN, Inputs: componentInputs(nil)})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "versionHash is required unless statefulSet is given")
+}
+
+// The old call shape makes the StatefulSet the component's parent. A dependency on that parent would be
+// expanded by the Go SDK into the parent's children, this component and the Rollout among them, and the
+// Rollout's registration would wait for its own URN forever.
+func TestComponentUnderItsStatefulSetDoesNotDeadlock(t *testing.T) {
+	s, regs := constructServer(t, nil)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Construct(p.ConstructRequest{Urn: componentURN,
+			Parent: "urn:pulumi:test::proj::kubernetes:apps/v1:StatefulSet::etcd",
+			Inputs: componentInputs(map[string]property.Value{"versionHash": property.New("v1")})})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+		assert.True(t, regs.has(rolloutToken))
+	case <-time.After(30 * time.Second):
+		t.Fatal("Construct under a parent did not return")
+	}
 }
