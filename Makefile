@@ -18,7 +18,7 @@ tools-pulumi:
 test-unit:
 	$(GO_TEST) ./rollout/... ./provider/... ./cmd/...
 
-test: tools test-unit test-harness check-sdks
+test: tools test-unit test-harness check-sdks test-e2e
 
 # --- Local cluster (tests/cluster, tests/harness): a real kube-apiserver + StatefulSet controller + kwok
 # node, with real etcd members behind the pods of opted-in StatefulSets (bin/etcd-members).
