@@ -119,6 +119,8 @@ func TestExamples(t *testing.T) {
 			// 3. up rolls every member: no unplanned election, every pod at the new updateRevision, locked again.
 			res, err = r.up(ctx, config("2"))
 			require.NoError(t, err, "rolling up:\n%s", res.Text)
+			t.Logf("pulumi up of the template change:\n%s", res.Text)
+			assert.Contains(t, res.Text, "rolled 3 member(s) (etcd-2, etcd-1, etcd-0)", "the summary line is in the diagnostics")
 			after := viewStatefulSet(ctx, t, c, ns)
 			requireRolledAndLocked(t, after)
 			assert.NotEqual(t, first.UpdateRevision, after.UpdateRevision)
