@@ -18,7 +18,8 @@ var (
 )
 
 // applyKwokRules makes kwok's fake kubelet reach the member: a PortForward that maps the pod's client and
-// peer container ports to the member's local ports (so `kubectl port-forward` and client-go port-forward
+// peer container ports to the member's local ports through the pod's port proxies (podnet.go: so that a
+// forwarded connection ends with the pod, as on a real node; so `kubectl port-forward` and client-go port-forward
 // reach the real etcd), and an Exec whose commands run on this host in the member dir with ETCDCTL_*
 // pointing at the member. kwok matches both by the pod's name and namespace, so they outlive a pod
 // re-creation, and they are server-side applied: applying again is harmless.
@@ -31,8 +32,8 @@ func (m *member) applyKwokRules(ctx context.Context, l launch) error {
 		"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "PortForward",
 		"metadata": map[string]any{"name": m.pod, "namespace": m.namespace},
 		"spec": map[string]any{"forwards": []any{
-			map[string]any{"ports": []any{int64(l.clientPort)}, "target": map[string]any{"address": "127.0.0.1", "port": int64(m.ports.Client)}},
-			map[string]any{"ports": []any{int64(l.peerPort)}, "target": map[string]any{"address": "127.0.0.1", "port": int64(m.ports.Peer)}},
+			map[string]any{"ports": []any{int64(l.clientPort)}, "target": map[string]any{"address": "127.0.0.1", "port": int64(m.net.client.port)}},
+			map[string]any{"ports": []any{int64(l.peerPort)}, "target": map[string]any{"address": "127.0.0.1", "port": int64(m.net.peer.port)}},
 		}},
 	}
 	envs := []any{env("ETCDCTL_ENDPOINTS", fmt.Sprintf("%s://127.0.0.1:%d", scheme, m.ports.Client))}

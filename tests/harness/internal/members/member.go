@@ -32,6 +32,9 @@ type member struct {
 	dir       string // data, tls, ports.json: survives pod re-creation like a PVC
 	ports     portSet
 	kick      chan struct{}
+	// net is what kwok's port-forward reaches (podnet.go), opened at the first start and closed when run
+	// returns; only run's goroutine touches it.
+	net *podNet
 
 	mu         sync.Mutex
 	proc       *process
@@ -68,6 +71,7 @@ func (m *member) poke() {
 func (m *member) run(ctx context.Context) {
 	t := time.NewTicker(probeEvery)
 	defer t.Stop()
+	defer m.closeNet()
 	for {
 		select {
 		case <-ctx.Done():
@@ -86,7 +90,23 @@ func (m *member) run(ctx context.Context) {
 // (three members stopped at once wait for each other's leader hand-over).
 func (m *member) shutdown() {
 	if p := m.current(); p != nil {
+		m.endStreams()
 		p.terminate(func() time.Duration { return 3 * time.Second }, false)
+	}
+}
+
+// endStreams ends the port-forward connections of a pod whose process is being stopped, as a real node's
+// do when the pod goes (see podNet).
+func (m *member) endStreams() {
+	if m.net != nil {
+		m.net.endStreams()
+	}
+}
+
+func (m *member) closeNet() {
+	if m.net != nil {
+		m.net.close(m.d.alloc)
+		m.net = nil
 	}
 }
 
@@ -175,6 +195,7 @@ func (m *member) stopProcess(proc *process) {
 		return specGrace
 	}
 	start := time.Now()
+	m.endStreams()
 	killed := proc.terminate(grace, hang)
 	slog.Info("member stopped", "pod", m.key(), "pid", proc.pid(), "grace", grace(), "hangOnTerm", hang,
 		"killed", killed, "took", time.Since(start).Round(time.Millisecond))
@@ -228,6 +249,11 @@ func (m *member) start(ctx context.Context, pod *corev1.Pod) error {
 	if l.tls {
 		if err := writeTLSFiles(ctx, m.d, m.namespace, l.secret, m.tlsDir()); err != nil {
 			return err
+		}
+	}
+	if m.net == nil {
+		if m.net, err = openPodNet(m.d.alloc, m.ports); err != nil {
+			return fmt.Errorf("pod network of %s: %w", m.key(), err)
 		}
 	}
 	if err := m.applyKwokRules(ctx, l); err != nil {

@@ -78,6 +78,22 @@ func (a *portAllocator) allocate() (portSet, error) {
 	return portSet{Client: ports[0], Peer: ports[1], Metrics: ports[2]}, nil
 }
 
+// take hands out one port outside any member's port set (the pod port proxies of podnet.go).
+func (a *portAllocator) take() (int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.takeLocked()
+}
+
+// free gives back ports handed out by take.
+func (a *portAllocator) free(ports ...int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, p := range ports {
+		delete(a.used, p)
+	}
+}
+
 func (a *portAllocator) takeLocked() (int, error) {
 	for range a.hi - a.lo + 1 {
 		p := a.next
