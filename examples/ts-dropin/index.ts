@@ -28,7 +28,7 @@ const etcd = new EtcdRollingUpgrade("etcd", {
     namespace,
     serviceName: "etcd-headless",
     versionHash,
-    cooldownSeconds: 1,
+    cooldownSeconds: config.getNumber("cooldownSeconds") ?? 1,
     dependsOnSts: sts,
     ...(tls ? {
         tls: {

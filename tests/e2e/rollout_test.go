@@ -158,7 +158,11 @@ func TestExamples(t *testing.T) {
 					err error
 				}
 				done := make(chan upResult, 1)
-				go func() { res, err := r.up(upCtx, config("3")); done <- upResult{res, err} }()
+				// A long cool-down keeps the up in its rollout when the cancel lands: a member rolls in about
+				// a second here, so with the examples' 1 s cool-down the whole rollout could finish first.
+				slow, fast := config("3"), config("3")
+				slow["cooldownSeconds"], fast["cooldownSeconds"] = "30", "1"
+				go func() { res, err := r.up(upCtx, slow); done <- upResult{res, err} }()
 				waitRolloutStarted(ctx, t, c, ns, func() {
 					select {
 					case u := <-done:
@@ -177,7 +181,7 @@ func TestExamples(t *testing.T) {
 				stopped := viewStatefulSet(ctx, t, c, ns)
 				require.Equal(t, stopped.Replicas, stopped.Partition, "cancelled: the partition is locked again")
 
-				res, err = r.up(ctx, config("3"))
+				res, err = r.up(ctx, fast)
 				require.NoError(t, err, "up after cancel:\n%s", res.Text)
 				requireRolledAndLocked(t, viewStatefulSet(ctx, t, c, ns))
 				assert.EqualValues(t, 0, res.Outputs["unplannedElections"])
