@@ -141,3 +141,18 @@ demo: cluster-up etcd-rollout
 	echo "  kubectl --kubeconfig $(KUBECONFIG_LOCAL) -n $$ns get events --field-selector involvedObject.kind=StatefulSet"; \
 	echo "  bin/etcd-rollout status $$flags"; \
 	echo "Stop it with: make cluster-down"
+
+# --- Reliability and security (tests/faults, deploy/rbac): the fault matrix with a linearizability check of a
+# background client's history (porcupine), bad inputs, least-privilege RBAC, secrets that never leak.
+.PHONY: test-faults
+FAULTS_TEST_FLAGS ?= -v -timeout 40m
+test-faults: cluster-up provider tools-pulumi node-deps python-deps etcd-rollout
+	$(GO_TEST) $(FAULTS_TEST_FLAGS) -tags faults ./tests/faults/...
+
+test: test-faults
+
+# --- Benchmarks (bench/, its own module): default StatefulSet roll vs the job-like policy vs the engine, side by
+# side in one run on the local cluster. Writes bench/results.md and bench/*.png; raw data in bench/out/.
+.PHONY: bench
+bench: cluster-up
+	bash bench/run.sh
