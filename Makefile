@@ -148,6 +148,7 @@ demo: cluster-up etcd-rollout
 FAULTS_TEST_FLAGS ?= -v -timeout 40m
 test-faults: cluster-up provider tools-pulumi node-deps python-deps etcd-rollout
 	$(GO_TEST) $(FAULTS_TEST_FLAGS) -tags faults ./tests/faults/...
+	cd tests/e2e && $(GO_TEST) $(FAULTS_TEST_FLAGS) -tags 'e2e faults' -run '^TestFaults' ./...
 
 test: test-faults
 
