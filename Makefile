@@ -129,17 +129,25 @@ test-engine: cluster-up
 
 test: test-engine
 
-# The README's first command. The cool-down is shortened from the default 30s so the demo stays short.
-demo: cluster-up etcd-rollout
-	@set -e; ns=$$(go run ./tests/engine/demo); \
-	flags="--sts etcd -n $$ns --kubeconfig $(KUBECONFIG_LOCAL)"; \
-	echo; echo "\$$ etcd-rollout plan $$flags --cooldown $(DEMO_COOLDOWN)"; bin/etcd-rollout plan $$flags --cooldown $(DEMO_COOLDOWN); \
-	echo; echo "\$$ etcd-rollout run $$flags --cooldown $(DEMO_COOLDOWN)"; bin/etcd-rollout run $$flags --cooldown $(DEMO_COOLDOWN); \
-	echo; echo "\$$ etcd-rollout status $$flags"; bin/etcd-rollout status $$flags; \
+# The README's first command: examples/ts-dropin through Pulumi (tests/e2e/node/demo.js drives it inline with the
+# Automation API) on the local cluster: create, a pod-template change previewed with its plan, the rolling up
+# with live progress, the outputs. The cool-down is shortened from the default 30 s so the demo stays short.
+# Each run's stack lives in tests/.run/demo; the previous demo's stack is destroyed first (its namespace goes).
+DEMO_DIR := $(ROOT)/tests/.run/demo
+DEMO_COOLDOWN_SECONDS ?= 2
+demo: provider tools-pulumi node-deps cluster-up etcd-rollout
+	@set -e; ns=etcd-demo-$$(date +%H%M%S); work=$(NODE_DIR)/work/demo; \
+	rm -rf $$work && mkdir -p $$work/ts-dropin $(DEMO_DIR)/state $(DEMO_DIR)/project && cp examples/ts-dropin/*.ts examples/ts-dropin/*.json $$work/ts-dropin/; \
+	cp tests/e2e/node/demo.js $(NODE_DIR)/demo.js; \
+	env PULUMI_HOME=$(DEMO_DIR)/home PULUMI_CONFIG_PASSPHRASE=demo PULUMI_SKIP_UPDATE_CHECK=true \
+		PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true PULUMI_BACKEND_URL=file://$(DEMO_DIR)/state \
+		DEMO_BACKEND=file://$(DEMO_DIR)/state DEMO_WORK_DIR=$(DEMO_DIR)/project DEMO_COOLDOWN=$(DEMO_COOLDOWN_SECONDS) \
+		DEMO_PLUGINS='[{"name":"etcd-rollout","path":"$(ROOT)/bin"},{"name":"kubernetes","path":"$(TOOLS_DIR)/bin"}]' \
+		node $(NODE_DIR)/demo.js $$work/ts-dropin $(KUBECONFIG_LOCAL) $$ns; \
 	echo; echo "The local cluster is still up. Look around:"; \
 	echo "  kubectl --kubeconfig $(KUBECONFIG_LOCAL) -n $$ns get sts,pods,leases"; \
 	echo "  kubectl --kubeconfig $(KUBECONFIG_LOCAL) -n $$ns get events --field-selector involvedObject.kind=StatefulSet"; \
-	echo "  bin/etcd-rollout status $$flags"; \
+	echo "  bin/etcd-rollout status --sts etcd -n $$ns --kubeconfig $(KUBECONFIG_LOCAL)"; \
 	echo "Stop it with: make cluster-down"
 
 # --- Reliability and security (tests/faults, deploy/rbac): the fault matrix with a linearizability check of a
