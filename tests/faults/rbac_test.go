@@ -1,0 +1,115 @@
+//go:build faults
+
+package faults
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness/memberapi"
+)
+
+// rbacEtcd is the mTLS shape of the production manifests: the engine must read the client certificate from
+// the Secret behind the pods' volume, so the Role's secrets rule is exercised too.
+var rbacEtcd = harness.EtcdSpec{Name: "etcd", ServiceName: "etcd-headless", TLS: true,
+	Readiness: memberapi.ReadyOnProbe, GracePeriod: 5 * time.Second}
+
+func newRBACCluster(ctx context.Context, t *testing.T) (*harness.Cluster, *harness.Etcd) {
+	t.Helper()
+	c := harness.Connect(t)
+	ns := c.Namespace(t)
+	e, err := c.CreateEtcd(ctx, ns, rbacEtcd)
+	require.NoError(t, err)
+	return c, e
+}
+
+// requireLockedAt checks the partition is at replicas and reports the pods' revisions.
+func requireLockedAt(ctx context.Context, t *testing.T, e *harness.Etcd) []string {
+	t.Helper()
+	sts, err := e.StatefulSet(ctx)
+	require.NoError(t, err)
+	require.NotNil(t, sts.Spec.UpdateStrategy.RollingUpdate)
+	require.EqualValues(t, *sts.Spec.Replicas, *sts.Spec.UpdateStrategy.RollingUpdate.Partition, "the partition is locked at replicas")
+	var revs []string
+	for i := 0; i < int(*sts.Spec.Replicas); i++ {
+		pod, err := e.Pod(ctx, i)
+		require.NoError(t, err)
+		revs = append(revs, pod.Labels["controller-revision-hash"])
+	}
+	return revs
+}
+
+// A ServiceAccount bound to nothing but deploy/rbac/role.yaml runs a whole TLS rollout with the CLI: the Role
+// grants everything the engine needs, and grants nothing it does not (no list, watch, delete, no exec, and
+// nothing outside its namespace).
+func TestRBACShippedRoleRunsWholeRollout(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	c, e := newRBACCluster(ctx, t)
+	sa := bindServiceAccount(ctx, t, c, e.Namespace, loadShippedRole(t))
+
+	for _, denied := range []struct{ verb, group, resource string }{
+		{"list", "", "pods"}, {"watch", "apps", "statefulsets"}, {"update", "apps", "statefulsets"},
+		{"delete", "", "pods"}, {"create", "", "pods/exec"}, {"list", "", "secrets"}, {"delete", "coordination.k8s.io", "leases"},
+	} {
+		assert.False(t, sa.canI(ctx, t, denied.verb, denied.group, denied.resource), "the Role must not grant %s %s", denied.verb, denied.resource)
+	}
+
+	rev, err := e.SetTemplateAnnotation(ctx, "example.etcd-rollout/rbac", "2")
+	require.NoError(t, err)
+	out, code := sa.rbacCLI(t, e, "plan")
+	require.Equal(t, 0, code, "plan with the shipped Role:\n%s", out)
+	out, code = sa.rbacCLI(t, e, "run")
+	require.Equal(t, 0, code, "run with the shipped Role:\n%s", out)
+	t.Logf("etcd-rollout run as system:serviceaccount:%s:etcd-rollout:\n%s", e.Namespace, out)
+	assert.Contains(t, out, "Rollout complete: 3 members rolled")
+	assert.Equal(t, []string{rev, rev, rev}, requireLockedAt(ctx, t, e), "every member at the new revision")
+
+	out, code = sa.rbacCLI(t, e, "status")
+	require.Equal(t, 0, code, "status with the shipped Role:\n%s", out)
+	assert.Contains(t, out, "partition 3 (locked)")
+}
+
+// Each verb of the Role is needed: without it the rollout fails before it disrupts anything (or, for events,
+// runs anyway), and the error names the verb and the resource, so an operator knows which rule to add.
+func TestRBACMissingVerbIsNamed(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	c, e := newRBACCluster(ctx, t)
+	role := loadShippedRole(t)
+	sa := bindServiceAccount(ctx, t, c, e.Namespace, role)
+	_, err := e.SetTemplateAnnotation(ctx, "example.etcd-rollout/rbac", "2")
+	require.NoError(t, err)
+	before := requireLockedAt(ctx, t, e)
+
+	for _, tc := range []struct {
+		verb, group, resource string
+		// want are the words the error must hold.
+		want []string
+	}{
+		{verb: "get", group: "apps", resource: "statefulsets", want: []string{"get", "statefulsets"}},
+		{verb: "get", group: "", resource: "pods", want: []string{"get", "pods"}},
+		{verb: "create", group: "", resource: "pods/portforward", want: []string{"create", "pods/portforward"}},
+		{verb: "get", group: "", resource: "secrets", want: []string{"get", "secrets"}},
+		{verb: "create", group: "coordination.k8s.io", resource: "leases", want: []string{"create", "leases"}},
+		{verb: "patch", group: "apps", resource: "statefulsets", want: []string{"patch", "statefulsets"}},
+	} {
+		t.Run(tc.verb+"-"+tc.resource, func(t *testing.T) {
+			sa.setRules(ctx, t, withoutVerb(t, role.Rules, tc.resource, tc.verb), tc.verb, tc.group, tc.resource, false)
+			out, code := sa.rbacCLI(t, e, "run")
+			t.Logf("etcd-rollout run without %s %s (exit %d):\n%s", tc.verb, tc.resource, code, out)
+			require.NotEqual(t, 0, code, "the rollout must fail without %s %s", tc.verb, tc.resource)
+			for _, w := range tc.want {
+				assert.Contains(t, out, w)
+			}
+			assert.Contains(t, out, rbacRoleFile, "the error points at the Role")
+			assert.Equal(t, before, requireLockedAt(ctx, t, e), "no member was rolled and the partition is locked")
+		})
+	}
+	sa.setRules(ctx, t, role.Rules, "patch", "apps", "statefulsets", true)
+}
