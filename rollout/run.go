@@ -39,12 +39,19 @@ func (e *Engine) Run(ctx context.Context) (res Result, err error) {
 		if p != nil {
 			err = errors.Join(err, fmt.Errorf("panic during rollout: %v", p))
 		}
+		relocked := true
 		if r.touched {
 			if rerr := e.relock(ctx); rerr != nil {
+				relocked = false
 				err = errors.Join(err, rerr)
 			} else {
 				e.emit(Step{Kind: StepRelock}, "partition re-locked")
 			}
+		}
+		if err != nil && ctx.Err() != nil && relocked {
+			// The caller gave up (Ctrl-C, a deadline): say what state it leaves and that a rerun resumes.
+			err = fmt.Errorf("rollout of %s/%s stopped by the caller after %s rolled %v; the partition is locked, run it again to roll the members that are left: %w",
+				e.cfg.Namespace, e.cfg.StatefulSet, plural(len(res.MembersRolled), "member", "members"), res.MembersRolled, err)
 		}
 		stopRenew()
 		lctx, lcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -95,13 +102,25 @@ func (r *run) execute(ctx context.Context) error {
 		return fmt.Errorf("%w: partition is %d with %d replicas and no rollout holds lease %s: something else lowered it; re-lock it (`etcd-rollout unlock`) if that was intended to stop",
 			ErrInterference, st.Partition, st.Replicas, e.lease.id())
 	}
+	if r.lease.TookOverFrom != "" {
+		e.emit(Step{}, "took over the stale lease of %s", r.lease.TookOverFrom)
+	}
+	if st.Partition < st.Replicas {
+		// A run that died (SIGKILL, a lost node) left the partition lowered: until it is locked again the
+		// StatefulSet controller may restart members this run has not checked, even the leader. Lock
+		// first, then look again and plan.
+		e.emit(Step{Kind: StepLock, Ordinal: st.Replicas}, "partition left at %d by %s; re-locking it before anything else", st.Partition, r.lease.TookOverFrom)
+		if err := r.lock(ctx, st.Replicas); err != nil {
+			return fmt.Errorf("re-locking the partition that %s left at %d: %w", r.lease.TookOverFrom, st.Partition, err)
+		}
+		if st, err = e.Observe(ctx); err != nil {
+			return err
+		}
+	}
 	plan, err := PlanRollout(st, e.cfg.LeaderPolicy)
 	plan.Cooldown = e.cfg.Cooldown
 	if err != nil {
 		return fmt.Errorf("rolling %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err)
-	}
-	if r.lease.TookOverFrom != "" {
-		e.emit(Step{}, "took over the stale lease of %s", r.lease.TookOverFrom)
 	}
 	e.emit(Step{}, "plan: %s", plan)
 	r.res.UpdateRevision = st.UpdateRevision

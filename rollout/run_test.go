@@ -125,6 +125,7 @@ func TestRunRelocksOnCancelAndResumes(t *testing.T) {
 	})
 	res, err := e.Run(ctx)
 	require.ErrorIs(t, err, context.Canceled)
+	assert.Contains(t, err.Error(), "rollout of db/etcd stopped by the caller after 1 member rolled [etcd-2]; the partition is locked, run it again to roll the members that are left")
 	assert.Equal(t, []string{"etcd-2"}, res.MembersRolled)
 	assert.Equal(t, 3, c.partition())
 
@@ -182,6 +183,25 @@ func TestRunLease(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, []string{"etcd-1", "etcd-0"}, res.MembersRolled)
 		assert.Equal(t, 3, c.partition())
+	})
+	t.Run("a stale lease's lowered partition is re-locked even when the plan is then blocked", func(t *testing.T) {
+		c := newFakeCluster(t, 3, 0, 2)
+		_, err := c.kube.CoordinationV1().Leases("db").Create(context.Background(), lease("killed-run", time.Now().Add(-time.Minute)), metav1.CreateOptions{})
+		require.NoError(t, err)
+		_, err = c.kube.AppsV1().StatefulSets("db").Patch(context.Background(), "etcd", "application/merge-patch+json",
+			[]byte(`{"spec":{"updateStrategy":{"rollingUpdate":{"partition":2}}}}`), metav1.PatchOptions{})
+		require.NoError(t, err)
+		c.etcd.stop("etcd-0") // restarting etcd-1 would now lose quorum
+		var lines []string
+		_, err = c.engine(t, func(_ *Config, o *Options) {
+			o.OnEvent = func(ev Event) { lines = append(lines, ev.Message) }
+		}).Run(context.Background())
+		require.ErrorIs(t, err, ErrBlocked)
+		assert.Equal(t, 3, c.partition(), "re-locked before planning")
+		assert.Equal(t, []string{oldRev, oldRev, newRev}, c.revisions(), "etcd-1 was not restarted")
+		require.GreaterOrEqual(t, len(lines), 2)
+		assert.Equal(t, "took over the stale lease of killed-run", lines[0])
+		assert.Equal(t, "partition left at 2 by killed-run; re-locking it before anything else", lines[1])
 	})
 	t.Run("two engines at once: exactly one proceeds", func(t *testing.T) {
 		c := newFakeCluster(t, 3, 0)
