@@ -18,6 +18,7 @@ const maxStepRetries = 3
 // step, so it resumes wherever an earlier run stopped. On error it returns what it did so far; the
 // partition is re-locked on every exit path, including a cancelled ctx and a panic (which is re-raised).
 func (e *Engine) Run(ctx context.Context) (res Result, err error) {
+	defer func() { err = explainForbidden(err) }() // runs last: after the re-lock and the lease release
 	res.StartedAt = time.Now()
 	// A StatefulSet that is not there gets no Lease either: bad input leaves no trace.
 	if _, err := e.settledStatefulSet(ctx); err != nil {
@@ -47,6 +48,10 @@ func (e *Engine) Run(ctx context.Context) (res Result, err error) {
 			} else {
 				e.emit(Step{Kind: StepRelock}, "partition re-locked")
 			}
+		}
+		var gate *GateTimeoutError
+		if err != nil && ctx.Err() == nil && relocked && r.touched && errors.As(err, &gate) {
+			err = fmt.Errorf("%w; the partition is locked again, so no other member restarts: look at %s (its events and logs), fix the template or the member, and run again", err, gate.Pod)
 		}
 		if err != nil && ctx.Err() != nil && relocked {
 			// The caller gave up (Ctrl-C, a deadline): say what state it leaves and that a rerun resumes.
@@ -136,7 +141,7 @@ func (r *run) execute(ctx context.Context) error {
 				return err
 			}
 			if st.Generation != r.gen || st.UpdateRevision != startRev {
-				return fmt.Errorf("%w during the rollout: generation %d (expected %d), updateRevision %q (started with %q), partition %d; stopping",
+				return fmt.Errorf("%w during the rollout: generation %d (expected %d), updateRevision %q (started with %q), partition %d; stopping rather than racing it: find who changed it (the StatefulSet's managedFields name the writer), then run again to roll to its current template",
 					ErrInterference, st.Generation, r.gen, st.UpdateRevision, startRev, st.Partition)
 			}
 			plan, err = PlanRollout(st, e.cfg.LeaderPolicy)

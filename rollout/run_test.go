@@ -106,6 +106,7 @@ func TestRunTimeoutNamesTheMemberAndTouchesNoOther(t *testing.T) {
 	assert.Equal(t, GateEtcdHealth, gate.Gate)
 	assert.Contains(t, gate.LastSeen, "connection refused")
 	assert.Contains(t, err.Error(), "etcd-2 did not pass the etcd health gate within 300ms")
+	assert.Contains(t, err.Error(), "the partition is locked again, so no other member restarts: look at etcd-2")
 	assert.Equal(t, []string{oldRev, oldRev, newRev}, c.revisions(), "no other member touched")
 	assert.Equal(t, 3, c.partition())
 	assert.Empty(t, res.MembersRolled)
@@ -259,6 +260,7 @@ func TestRunStopsWhenTheTemplateChangesMidRun(t *testing.T) {
 	res, err := e.Run(context.Background())
 	require.ErrorIs(t, err, ErrInterference)
 	assert.Contains(t, err.Error(), `updateRevision "etcd-newer" (started with "etcd-new")`)
+	assert.Contains(t, err.Error(), "stopping rather than racing it: find who changed it")
 	assert.Equal(t, []string{"etcd-2"}, res.MembersRolled)
 	assert.Equal(t, 3, c.partition())
 }
