@@ -112,12 +112,12 @@ func (e *Engine) Close() error {
 func (e *Engine) Plan(ctx context.Context) (ClusterState, Plan, error) {
 	st, err := e.Observe(ctx)
 	if err != nil {
-		return st, Plan{}, err
+		return st, Plan{}, explainForbidden(err)
 	}
 	p, err := PlanRollout(st, e.cfg.LeaderPolicy)
 	p.Cooldown = e.cfg.Cooldown
 	if err != nil {
-		return st, p, fmt.Errorf("planning %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err)
+		return st, p, explainForbidden(fmt.Errorf("planning %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err))
 	}
 	return st, p, nil
 }

@@ -80,7 +80,7 @@ func (p *PortForward) Endpoint(ctx context.Context, namespace, pod string, port 
 	}
 	f, err := p.open(ctx, namespace, pod, port)
 	if err != nil {
-		return "", fmt.Errorf("port-forward to %s/%s port %d: %w", namespace, pod, port, err)
+		return "", fmt.Errorf("port-forward to %s/%s port %d: %w", namespace, pod, port, explainForbidden(err, namespace))
 	}
 	f.uid = got.UID
 	p.forwards[key] = f

@@ -92,12 +92,16 @@ func TestRBACMissingVerbIsNamed(t *testing.T) {
 		// want are the words the error must hold.
 		want []string
 	}{
+		// In this order: a run refused before the Lease leaves none, a later one that got past it leaves it
+		// free but present, so the update case finds one to update.
 		{verb: "get", group: "apps", resource: "statefulsets", want: []string{"get", "statefulsets"}},
+		{verb: "create", group: "coordination.k8s.io", resource: "leases", want: []string{"create", "leases"}},
 		{verb: "get", group: "", resource: "pods", want: []string{"get", "pods"}},
+		{verb: "update", group: "coordination.k8s.io", resource: "leases", want: []string{"update", "leases"}},
 		{verb: "create", group: "", resource: "pods/portforward", want: []string{"create", "pods/portforward"}},
 		{verb: "get", group: "", resource: "secrets", want: []string{"get", "secrets"}},
-		{verb: "create", group: "coordination.k8s.io", resource: "leases", want: []string{"create", "leases"}},
 		{verb: "patch", group: "apps", resource: "statefulsets", want: []string{"patch", "statefulsets"}},
+		{verb: "get", group: "", resource: "pods/portforward", want: []string{"get", "pods/portforward"}},
 	} {
 		t.Run(tc.verb+"-"+tc.resource, func(t *testing.T) {
 			sa.setRules(ctx, t, withoutVerb(t, role.Rules, tc.resource, tc.verb), tc.verb, tc.group, tc.resource, false)
