@@ -1,0 +1,51 @@
+//go:build faults
+
+package faults_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
+)
+
+// The API server restarts while a member is in flight (tests/cluster/restart-apiserver.sh: SIGTERM, 2 s
+// away, started again with the same flags). The engine retries its reads and writes, re-dials its
+// port-forwards, keeps its lease, and finishes.
+//
+// Not parallel: every test of the package would see the API server go away. Go runs it before the
+// parallel tests start.
+func TestAPIServerRestartMidRollout(t *testing.T) {
+	f := newFixture(t)
+	rev := f.changeTemplate()
+	restartErr := make(chan error, 1)
+	started := false
+	res, err := f.engine(func(_ *rollout.Config, o *rollout.Options) {
+		log := o.OnEvent
+		o.OnEvent = func(e rollout.Event) {
+			log(e)
+			if strings.HasPrefix(e.Message, "waiting for etcd-1:") && !started {
+				started = true
+				go func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+					defer cancel()
+					t.Logf("%s restarting kube-apiserver", time.Now().Format("15:04:05.000"))
+					err := f.c.RestartAPIServer(ctx, 2*time.Second)
+					t.Logf("%s kube-apiserver back (err %v)", time.Now().Format("15:04:05.000"), err)
+					restartErr <- err
+				}()
+			}
+		}
+	}).Run(runCtx(t))
+	require.True(t, started)
+	require.NoError(t, <-restartErr)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"etcd-2", "etcd-1", "etcd-0"}, res.MembersRolled)
+	assert.Zero(t, res.UnplannedElections)
+	f.requireState(rev)
+}

@@ -1,0 +1,51 @@
+//go:build faults
+
+package faults_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
+)
+
+// A revision whose member never becomes healthy stops the run at that member with a timeout naming the
+// member and the gate; no other member is touched and the partition is re-locked.
+func TestNeverHealthyRevisionStopsAtTheFirstMember(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	_, uidsBefore := f.pods()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rev, err := f.etcd.UpdateTemplate(ctx, func(tpl *corev1.PodTemplateSpec) {
+		tpl.Annotations["etcd-rollout.test/broken"] = "true"
+	})
+	require.NoError(t, err)
+
+	res, err := f.engine(func(cfg *rollout.Config, _ *rollout.Options) {
+		cfg.ReadyTimeout = 30 * time.Second
+		cfg.HealthTimeout = 8 * time.Second
+	}).Run(runCtx(t))
+	var gate *rollout.GateTimeoutError
+	require.ErrorAs(t, err, &gate, "got %v", err)
+	t.Logf("error: %v", err)
+	assert.Equal(t, "etcd-2", gate.Pod)
+	assert.Contains(t, []string{rollout.GatePodReady, rollout.GateEtcdHealth}, gate.Gate)
+	assert.Contains(t, err.Error(), "etcd-2 did not pass the "+gate.Gate+" gate within")
+	assert.Contains(t, err.Error(), "the partition is locked again, so no other member restarts: look at etcd-2")
+	assert.Empty(t, res.MembersRolled)
+
+	require.Equal(t, 3, f.partition(), "re-locked")
+	revs, uidsAfter := f.pods()
+	assert.Equal(t, []int{2}, restarted(uidsBefore, uidsAfter), "etcd-2 was the one tried, no other member touched")
+	assert.Equal(t, rev, revs[2])
+	assert.NotEqual(t, rev, revs[1])
+	assert.NotEqual(t, rev, revs[0])
+	// The cluster keeps quorum on the two untouched members; the background client's check shows it lost
+	// nothing. (etcd-2 stays broken: the namespace goes with the test.)
+}

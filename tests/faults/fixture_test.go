@@ -1,0 +1,213 @@
+//go:build faults
+
+// Package faults_test breaks things during a rollout on the local cluster of `make cluster-up` — a real
+// kube-apiserver and StatefulSet controller, real etcd members behind the pods — and checks the promises of
+// the README each time: a background client's history is linearizable (porcupine), the partition is back at
+// replicas, every member is where it should be, and the error says what happened and what to do. The tests
+// fail, never skip, when the cluster is not up.
+package faults_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness"
+)
+
+// TestMain silences client-go's klog: every member restart closes port-forward streams, and client-go
+// reports each one on stderr, which would bury the test output.
+func TestMain(m *testing.M) {
+	klog.SetLogger(logr.Discard())
+	os.Exit(m.Run())
+}
+
+// testCooldown keeps the suite short; the default 30s is for production.
+const testCooldown = 300 * time.Millisecond
+
+// The HTTP production shape of tests/manifests, with a short grace period so a member that outlives its
+// SIGTERM is killed after 5s instead of 30s.
+var httpSpec = harness.EtcdSpec{Name: "etcd", ServiceName: "etcd-headless", GracePeriod: 5 * time.Second}
+
+// historyDirEnv overrides where a failed linearizability check keeps its history.
+const historyDirEnv = "FAULTS_HISTORY_DIR"
+
+type fixture struct {
+	t    *testing.T
+	c    *harness.Cluster
+	etcd *harness.Etcd
+	rec  *harness.Recorder
+}
+
+// newFixture creates a 3-member etcd in a fresh namespace and starts the background client, whose history
+// is checked for linearizability when the test ends (before the namespace goes).
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	c := harness.Connect(t)
+	ns := c.Namespace(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	start := time.Now()
+	e, err := c.CreateEtcd(ctx, ns, httpSpec)
+	require.NoError(t, err)
+	t.Logf("%s/%s: %d healthy members in %s", ns, e.Spec.Name, e.Spec.Replicas, time.Since(start).Round(time.Millisecond))
+	cli, err := e.Client(ctx)
+	require.NoError(t, err)
+	f := &fixture{t: t, c: c, etcd: e, rec: harness.StartRecorder(context.Background(), cli, harness.RecorderOptions{})}
+	t.Cleanup(func() {
+		ops := f.rec.Stop()
+		_ = cli.Close()
+		f.checkHistory(t, ops)
+	})
+	return f
+}
+
+// checkHistory fails the test when the history is not linearizable (or the check could not finish), and
+// then keeps the history and porcupine's visualization under a path it prints.
+func (f *fixture) checkHistory(t *testing.T, ops []harness.HistoryOp) {
+	sum := harness.SummarizeHistory(ops)
+	if sum.Puts == 0 || sum.Gets == 0 {
+		t.Errorf("background client recorded %s: nothing to check", sum)
+		return
+	}
+	start := time.Now()
+	check := harness.CheckLinearizable(ops, 2*time.Minute)
+	t.Logf("background client: %s; porcupine checked %d ops in %s: %s", sum, check.Ops, time.Since(start).Round(time.Millisecond), check.Result)
+	if check.Result == porcupine.Ok {
+		return
+	}
+	dir := os.Getenv(historyDirEnv)
+	if dir == "" {
+		root, err := harness.RepoRoot()
+		require.NoError(t, err)
+		dir = filepath.Join(root, "tests", ".run", "faults")
+	}
+	dir = filepath.Join(dir, regexp.MustCompile(`[^A-Za-z0-9_.-]+`).ReplaceAllString(t.Name(), "_")+"-"+time.Now().Format("150405"))
+	if err := harness.KeepHistory(dir, ops, check); err != nil {
+		t.Errorf("history is %s (not linearizable or not decided) and could not be kept: %v", check.Result, err)
+		return
+	}
+	t.Errorf("the background client's history is %s, not linearizable: an acknowledged write was lost or a read was stale; history and visualization kept in %s (open history.html)", check.Result, dir)
+}
+
+// engine builds an engine for the fixture's StatefulSet that logs progress to the test.
+func (f *fixture) engine(mutate func(*rollout.Config, *rollout.Options)) *rollout.Engine {
+	f.t.Helper()
+	cfg := rollout.NewConfig(f.etcd.Spec.Name, f.etcd.Namespace, f.etcd.Spec.ServiceName)
+	cfg.Cooldown = testCooldown
+	cfg.ReadyTimeout = 90 * time.Second
+	cfg.HealthTimeout = 30 * time.Second
+	t := f.t
+	opts := rollout.Options{RestConfig: f.c.Config, OnEvent: func(ev rollout.Event) {
+		t.Logf("%s %s", ev.Time.Format("15:04:05.000"), ev.Message)
+	}}
+	if mutate != nil {
+		mutate(&cfg, &opts)
+	}
+	e, err := rollout.New(cfg, opts)
+	require.NoError(f.t, err)
+	f.t.Cleanup(func() { _ = e.Close() })
+	return e
+}
+
+// changeTemplate makes a new revision and returns it; with the partition locked nothing restarts.
+func (f *fixture) changeTemplate() string {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rev, err := f.etcd.SetTemplateAnnotation(ctx, "etcd-rollout.test/change", fmt.Sprintf("v%d", time.Now().UnixNano()))
+	require.NoError(f.t, err)
+	return rev
+}
+
+func (f *fixture) placeLeader(ordinal int) {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(f.t, f.etcd.MoveLeader(ctx, ordinal))
+}
+
+func (f *fixture) term() uint64 {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	term, err := f.etcd.RaftTerm(ctx)
+	require.NoError(f.t, err)
+	return term
+}
+
+func (f *fixture) sts() *appsv1.StatefulSet {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sts, err := f.etcd.StatefulSet(ctx)
+	require.NoError(f.t, err)
+	return sts
+}
+
+func (f *fixture) partition() int {
+	return int(*f.sts().Spec.UpdateStrategy.RollingUpdate.Partition)
+}
+
+// pods returns each ordinal's revision label and UID: a new UID is a restart.
+func (f *fixture) pods() (revs []string, uids []types.UID) {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := 0; i < f.etcd.Spec.Replicas; i++ {
+		p, err := f.c.Kube.CoreV1().Pods(f.etcd.Namespace).Get(ctx, f.etcd.PodName(i), metav1.GetOptions{})
+		require.NoError(f.t, err)
+		revs = append(revs, p.Labels[appsv1.ControllerRevisionHashLabelKey])
+		uids = append(uids, p.UID)
+	}
+	return revs, uids
+}
+
+// requireState checks what every case promises at its end: the partition at replicas, and each ordinal
+// at rev exactly when wantAt says so; then etcd healthy by the harness's own check.
+func (f *fixture) requireState(rev string, wantAt ...bool) {
+	f.t.Helper()
+	require.Equal(f.t, f.etcd.Spec.Replicas, f.partition(), "partition back at replicas")
+	revs, _ := f.pods()
+	for i, r := range revs {
+		at := len(wantAt) == 0 || wantAt[i]
+		if at {
+			require.Equal(f.t, rev, r, "pod %d should be at the update revision", i)
+		} else {
+			require.NotEqual(f.t, rev, r, "pod %d should not have been rolled", i)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(f.t, f.etcd.WaitHealthy(ctx))
+}
+
+// restarted compares two UID snapshots: which ordinals got a new pod.
+func restarted(before, after []types.UID) []int {
+	var out []int
+	for i := range before {
+		if before[i] != after[i] {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func runCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}

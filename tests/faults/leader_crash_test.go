@@ -1,0 +1,49 @@
+//go:build faults
+
+package faults_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
+)
+
+// The leader is SIGKILLed mid-rollout (the member daemon restarts it, as a kubelet would). The survivors
+// elect a new leader: the run counts that election as unplanned and reports it, holds while the crashed
+// member is away, and finishes.
+func TestLeaderCrashIsCountedAsUnplanned(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	rev := f.changeTemplate()
+	f.placeLeader(0)
+	crashed := false
+	res, err := f.engine(func(_ *rollout.Config, o *rollout.Options) {
+		log := o.OnEvent
+		o.OnEvent = func(e rollout.Event) {
+			log(e)
+			if strings.HasPrefix(e.Message, "etcd-2 rolled") && !crashed {
+				crashed = true
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				leader, _, err := f.etcd.Leader(ctx)
+				require.NoError(t, err)
+				require.Equal(t, 0, leader, "the leader stays on etcd-0 while etcd-2 rolls")
+				require.NoError(t, f.etcd.Crash(ctx, 0))
+			}
+		}
+	}).Run(runCtx(t))
+	require.NoError(t, err)
+	require.True(t, crashed)
+	t.Logf("summary: %s", res.Summary())
+	assert.GreaterOrEqual(t, res.UnplannedElections, 1, "the crash cost an election, and the result says so")
+	assert.Equal(t, int(res.TermAfter-res.TermBefore)-res.LeaderTransfers, res.UnplannedElections)
+	assert.Contains(t, res.Summary(), "unplanned election")
+	assert.Equal(t, []string{"etcd-2", "etcd-1", "etcd-0"}, res.MembersRolled)
+	f.requireState(rev)
+}

@@ -1,0 +1,110 @@
+//go:build faults
+
+package faults_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
+)
+
+// events collects a run's progress lines for assertions on their order.
+type events struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (e *events) add(line string) { e.mu.Lock(); e.lines = append(e.lines, line); e.mu.Unlock() }
+
+// index is the position of the first line that starts with prefix, or -1.
+func (e *events) index(prefix string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i, l := range e.lines {
+		if strings.HasPrefix(l, prefix) {
+			return i
+		}
+	}
+	return -1
+}
+
+// A member that is not being rolled goes down (frozen: alive, answering nothing) right after the first
+// member rolled. Restarting the next one would leave one healthy member of three, so the engine holds,
+// disrupting nothing; when the member is back it resumes and finishes.
+func TestMemberDownHoldsThenResumes(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	rev := f.changeTemplate()
+	f.placeLeader(1) // etcd-0 is a follower: freezing it costs no election
+	var ev events
+	var thawed sync.Once
+	res, err := f.engine(func(_ *rollout.Config, o *rollout.Options) {
+		log := o.OnEvent
+		o.OnEvent = func(e rollout.Event) {
+			log(e)
+			ev.add(e.Message)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			switch {
+			case strings.HasPrefix(e.Message, "etcd-2 rolled"):
+				require.NoError(t, f.etcd.Freeze(ctx, 0))
+			case strings.HasPrefix(e.Message, "holding:"):
+				go func() {
+					time.Sleep(3 * time.Second) // several polls while held
+					thawed.Do(func() { require.NoError(t, f.etcd.Thaw(context.Background(), 0)) })
+				}()
+			}
+		}
+	}).Run(runCtx(t))
+	thawed.Do(func() { require.NoError(t, f.etcd.Thaw(context.Background(), 0)) })
+	require.NoError(t, err)
+	held, unblocked, next := ev.index("holding: rollout blocked: restarting etcd-1"), ev.index("unblocked after"), ev.index("restarting etcd-1")
+	require.NotEqual(t, -1, held, "the engine held while etcd-0 was down")
+	assert.Contains(t, ev.lines[held], "etcd-0")
+	require.NotEqual(t, -1, unblocked)
+	assert.Less(t, held, unblocked)
+	assert.Less(t, unblocked, next, "etcd-1 restarted only after etcd-0 was back")
+	assert.Equal(t, []string{"etcd-2", "etcd-1", "etcd-0"}, res.MembersRolled)
+	f.requireState(rev)
+}
+
+// The same, but the member stays down past the hold's limit (the health timeout): the run fails naming
+// the member that is down, with the partition locked and the remaining members untouched.
+func TestMemberDownPastTheLimitFails(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	rev := f.changeTemplate()
+	f.placeLeader(1)
+	_, uidsBefore := f.pods()
+	defer func() { require.NoError(t, f.etcd.Thaw(context.Background(), 0)) }()
+	res, err := f.engine(func(c *rollout.Config, o *rollout.Options) {
+		c.HealthTimeout = 5 * time.Second
+		log := o.OnEvent
+		o.OnEvent = func(e rollout.Event) {
+			log(e)
+			if strings.HasPrefix(e.Message, "etcd-2 rolled") {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				require.NoError(t, f.etcd.Freeze(ctx, 0))
+			}
+		}
+	}).Run(runCtx(t))
+	require.ErrorIs(t, err, rollout.ErrBlocked)
+	t.Logf("error: %v", err)
+	assert.Contains(t, err.Error(), "still blocked after 5s")
+	assert.Contains(t, err.Error(), "restarting etcd-1 would leave 1 healthy member(s), quorum is 2 of 3")
+	assert.Contains(t, err.Error(), "etcd-0 unhealthy")
+	assert.Equal(t, []string{"etcd-2"}, res.MembersRolled)
+
+	require.NoError(t, f.etcd.Thaw(context.Background(), 0))
+	f.requireState(rev, false, false, true)
+	_, uidsAfter := f.pods()
+	assert.Equal(t, []int{2}, restarted(uidsBefore, uidsAfter))
+}

@@ -1,0 +1,108 @@
+//go:build faults
+
+package faults_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness"
+)
+
+// The process running the rollout (the CLI, bin/etcd-rollout) is SIGKILLed while a member is in flight: no
+// deferred re-lock runs, so the partition stays lowered and the Lease stays held — the window
+// docs/reliability.md describes. The next run is refused (exit 4, naming the holder) while the Lease is
+// fresh; once it is stale, the next run takes it over, re-locks the partition before anything else, and
+// finishes the members that are left.
+func TestSIGKILLedRunIsTakenOverAndRelockedFirst(t *testing.T) {
+	t.Parallel()
+	bin := cliBinary(t)
+	f := newFixture(t)
+	args := []string{"--sts", f.etcd.Spec.Name, "-n", f.etcd.Namespace, "--kubeconfig", f.c.Kubeconfig,
+		"--cooldown", "0s", "--lease-duration", "4s"}
+	rev := f.changeTemplate()
+	_, uidsBefore := f.pods()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	run := exec.CommandContext(ctx, bin, append([]string{"run"}, args...)...)
+	stdout, err := run.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, run.Start())
+	lines := bufio.NewScanner(stdout)
+	killed := false
+	for lines.Scan() {
+		t.Log(lines.Text())
+		if strings.Contains(lines.Text(), "waiting for etcd-1:") { // emitted once the partition is at 1
+			require.NoError(t, run.Process.Kill())
+			killed = true
+			break
+		}
+	}
+	_ = run.Wait()
+	require.True(t, killed, "the run ended before etcd-1 was in flight")
+	assert.Equal(t, 1, f.partition(), "no re-lock after SIGKILL")
+	probe := f.engine(nil)
+	holder, _, err := probe.LeaseHolder(ctx)
+	require.NoError(t, err)
+	require.NotEmpty(t, holder, "the killed run's lease is still held")
+	assert.Contains(t, holder, "/"+strconv.Itoa(run.Process.Pid), "held by the killed process")
+
+	out, code := runCLI(ctx, t, bin, append([]string{"run"}, args...)...)
+	assert.Equal(t, 4, code, "%s", out)
+	assert.Contains(t, out, "another rollout holds lease "+f.etcd.Namespace+"/etcd-etcd-rollout: "+holder)
+	assert.Contains(t, out, "retry after")
+
+	require.Eventually(t, func() bool {
+		_, expiresIn, err := probe.LeaseHolder(ctx)
+		return err == nil && expiresIn <= 0
+	}, 30*time.Second, 200*time.Millisecond, "the lease never went stale")
+	out, code = runCLI(ctx, t, bin, append([]string{"run"}, args...)...)
+	require.Equal(t, 0, code, "%s", out)
+	takeover := strings.Index(out, "took over the stale lease of "+holder)
+	relock := strings.Index(out, "partition left at 1 by "+holder+"; re-locking it before anything else")
+	plan := strings.Index(out, "plan:")
+	require.NotEqual(t, -1, takeover, out)
+	require.NotEqual(t, -1, relock, out)
+	assert.Less(t, relock, plan, "re-locked before planning")
+	assert.Contains(t, out, "unplanned elections:  0")
+	assert.NotContains(t, out, "restarting etcd-2", "etcd-2 was finished by the killed run")
+	f.requireState(rev)
+	_, uidsAfter := f.pods()
+	assert.Equal(t, []int{0, 1, 2}, restarted(uidsBefore, uidsAfter))
+}
+
+// cliBinary is bin/etcd-rollout as `make etcd-rollout` builds it (make test-faults builds it first).
+func cliBinary(t *testing.T) string {
+	t.Helper()
+	root, err := harness.RepoRoot()
+	require.NoError(t, err)
+	bin := filepath.Join(root, "bin", "etcd-rollout")
+	_, err = os.Stat(bin)
+	require.NoError(t, err, "run make etcd-rollout first")
+	return bin
+}
+
+// runCLI runs the CLI and returns its combined output and exit code.
+func runCLI(ctx context.Context, t *testing.T, bin string, args ...string) (string, int) {
+	t.Helper()
+	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+	t.Logf("$ etcd-rollout %s\n%s", strings.Join(args, " "), out)
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return string(out), exit.ExitCode()
+	}
+	require.NoError(t, err)
+	return string(out), 0
+}
