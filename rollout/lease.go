@@ -28,6 +28,8 @@ type rolloutLease struct {
 
 	mu      sync.Mutex
 	current *coordinationv1.Lease
+	// renewed is when this process last wrote the lease successfully.
+	renewed time.Time
 }
 
 // leaseState is what acquire found before it took the lease.
@@ -104,8 +106,10 @@ func (l *rolloutLease) renew(ctx context.Context) error {
 	return nil
 }
 
-// keepRenewed renews every third of the duration until stop is called. When renewal keeps failing until
-// the lease would have expired, or the lease was taken (a conflict), it cancels the run with ErrLeaseLost.
+// keepRenewed renews every third of the duration until stop is called. It cancels the run with ErrLeaseLost
+// when the lease was taken or deleted. While the API server cannot be reached it keeps trying instead: an
+// API server restart can outlast the lease, and nobody can take the lease over without the API server
+// either. What keeps two runs apart then is confirm, which the run calls before every disruption.
 func (l *rolloutLease) keepRenewed(ctx context.Context, cancel context.CancelCauseFunc) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -114,7 +118,6 @@ func (l *rolloutLease) keepRenewed(ctx context.Context, cancel context.CancelCau
 		defer wg.Done()
 		tick := time.NewTicker(l.duration / 3)
 		defer tick.Stop()
-		lastOK := time.Now()
 		for {
 			select {
 			case <-done:
@@ -126,12 +129,10 @@ func (l *rolloutLease) keepRenewed(ctx context.Context, cancel context.CancelCau
 				err := l.renew(rctx)
 				rcancel()
 				switch {
-				case err == nil:
-					lastOK = time.Now()
 				case errors.Is(err, ErrLeaseLost):
 					cancel(err)
 					return
-				case apierrors.IsNotFound(err) || time.Since(lastOK) > l.duration:
+				case apierrors.IsNotFound(err):
 					cancel(fmt.Errorf("%w: %v", ErrLeaseLost, err))
 					return
 				}
@@ -139,6 +140,35 @@ func (l *rolloutLease) keepRenewed(ctx context.Context, cancel context.CancelCau
 		}
 	}()
 	return func() { close(done); wg.Wait() }
+}
+
+// confirm makes sure this run still holds the lease before it disrupts a member. When the last renewal is
+// older than half the duration (the API server was away), it renews now, retrying while the API server
+// comes back; the update is conditional on the lease's resourceVersion, so of this run and one that took
+// the lease over meanwhile exactly one proceeds.
+func (l *rolloutLease) confirm(ctx context.Context) error {
+	l.mu.Lock()
+	fresh := time.Since(l.renewed) < l.duration/2
+	l.mu.Unlock()
+	if fresh {
+		return nil
+	}
+	var lost error
+	err := withAPIRetry(ctx, func(ctx context.Context) error {
+		err := l.renew(ctx)
+		if errors.Is(err, ErrLeaseLost) {
+			lost = err // final: retrying cannot give it back
+			return nil
+		}
+		return err
+	})
+	switch {
+	case lost != nil:
+		return lost
+	case err != nil:
+		return fmt.Errorf("%w: could not confirm lease %s is still ours: %v", ErrLeaseLost, l.id(), err)
+	}
+	return nil
 }
 
 // release clears the holder so the next run starts at once and knows this one ended cleanly.
@@ -168,6 +198,9 @@ func (l *rolloutLease) release(ctx context.Context) error {
 func (l *rolloutLease) set(lease *coordinationv1.Lease) {
 	l.mu.Lock()
 	l.current = lease
+	if lease != nil {
+		l.renewed = time.Now()
+	}
 	l.mu.Unlock()
 }
 

@@ -257,6 +257,9 @@ func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) error 
 	e, pod := r.e, st.Members[step.Ordinal].Pod
 	e.emit(step, "restarting %s (partition %d)", pod, step.Ordinal)
 	start := time.Now()
+	if err := e.lease.confirm(ctx); err != nil {
+		return fmt.Errorf("rolling %s: not lowering the partition: %w", pod, err)
+	}
 	e.etcd.Forget(pod)
 	r.touched = true
 	gen, err := e.setPartition(ctx, step.Ordinal)
