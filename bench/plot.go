@@ -1,0 +1,161 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"os"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness"
+)
+
+var (
+	colorPlanned  = color.RGBA{R: 30, G: 90, B: 220, A: 255}
+	colorHandover = color.RGBA{R: 20, G: 160, B: 60, A: 255}
+	colorElection = color.RGBA{R: 220, G: 30, B: 30, A: 255}
+	colorDown     = color.RGBA{R: 120, G: 120, B: 120, A: 60}
+	colorOK       = color.RGBA{R: 40, G: 40, B: 40, A: 255}
+)
+
+// Latency axis (ms, log scale): failed writes are drawn at failedY, above every possible success (the
+// client's timeout is 500 ms).
+const (
+	yMin    = 0.2
+	yMax    = 2000.0
+	failedY = 1000.0
+)
+
+// plotScenario draws, for each strategy, one rollout of the scenario (the run whose ops were kept) as write
+// latency over time, with member outages shaded and leader changes as vertical lines, all panels on one
+// time axis so they compare at a glance.
+func plotScenario(path string, sc ScenarioMeta, meta *Meta, rs []Rollout) error {
+	var panels []*plot.Plot
+	span := 0.0
+	var picked []Rollout
+	for _, st := range strategyOrder(meta) {
+		for _, r := range rs {
+			if r.Scenario == sc.Name && r.Strategy == st && len(r.Clusters) > 0 && len(r.Clusters[0].Ops) > 0 {
+				picked = append(picked, r)
+				span = max(span, r.LoadTo.Sub(r.Start).Seconds())
+				break
+			}
+		}
+	}
+	if len(picked) == 0 {
+		return nil
+	}
+	for _, r := range picked {
+		p, err := panel(r, span)
+		if err != nil {
+			return err
+		}
+		panels = append(panels, p)
+	}
+	const width = 22 * vg.Centimeter
+	height := vg.Length(len(panels)) * 5.5 * vg.Centimeter
+	img := vgimg.New(width, height)
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadTop: vg.Millimeter, PadBottom: vg.Millimeter,
+		PadLeft: vg.Millimeter, PadRight: 2 * vg.Millimeter, PadY: 2 * vg.Millimeter}
+	grid := make([][]*plot.Plot, len(panels))
+	for i, p := range panels {
+		grid[i] = []*plot.Plot{p}
+	}
+	canvases := plot.Align(grid, tiles, dc)
+	for i, p := range panels {
+		p.Draw(canvases[i][0])
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+func panel(r Rollout, span float64) (*plot.Plot, error) {
+	cr := r.Clusters[0]
+	p := plot.New()
+	planned, handover, election := cr.Raft.Count(ChangePlanned), cr.Raft.Count(ChangeHandover), cr.Raft.Count(ChangeElection)
+	p.Title.Text = fmt.Sprintf("%s / %s (leader first on %d): %.1f s, worst write gap %d ms, %d failed writes, leader changes %d planned, %d hand-over, %d election",
+		r.Scenario, r.Strategy, r.LeaderStart[0], r.Wall.Seconds(), r.Client.WorstGap.Milliseconds(), cr.Client.FailedWrites,
+		planned, handover, election)
+	p.Title.TextStyle.Font.Size = vg.Points(8)
+	p.X.Label.Text = "seconds since the roll began"
+	p.Y.Label.Text = "put latency (ms)"
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.X.Min, p.X.Max = -1, span
+	p.Y.Min, p.Y.Max = yMin, yMax
+	at := func(t time.Time) float64 { return t.Sub(r.Start).Seconds() }
+
+	for o, spans := range cr.Avail.Down {
+		_ = o
+		for _, s := range spans {
+			poly, err := plotter.NewPolygon(plotter.XYs{{X: at(s.From), Y: yMin}, {X: at(s.To), Y: yMin},
+				{X: at(s.To), Y: yMax}, {X: at(s.From), Y: yMax}})
+			if err != nil {
+				return nil, err
+			}
+			poly.Color = colorDown
+			poly.LineStyle.Width = 0
+			p.Add(poly)
+		}
+	}
+	for _, c := range cr.Raft.Changes {
+		col := colorPlanned
+		switch c.Kind {
+		case ChangeHandover:
+			col = colorHandover
+		case ChangeElection:
+			col = colorElection
+		}
+		l, err := plotter.NewLine(plotter.XYs{{X: at(c.Time), Y: yMin}, {X: at(c.Time), Y: yMax}})
+		if err != nil {
+			return nil, err
+		}
+		l.Color = col
+		l.Width = vg.Points(1.5)
+		p.Add(l)
+	}
+	var ok, failed plotter.XYs
+	for _, op := range cr.Ops {
+		if op.Kind != harness.OpPut {
+			continue
+		}
+		if op.OK {
+			ok = append(ok, plotter.XY{X: at(op.Start), Y: max(ms(op.Latency), yMin)})
+		} else {
+			failed = append(failed, plotter.XY{X: at(op.Start), Y: failedY})
+		}
+	}
+	if len(ok) > 0 {
+		s, err := plotter.NewScatter(ok)
+		if err != nil {
+			return nil, err
+		}
+		s.GlyphStyle.Radius = vg.Points(1)
+		s.GlyphStyle.Color = colorOK
+		p.Add(s)
+	}
+	if len(failed) > 0 {
+		s, err := plotter.NewScatter(failed)
+		if err != nil {
+			return nil, err
+		}
+		s.GlyphStyle.Radius = vg.Points(2)
+		s.GlyphStyle.Color = colorElection
+		s.GlyphStyle.Shape = draw.CrossGlyph{}
+		p.Add(s)
+	}
+	return p, nil
+}

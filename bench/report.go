@@ -1,0 +1,348 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Cell aggregates the rollouts of one strategy in one scenario. Leader-change counts are per cluster
+// rollout (the ten-clusters scenario rolls ten clusters per rollout).
+type Cell struct {
+	Scenario, Strategy string
+	Runs, Errors       int
+	ClusterRolls       int
+	Wall               []float64 // s
+	Planned            float64   // mean per cluster rollout
+	Handover, Election float64
+	Elections          int // total real elections
+	DeltaTerm          float64
+	TermOK, MetricOK   int
+	QuorumLossRuns     int
+	QuorumLostMax      float64 // s
+	FailedWrites       int
+	Writes             int
+	FailedReads        int
+	Gaps               []float64 // worst gap per rollout, ms
+	P99                []float64 // ms
+	DownPerMember      []float64 // s, one per member restart
+	Startups           []float64 // s
+	MaxRSSMB           float64
+}
+
+func (c *Cell) add(r Rollout) {
+	c.Runs++
+	if r.Err != "" {
+		c.Errors++
+	}
+	c.Wall = append(c.Wall, r.Wall.Seconds())
+	c.FailedWrites += r.Client.FailedWrites
+	c.FailedReads += r.Client.FailedReads
+	c.Writes += r.Client.Writes
+	c.Gaps = append(c.Gaps, ms(r.Client.WorstGap))
+	c.P99 = append(c.P99, ms(r.Client.P99Write))
+	c.MaxRSSMB = max(c.MaxRSSMB, float64(r.MaxRSSKB)/1024)
+	lost := false
+	for _, cr := range r.Clusters {
+		c.ClusterRolls++
+		c.Planned += float64(cr.Raft.Count(ChangePlanned))
+		c.Handover += float64(cr.Raft.Count(ChangeHandover))
+		e := cr.Raft.Count(ChangeElection)
+		c.Election += float64(e)
+		c.Elections += e
+		c.DeltaTerm += float64(cr.TermAfter - cr.TermBefore)
+		if cr.TermCheck() {
+			c.TermOK++
+		}
+		if cr.MetricCheck {
+			c.MetricOK++
+		}
+		if d := cr.Avail.QuorumLostFor(); d > 0 {
+			lost = true
+			c.QuorumLostMax = max(c.QuorumLostMax, d.Seconds())
+		}
+		for _, d := range cr.Avail.DownFor() {
+			c.DownPerMember = append(c.DownPerMember, d.Seconds())
+		}
+		for _, s := range cr.Startups {
+			c.Startups = append(c.Startups, s.Took.Seconds())
+		}
+	}
+	if lost {
+		c.QuorumLossRuns++
+	}
+}
+
+func (c *Cell) finish() {
+	if n := float64(c.ClusterRolls); n > 0 {
+		c.Planned /= n
+		c.Handover /= n
+		c.Election /= n
+		c.DeltaTerm /= n
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+func maxOf(xs []float64) float64 {
+	m := 0.0
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}
+
+func minOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	m := xs[0]
+	for _, x := range xs {
+		m = min(m, x)
+	}
+	return m
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// readRollouts reads the raw data of a run.
+func readRollouts(outDir string) (*Meta, []Rollout, error) {
+	var meta Meta
+	b, err := os.ReadFile(filepath.Join(outDir, "meta.json"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the run's meta data: %w", err)
+	}
+	if err := json.Unmarshal(b, &meta); err != nil {
+		return nil, nil, fmt.Errorf("decoding meta.json: %w", err)
+	}
+	f, err := os.Open(filepath.Join(outDir, "rollouts.jsonl"))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	var rs []Rollout
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
+	for sc.Scan() {
+		var r Rollout
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return nil, nil, fmt.Errorf("decoding rollouts.jsonl: %w", err)
+		}
+		rs = append(rs, r)
+	}
+	return &meta, rs, sc.Err()
+}
+
+// writeReport writes results.md and one PNG per scenario next to it.
+func writeReport(outDir, results string) error {
+	meta, rs, err := readRollouts(outDir)
+	if err != nil {
+		return err
+	}
+	cells := map[string]map[string]*Cell{}
+	for _, r := range rs {
+		if cells[r.Scenario] == nil {
+			cells[r.Scenario] = map[string]*Cell{}
+		}
+		c := cells[r.Scenario][r.Strategy]
+		if c == nil {
+			c = &Cell{Scenario: r.Scenario, Strategy: r.Strategy}
+			cells[r.Scenario][r.Strategy] = c
+		}
+		c.add(r)
+	}
+	for _, m := range cells {
+		for _, c := range m {
+			c.finish()
+		}
+	}
+	dir := filepath.Dir(results)
+	var plots []string
+	for _, sc := range meta.Scenarios {
+		if cells[sc.Name] == nil {
+			continue
+		}
+		name := "bench-" + sc.Name + ".png"
+		if err := plotScenario(filepath.Join(dir, name), sc, meta, rs); err != nil {
+			return fmt.Errorf("plotting %s: %w", sc.Name, err)
+		}
+		plots = append(plots, name)
+	}
+	md := renderMarkdown(meta, cells, plots)
+	return os.WriteFile(results, []byte(md), 0o644)
+}
+
+func renderMarkdown(meta *Meta, cells map[string]map[string]*Cell, plots []string) string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	partial := len(meta.Done) < len(meta.Scenarios)
+	p("# Benchmark: rolling etcd with the default StatefulSet roll, the old Job's policy, and the engine\n\n")
+	if partial {
+		p("**PARTIAL RESULTS: the run did not finish every scenario** (done: %s; planned: %d scenarios).\n\n",
+			strings.Join(meta.Done, ", "), len(meta.Scenarios))
+	}
+	for _, f := range meta.Failed {
+		p("**Failed:** %s\n\n", f)
+	}
+	p("Generated by `make bench` (`bench/run.sh`) on %s, commit %s. Raw data: `bench/out/` (not committed).\n\n",
+		meta.Date.Format("2006-01-02 15:04 UTC"), meta.Commit)
+	p("Machine: %s, %d cores, %.0f GB RAM, load average %s at start; Kubernetes %s (real kube-apiserver and StatefulSet controller, kwok node), etcd %s (real processes, heartbeat 100 ms, election timeout 1 s, pre-vote on, fsync off), %s. Command line: `%s`.\n\n",
+		meta.CPU, meta.Cores, meta.MemoryGB, meta.LoadAvg, meta.Kubernetes, meta.Etcd, meta.Go, meta.CommandLine)
+
+	p("## Strategies\n\n")
+	for _, s := range meta.Strategies {
+		p("- **%s**: %s\n", s.Name, s.About)
+	}
+	p("\n## Scenarios\n\n")
+	for _, s := range meta.Scenarios {
+		p("- **%s** (%d rollouts per strategy, %d member(s) × %d cluster(s)): %s", s.Name, s.Runs, s.Replicas, s.Clusters, s.Title)
+		if f := meta.Facts[s.Name]; len(f) > 0 {
+			var keys []string
+			for k := range f {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			var kv []string
+			for _, k := range keys {
+				kv = append(kv, k+": "+f[k])
+			}
+			p(". Setup: %s", strings.Join(kv, "; "))
+		}
+		if t := meta.Took[s.Name]; t != "" {
+			p(". Scenario took %s", t)
+		}
+		p(".\n")
+	}
+	p("\nEvery rollout: a new pod template, the leader first placed on ordinal (run + cluster) mod N (so each ordinal in turn), a background client (etcd v3 Go client, one connection to all members, a put every %s with a 500 ms timeout and no retry of ours, and a linearizable get likewise) from 1 s before the roll to 1 s after; strategies take turns within each run.\n\n", "10 ms (20 ms in ten-clusters)")
+
+	p("## Results\n\n")
+	p("Worst write gap (ms, worst rollout) | real elections (total) | rollouts that lost quorum:\n\n")
+	strats := strategyOrder(meta)
+	p("| scenario |")
+	for _, s := range strats {
+		p(" %s |", s)
+	}
+	p("\n|---|")
+	for range strats {
+		p("---|")
+	}
+	p("\n")
+	for _, sc := range meta.Scenarios {
+		if cells[sc.Name] == nil {
+			continue
+		}
+		p("| %s |", sc.Name)
+		for _, s := range strats {
+			c := cells[sc.Name][s]
+			if c == nil {
+				p(" – |")
+				continue
+			}
+			p(" %.0f \\| %d \\| %d/%d |", maxOf(c.Gaps), c.Elections, c.QuorumLossRuns, c.Runs)
+		}
+		p("\n")
+	}
+	p("\nAll measurements, per scenario and strategy:\n\n")
+	p("| scenario | strategy | rollouts (errors) | wall s mean (min–max) | leader changes per roll: planned / hand-over / election | Δ raft term | quorum lost: rollouts, longest s | failed writes / writes | worst write gap ms: max, median | p99 write ms: mean, max | member down s: mean, max | log checks: term, metric |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, sc := range meta.Scenarios {
+		for _, s := range strats {
+			c := cells[sc.Name][s]
+			if c == nil {
+				continue
+			}
+			p("| %s | %s | %d (%d) | %.1f (%.1f–%.1f) | %.2f / %.2f / %.2f | %.2f | %d, %.2f | %d / %d | %.0f, %.0f | %.0f, %.0f | %.2f, %.2f | %d/%d, %d/%d |\n",
+				sc.Name, s, c.Runs, c.Errors, mean(c.Wall), minOf(c.Wall), maxOf(c.Wall),
+				c.Planned, c.Handover, c.Election, c.DeltaTerm, c.QuorumLossRuns, c.QuorumLostMax,
+				c.FailedWrites, c.Writes, maxOf(c.Gaps), median(c.Gaps), mean(c.P99), maxOf(c.P99),
+				mean(c.DownPerMember), maxOf(c.DownPerMember), c.TermOK, c.ClusterRolls, c.MetricOK, c.ClusterRolls)
+		}
+	}
+	p("\n%s\n", howMeasured)
+	extras(&b, meta, cells)
+	p("\n## Targets (issue #6)\n\n")
+	for _, t := range evaluateTargets(meta, cells) {
+		mark := "MET"
+		if !t.Met {
+			mark = "NOT MET"
+		}
+		if t.Unknown {
+			mark = "NOT MEASURED"
+		}
+		p("- **%s**: %s — %s\n", mark, t.Name, t.Detail)
+	}
+	if len(plots) > 0 {
+		p("\n## Plots\n\nWrite latency of the background client over one rollout per strategy (the run with the leader first on the last ordinal, the first member every strategy restarts); failed writes at the top in red; shaded: a member out (process stopped or not yet answering /livez); vertical lines: leader changes (blue planned, green hand-over on SIGTERM, red election).\n\n")
+		for _, name := range plots {
+			p("![%s](%s)\n\n", strings.TrimSuffix(name, ".png"), name)
+		}
+	}
+	return b.String()
+}
+
+const howMeasured = `How each column is measured:
+- **leader changes**: every term won, read from the members' own logs (zap JSON): a winner that logged ` + "`received MsgTimeoutNow`" + ` for that term took over by a transfer — *planned* when the old leader sent it through the MoveLeader API, *hand-over* when the old leader had just logged ` + "`received signal; shutting down`" + ` (etcd's own transfer on SIGTERM); any other winner campaigned (pre-candidate, candidate) because it stopped hearing from a leader: a real *election*.
+- **log checks**: *term*: the raft term (Status RPC) rose by exactly the number of terms the logs show a campaign in; *metric*: each member's ` + "`etcd_server_leader_changes_seen_total`" + ` equals the leader changes its current process logged. x/y = cluster rollouts that passed.
+- **quorum lost**: a member counts as out from its process's SIGTERM (or, if it ignores SIGTERM, its SIGKILL) until its next process answers ` + "`/livez`" + ` (etcd serves it once its server runs, so a member still loading its database is out); sampled every 50 ms (100 ms with ten clusters); quorum is lost while fewer than a majority are in.
+- **wall**: from the roll's start (partition lowered, or the engine's Run) until every pod is at the update revision and etcd is healthy (the default roll: ` + "`harness.WaitRolledOut`" + `, polled every 50 ms).
+- **worst write gap**: the longest time between two successful puts' completions (from the client's start, to its stop); **failed writes**: puts that failed or timed out (500 ms); p99 over successful puts.`
+
+// strategyOrder lists strategies as the run defined them.
+func strategyOrder(meta *Meta) []string {
+	var out []string
+	for _, s := range meta.Strategies {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+// extras reports the numbers only some scenarios have: restart times, peak RSS.
+func extras(b *strings.Builder, meta *Meta, cells map[string]map[string]*Cell) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	p("\nMember restart (process start to /livez), mean over every restart of every strategy:")
+	for _, sc := range meta.Scenarios {
+		var all []float64
+		for _, c := range cells[sc.Name] {
+			all = append(all, c.Startups...)
+		}
+		if len(all) > 0 {
+			p(" %s %.2f s (max %.2f s);", sc.Name, mean(all), maxOf(all))
+		}
+	}
+	p("\n")
+	if m := cells["ten-clusters"]; m != nil {
+		p("\nTen clusters at once: peak RSS of the process that ran the ten engines (a separate process, getrusage):")
+		for _, s := range strategyOrder(meta) {
+			if c := m[s]; c != nil && c.MaxRSSMB > 0 {
+				p(" %s %.0f MB;", s, c.MaxRSSMB)
+			}
+		}
+		p(" (the default roll is done by kube-controller-manager, shared with everything else).\n")
+	}
+}

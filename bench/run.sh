@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# bench/run.sh - `make bench`: the default StatefulSet roll, the old Job's policy and the engine, side by side
+# on the local cluster (make cluster-up), over every scenario of bench/scenarios.go. Writes bench/results.md and
+# bench/bench-<scenario>.png; raw data in bench/out/ (ignored by git).
+#
+# Knobs (environment):
+#   BENCH_RUNS=10          rollouts per strategy per scenario (heavy ×0.5, ten-clusters ×0.3, at least 1)
+#   BENCH_SCENARIOS=all    comma-separated: easy,heavy-immediate,heavy-probe,hung,five,mtls,ten-clusters
+#   BENCH_COOLDOWN=1s      cool-down of the job-like and engine strategies (the engine's default is 30s)
+#   BENCH_RESULTS=results.md   where the table goes (relative to bench/); a smoke run can write elsewhere
+# Only the report from existing raw data: BENCH_REPORT_ONLY=1.
+set -euo pipefail
+cd "$(dirname "$0")"
+mkdir -p out
+go build -o out/bench .
+args=(-runs "${BENCH_RUNS:-10}" -scenarios "${BENCH_SCENARIOS:-all}" -cooldown "${BENCH_COOLDOWN:-1s}"
+  -results "${BENCH_RESULTS:-results.md}" -out "${BENCH_OUT:-out}")
+if [ "${BENCH_REPORT_ONLY:-0}" = 1 ]; then args+=(-report-only); fi
+exec out/bench "${args[@]}"

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness/memberapi"
+)
+
+// Strategy is one way to roll the StatefulSet.
+type Strategy struct {
+	Name string
+	// Default is the StatefulSet controller's own roll: partition 0, OrderedReady, nothing else.
+	Default  bool
+	Policy   rollout.LeaderPolicy
+	Cooldown time.Duration
+	About    string
+}
+
+// strategies are the columns of the benchmark. The engine's 30 s default cool-down is idle waiting that adds
+// exactly (N-1) × cool-down to a roll; it is scaled down (the same value for job-like and engine, so they
+// differ only in leader placement) to keep a run of the whole matrix within half an hour.
+func strategies(cooldown time.Duration) []Strategy {
+	return []Strategy{
+		{Name: "default", Default: true, About: "StatefulSet RollingUpdate, partition 0, OrderedReady: what users get without us"},
+		{Name: "job-like", Policy: rollout.LeaderJobLike, Cooldown: cooldown,
+			About: fmt.Sprintf("the engine as the old Job behaved: leader to member 0 first, to member N-1 before member 0; cool-down %s (the Job's 30 s, scaled down)", cooldown)},
+		{Name: "engine", Policy: rollout.LeaderLazy, Cooldown: cooldown,
+			About: fmt.Sprintf("the engine's defaults (lazy leader placement, every health gate), cool-down %s (default 30 s, scaled down)", cooldown)},
+		{Name: "engine-cd0", Policy: rollout.LeaderLazy, Cooldown: 0, About: "the engine's defaults with cool-down 0"},
+	}
+}
+
+// Scenario is one cluster shape and workload, rolled by every strategy in turn.
+type Scenario struct {
+	Name  string
+	Title string
+	Spec  harness.EtcdSpec
+	// Clusters rolled at once (one process rolls all of them).
+	Clusters int
+	// Preload: keys of ValueSize bytes written once before the first roll.
+	PreloadKeys, ValueSize int
+	// Pressure is a steady write rate (puts/s, ValueSize bytes each, to random preloaded keys) kept up for
+	// the whole scenario, so a restarted member has to catch up.
+	Pressure int
+	// Hang makes every member ignore SIGTERM, so each is SIGKILLed at the end of the grace period.
+	Hang bool
+	// LoadInterval is the background client's pause between two ops.
+	LoadInterval time.Duration
+	// RunsFactor scales the runs per cell (heavy and 10-cluster runs are long).
+	RunsFactor float64
+}
+
+// scenarios are the rows of the benchmark.
+func scenarios() []Scenario {
+	base := harness.EtcdSpec{Name: "etcd", ServiceName: "etcd-headless", GracePeriod: 30 * time.Second}
+	with := func(f func(*harness.EtcdSpec)) harness.EtcdSpec { s := base; f(&s); return s }
+	return []Scenario{
+		{Name: "easy", Title: "easy: 3 members, tiny keyspace, light load, graceful shutdown",
+			Spec: base, Clusters: 1, LoadInterval: 10 * time.Millisecond, RunsFactor: 1},
+		{Name: "heavy-immediate", Title: "heavy, no readiness probe: 3 members, large keyspace, steady write load",
+			Spec: base, Clusters: 1, PreloadKeys: 400_000, ValueSize: 512, Pressure: 300,
+			LoadInterval: 10 * time.Millisecond, RunsFactor: 0.5},
+		{Name: "heavy-probe", Title: "heavy, readiness probe on /readyz: 3 members, large keyspace, steady write load",
+			Spec: with(func(s *harness.EtcdSpec) { s.Readiness = memberapi.ReadyOnProbe }), Clusters: 1,
+			PreloadKeys: 400_000, ValueSize: 512, Pressure: 300, LoadInterval: 10 * time.Millisecond, RunsFactor: 0.5},
+		{Name: "hung", Title: "hung shutdown: every stopped member ignores SIGTERM, SIGKILL after a 2 s grace period",
+			Spec: with(func(s *harness.EtcdSpec) { s.GracePeriod = 2 * time.Second }), Clusters: 1, Hang: true,
+			LoadInterval: 10 * time.Millisecond, RunsFactor: 1},
+		{Name: "five", Title: "5 members",
+			Spec: with(func(s *harness.EtcdSpec) { s.Replicas = 5 }), Clusters: 1, LoadInterval: 10 * time.Millisecond, RunsFactor: 1},
+		{Name: "mtls", Title: "mTLS (client and peer), the keyspace-etcd-group shape",
+			Spec: harness.EtcdSpec{Name: "keyspace-etcd-group-0", ServiceName: "keyspace-etcd-group-0-peer", TLS: true,
+				GracePeriod: 30 * time.Second}, Clusters: 1, LoadInterval: 10 * time.Millisecond, RunsFactor: 1},
+		{Name: "ten-clusters", Title: "10 clusters × 3 members rolled at once by one process",
+			Spec: base, Clusters: 10, LoadInterval: 20 * time.Millisecond, RunsFactor: 0.3},
+	}
+}
+
+// selectScenarios picks scenarios by comma-separated names ("" or "all": every one).
+func selectScenarios(names string) ([]Scenario, error) {
+	all := scenarios()
+	if names == "" || names == "all" {
+		return all, nil
+	}
+	var out []Scenario
+	for _, n := range strings.Split(names, ",") {
+		n = strings.TrimSpace(n)
+		found := false
+		for _, s := range all {
+			if s.Name == n {
+				out, found = append(out, s), true
+			}
+		}
+		if !found {
+			var known []string
+			for _, s := range all {
+				known = append(known, s.Name)
+			}
+			return nil, fmt.Errorf("unknown scenario %q (known: %s)", n, strings.Join(known, ", "))
+		}
+	}
+	return out, nil
+}
+
+// runsFor is the number of rollouts per strategy of a scenario: runs scaled by its factor, at least 1.
+func runsFor(s Scenario, runs int) int {
+	return max(1, int(float64(runs)*s.RunsFactor+0.5))
+}
