@@ -3,12 +3,10 @@
 package engine_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -66,46 +64,6 @@ func TestCLI(t *testing.T) {
 	out, code = cli("run")
 	assert.Equal(t, 3, code, "blocked: %s", out)
 	assert.Contains(t, out, "rollout blocked")
-}
-
-// A run killed with SIGKILL cannot re-lock: the partition stays lowered and its lease stays held. The
-// next run is refused (exit 4) while the lease is fresh, then takes it over, re-locks and finishes.
-func TestCLIResumesAfterSIGKILL(t *testing.T) {
-	t.Parallel()
-	bin := buildCLI(t)
-	f := newFixture(t, httpSpec)
-	args := []string{"--sts", f.etcd.Spec.Name, "-n", f.etcd.Namespace, "--kubeconfig", f.c.Kubeconfig, "--cooldown", "0s", "--lease-duration", "4s"}
-	rev := f.changeTemplate(label(0))
-
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	run := exec.CommandContext(ctx, bin, append([]string{"run"}, args...)...)
-	stdout, err := run.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, run.Start())
-	lines := bufio.NewScanner(stdout)
-	for lines.Scan() {
-		t.Log(lines.Text())
-		if strings.Contains(lines.Text(), "waiting for etcd-1:") { // emitted once the partition is at 1
-			require.NoError(t, run.Process.Kill())
-			break
-		}
-	}
-	_ = run.Wait()
-	assert.Equal(t, 1, f.partition(), "no re-lock after SIGKILL: the window the README documents")
-
-	out, err := exec.CommandContext(ctx, bin, append([]string{"run"}, args...)...).CombinedOutput()
-	var exit *exec.ExitError
-	require.ErrorAs(t, err, &exit, "%s", out)
-	assert.Equal(t, 4, exit.ExitCode(), "%s", out)
-	assert.Contains(t, string(out), "another rollout holds lease")
-
-	time.Sleep(4 * time.Second)
-	out, err = exec.CommandContext(ctx, bin, append([]string{"run"}, args...)...).CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	assert.Contains(t, string(out), "took over the stale lease")
-	assert.Contains(t, string(out), "unplanned elections:  0")
-	f.requireRolledTo(rev)
 }
 
 func buildCLI(t *testing.T) string {
