@@ -57,6 +57,9 @@ func (c component) construct(ctx *pulumi.Context, name string, args EtcdRollingU
 	// before Construct runs anyway; dependsOnSts below is the explicit dependency.
 	var dependsOn []pulumi.Resource
 	versionHash := args.VersionHash
+	// stsMustExist: nothing this update creates stands before the StatefulSet, so the Rollout's Check may
+	// call a missing one a bad input even on the first create. Without a dependsOnSts, nothing does.
+	stsMustExist := pulumi.Bool(true).ToBoolOutput()
 	if args.StatefulSet != nil {
 		sts, hash, err := c.ownStatefulSet(ctx, name, args, comp, kubeProvider)
 		if err != nil {
@@ -66,12 +69,17 @@ func (c component) construct(ctx *pulumi.Context, name string, args EtcdRollingU
 		if versionHash == nil {
 			versionHash = hash
 		}
+		stsMustExist = sts.ID().ApplyT(func(pulumi.ID) bool { return true }).(pulumi.BoolOutput) // see allExist
 	}
 	if len(dependsOn) > 0 {
 		rolloutOpts = append(rolloutOpts, pulumi.DependsOn(dependsOn))
 	}
 	if args.DependsOnSts.OutputState != nil {
-		rolloutOpts = append(rolloutOpts, pulumi.DependsOnInputs(resourcesIn(args.DependsOnSts)))
+		deps := resourcesIn(args.DependsOnSts)
+		rolloutOpts = append(rolloutOpts, pulumi.DependsOnInputs(deps))
+		if args.StatefulSet == nil {
+			stsMustExist = allExist(deps)
+		}
 	}
 
 	inputs := pulumi.Map{
@@ -82,6 +90,8 @@ func (c component) construct(ctx *pulumi.Context, name string, args EtcdRollingU
 		"kubeconfig":  pulumi.ToSecret(access.Kubeconfig),
 		"context":     access.Context,
 		"cluster":     access.Cluster,
+		// Not a dependency of the Rollout: only a hint for its Check (see allExist).
+		"stsMustExist": stsMustExist,
 	}
 	optional := map[string]pulumi.IntInput{
 		"clientPort":           args.ClientPort,
@@ -162,6 +172,24 @@ func resourcesIn(v pulumi.AnyOutput) pulumi.ResourceArrayOutput {
 	return v.ApplyT(func(x any) []pulumi.Resource {
 		return collectResources(x)
 	}).(pulumi.ResourceArrayOutput)
+}
+
+// allExist is true when every resource in rs already exists on the cluster: each is a custom resource
+// whose ID is known. In a preview, a resource this update creates (or replaces) has no ID yet, so the result
+// stays unknown and the Rollout's Check leaves a missing StatefulSet to the update, which creates it first.
+// A component (a yaml.ConfigFile, say) hides what it creates, so it gives false: nobody can tell.
+func allExist(rs pulumi.ResourceArrayOutput) pulumi.BoolOutput {
+	return rs.ApplyT(func(list []pulumi.Resource) pulumi.BoolOutput {
+		var ids []any
+		for _, r := range list {
+			cr, ok := r.(pulumi.CustomResource)
+			if !ok {
+				return pulumi.Bool(false).ToBoolOutput()
+			}
+			ids = append(ids, cr.ID())
+		}
+		return pulumi.All(ids...).ApplyT(func([]any) bool { return true }).(pulumi.BoolOutput)
+	}).(pulumi.BoolOutput)
 }
 
 func collectResources(x any) []pulumi.Resource {

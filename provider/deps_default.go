@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -18,7 +19,39 @@ func DefaultDeps() Deps {
 		Plan:       rollout.PlanRollout,
 		LookupUID:  lookupUID,
 		RestConfig: ResolveRestConfig,
+		ReadFacts:  readFacts,
 	}
+}
+
+// readFacts reads the StatefulSet, and only when it is missing, its namespace (so the message can name the
+// right field). Errors other than NotFound are returned: Check then only warns. A Forbidden namespace or
+// Lease read (a namespace-scoped Role) leaves that fact unknown.
+func readFacts(ctx context.Context, restConfig *rest.Config, namespace, name string) (clusterFacts, error) {
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return clusterFacts{}, fmt.Errorf("kubernetes client: %w", err)
+	}
+	var f clusterFacts
+	sts, err := client.AppsV1().StatefulSets(namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, nsErr := client.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+		f.NamespaceMissing = apierrors.IsNotFound(nsErr)
+		return f, nil
+	case err != nil:
+		return f, fmt.Errorf("reading StatefulSet %s/%s: %w", namespace, name, err)
+	}
+	f.StatefulSet = sts
+	lease, err := client.CoordinationV1().Leases(namespace).Get(ctx, rollout.LeaseName(name), metav1.GetOptions{})
+	switch {
+	case err == nil:
+		f.LeaseHeld = lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != ""
+	case apierrors.IsForbidden(err):
+		f.LeaseHeld = true // unknown: leave a lowered partition to the engine, which reads the Lease itself
+	case !apierrors.IsNotFound(err):
+		return f, fmt.Errorf("reading Lease %s/%s: %w", namespace, rollout.LeaseName(name), err)
+	}
+	return f, nil
 }
 
 // lookupUID reads one StatefulSet; errors keep their Kubernetes status so callers can tell NotFound apart.

@@ -32,12 +32,17 @@ type Planner func(s rollout.ClusterState, policy rollout.LeaderPolicy) (rollout.
 // was first run on without paying for a full member observation.
 type UIDLookup func(ctx context.Context, restConfig *rest.Config, namespace, name string) (string, error)
 
+// FactsReader reads what Check validates the inputs against (the StatefulSet, whether its namespace exists,
+// who holds the rollout Lease), without contacting a member. A nil reader skips those checks.
+type FactsReader func(ctx context.Context, restConfig *rest.Config, namespace, name string) (clusterFacts, error)
+
 // Deps are the provider's connections to the outside world. Production code uses DefaultDeps.
 type Deps struct {
 	NewEngine  EngineFactory
 	Plan       Planner
 	LookupUID  UIDLookup
 	RestConfig RestConfigResolver
+	ReadFacts  FactsReader
 }
 
 // RestConfigResolver turns the resource's cluster-access inputs into a client-go config.

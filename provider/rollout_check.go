@@ -28,10 +28,9 @@ func (r *Rollout) Check(ctx context.Context, req infer.CheckRequest) (infer.Chec
 	if len(failures) == 0 && known("kubeconfig") && known("context") && known("cluster") && known("stsName") && known("namespace") {
 		oldHash, hadOld := stringInput(req.OldInputs, "versionHash")
 		templateChanges := !known("versionHash") || (hadOld && oldHash != in.VersionHash)
-		plan, failure := r.previewPlan(ctx, in, templateChanges, hadOld)
-		if failure != nil {
-			failures = append(failures, *failure)
-		}
+		mustExist := hadOld || (known("stsMustExist") && in.StsMustExist != nil && *in.StsMustExist)
+		plan, clusterFailures := r.previewPlan(ctx, in, templateChanges, mustExist)
+		failures = append(failures, clusterFailures...)
 		in.Plan = plan
 	}
 	return infer.CheckResponse[RolloutArgs]{Inputs: in, Failures: failures}, nil

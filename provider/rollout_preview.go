@@ -20,12 +20,13 @@ const observeTimeout = 45 * time.Second
 // not been applied yet (the preview of a template change runs before the StatefulSet is updated).
 const pendingRevision = "(new pod template)"
 
-// previewPlan observes the live cluster and plans the next rollout. templateChanges says the pod template is
-// about to change, so every member counts as outdated whatever the live StatefulSet says. exists says the
-// Rollout is already in the state, so its StatefulSet must be on the cluster: a missing one is a bad input
-// (for a new Rollout it may be created by the same update). It returns a failure only for bad input; a
-// cluster that cannot be read is a warning and an empty plan.
-func (r *Rollout) previewPlan(ctx context.Context, in RolloutArgs, templateChanges, exists bool) ([]string, *p.CheckFailure) {
+// previewPlan checks the inputs against the live cluster, then observes it and plans the next rollout.
+// templateChanges says the pod template is about to change, so every member counts as outdated whatever the
+// live StatefulSet says. mustExist says the StatefulSet must already be on the cluster: the Rollout is in
+// the state, or nothing this update creates stands before it (stsMustExist); a missing one is then a bad
+// input, otherwise the same update may create it. It returns failures only for bad input; a cluster that
+// cannot be read is a warning and an empty plan. Nothing here writes to the cluster.
+func (r *Rollout) previewPlan(ctx context.Context, in RolloutArgs, templateChanges, mustExist bool) ([]string, []p.CheckFailure) {
 	log := p.GetLogger(ctx)
 	ctx, cancel := context.WithTimeout(ctx, observeTimeout)
 	defer cancel()
@@ -33,13 +34,25 @@ func (r *Rollout) previewPlan(ctx context.Context, in RolloutArgs, templateChang
 
 	restConfig, err := r.deps.RestConfig(in.access())
 	if err != nil {
-		return nil, &p.CheckFailure{Property: "kubeconfig", Reason: fmt.Sprintf("cannot build cluster access: %v", err)}
+		return nil, []p.CheckFailure{{Property: "kubeconfig", Reason: fmt.Sprintf("cannot build cluster access: %v", err)}}
 	}
-	if _, err := r.deps.LookupUID(ctx, restConfig, in.Namespace, in.StsName); err != nil {
+	if r.deps.ReadFacts != nil {
+		facts, err := r.deps.ReadFacts(ctx, restConfig, in.Namespace, in.StsName)
+		if err != nil {
+			log.Warningf("could not read StatefulSet %s to check the inputs and plan the rollout: %v", target, err)
+			return nil, nil
+		}
+		if failures := preflightFailures(in, facts, mustExist); len(failures) > 0 || facts.StatefulSet == nil {
+			if len(failures) == 0 {
+				log.Infof("StatefulSet %s does not exist yet; the rollout plan is made when it does", target)
+			}
+			return nil, failures
+		}
+	} else if _, err := r.deps.LookupUID(ctx, restConfig, in.Namespace, in.StsName); err != nil {
 		if apierrors.IsNotFound(err) {
-			if exists {
-				return nil, &p.CheckFailure{Property: "stsName", Reason: fmt.Sprintf(
-					"StatefulSet %s was not found on the cluster: check stsName and namespace (and the kubeconfig/context in use)", target)}
+			if mustExist {
+				return nil, []p.CheckFailure{{Property: "stsName", Reason: fmt.Sprintf(
+					"StatefulSet %s was not found on the cluster: check stsName and namespace (and the kubeconfig/context in use)", target)}}
 			}
 			log.Infof("StatefulSet %s does not exist yet; the rollout plan is made when it does", target)
 			return nil, nil
@@ -58,6 +71,9 @@ func (r *Rollout) previewPlan(ctx context.Context, in RolloutArgs, templateChang
 	if err != nil {
 		log.Warningf("could not observe %s to plan the rollout: %v", target, err)
 		return nil, nil
+	}
+	if failure := unansweredFailure(in, state); failure != nil {
+		return nil, []p.CheckFailure{*failure}
 	}
 	if templateChanges {
 		state.UpdateRevision = pendingRevision

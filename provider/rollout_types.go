@@ -46,6 +46,10 @@ type RolloutArgs struct {
 	Context    *string `pulumi:"context,optional"`
 	Cluster    *string `pulumi:"cluster,optional"`
 
+	// StsMustExist is set by EtcdRollingUpgrade when nothing this update creates stands before the
+	// StatefulSet: then a missing one is refused in preview even on the first create. Never a diff.
+	StsMustExist *bool `pulumi:"stsMustExist,optional"`
+
 	// Plan is written by the provider's Check from the live cluster; it is an input so that the CLI's diff
 	// (old outputs against new inputs) can show it.
 	Plan []string `pulumi:"plan,optional"`
@@ -65,6 +69,8 @@ func (r *RolloutArgs) Annotate(a infer.Annotator) {
 	a.Describe(&r.Kubeconfig, "Kubeconfig path or document. Empty: client-go's default loading rules. Changes are not a diff.")
 	a.Describe(&r.Context, "Kubeconfig context to use. Changes are not a diff.")
 	a.Describe(&r.Cluster, "Kubeconfig cluster to use. Changes are not a diff.")
+	a.Describe(&r.StsMustExist, "Set by EtcdRollingUpgrade: true when the StatefulSet must already be on the cluster "+
+		"(nothing in this update creates it), so a missing one is refused in preview even on the first create. Not a diff.")
 	a.Describe(&r.Plan, "Set by the provider: the steps the next rollout will take on the live cluster, in order. "+
 		"A value set by a program is replaced.")
 }

@@ -121,6 +121,7 @@ export class Rollout extends pulumi.CustomResource {
             resourceInputs["plan"] = args?.plan;
             resourceInputs["readyTimeoutSeconds"] = args?.readyTimeoutSeconds;
             resourceInputs["serviceName"] = args?.serviceName;
+            resourceInputs["stsMustExist"] = args?.stsMustExist;
             resourceInputs["stsName"] = args?.stsName;
             resourceInputs["tls"] = args?.tls;
             resourceInputs["versionHash"] = args?.versionHash;
@@ -199,6 +200,10 @@ export interface RolloutArgs {
      * The StatefulSet's governing (headless) Service.
      */
     serviceName: pulumi.Input<string>;
+    /**
+     * Set by EtcdRollingUpgrade: true when the StatefulSet must already be on the cluster (nothing in this update creates it), so a missing one is refused in preview even on the first create. Not a diff.
+     */
+    stsMustExist?: pulumi.Input<boolean | undefined>;
     /**
      * Name of the etcd StatefulSet.
      */

@@ -124,6 +124,8 @@ type rolloutArgs struct {
 	ReadyTimeoutSeconds *int `pulumi:"readyTimeoutSeconds"`
 	// The StatefulSet's governing (headless) Service.
 	ServiceName string `pulumi:"serviceName"`
+	// Set by EtcdRollingUpgrade: true when the StatefulSet must already be on the cluster (nothing in this update creates it), so a missing one is refused in preview even on the first create. Not a diff.
+	StsMustExist *bool `pulumi:"stsMustExist"`
 	// Name of the etcd StatefulSet.
 	StsName string `pulumi:"stsName"`
 	// Client TLS files as mounted inside the etcd container; all three or none.
@@ -154,6 +156,8 @@ type RolloutArgs struct {
 	ReadyTimeoutSeconds pulumi.IntPtrInput
 	// The StatefulSet's governing (headless) Service.
 	ServiceName pulumi.StringInput
+	// Set by EtcdRollingUpgrade: true when the StatefulSet must already be on the cluster (nothing in this update creates it), so a missing one is refused in preview even on the first create. Not a diff.
+	StsMustExist pulumi.BoolPtrInput
 	// Name of the etcd StatefulSet.
 	StsName pulumi.StringInput
 	// Client TLS files as mounted inside the etcd container; all three or none.

@@ -33,6 +33,7 @@ class RolloutArgs:
                  kubeconfig: pulumi.Input[Optional[_builtins.str]] = None,
                  plan: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
                  ready_timeout_seconds: pulumi.Input[Optional[_builtins.int]] = None,
+                 sts_must_exist: pulumi.Input[Optional[_builtins.bool]] = None,
                  tls: pulumi.Input[Optional['TLSArgs']] = None):
         """
         The set of arguments for constructing a Rollout resource.
@@ -49,6 +50,7 @@ class RolloutArgs:
         :param pulumi.Input[_builtins.str] kubeconfig: Kubeconfig path or document. Empty: client-go's default loading rules. Changes are not a diff.
         :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] plan: Set by the provider: the steps the next rollout will take on the live cluster, in order. A value set by a program is replaced.
         :param pulumi.Input[_builtins.int] ready_timeout_seconds: Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
+        :param pulumi.Input[_builtins.bool] sts_must_exist: Set by EtcdRollingUpgrade: true when the StatefulSet must already be on the cluster (nothing in this update creates it), so a missing one is refused in preview even on the first create. Not a diff.
         :param pulumi.Input['TLSArgs'] tls: Client TLS files as mounted inside the etcd container; all three or none.
         """
         pulumi.set(__self__, "namespace", namespace)
@@ -71,6 +73,8 @@ class RolloutArgs:
             pulumi.set(__self__, "plan", plan)
         if ready_timeout_seconds is not None:
             pulumi.set(__self__, "ready_timeout_seconds", ready_timeout_seconds)
+        if sts_must_exist is not None:
+            pulumi.set(__self__, "sts_must_exist", sts_must_exist)
         if tls is not None:
             pulumi.set(__self__, "tls", tls)
 
@@ -219,6 +223,18 @@ class RolloutArgs:
         pulumi.set(self, "ready_timeout_seconds", value)
 
     @_builtins.property
+    @pulumi.getter(name="stsMustExist")
+    def sts_must_exist(self) -> pulumi.Input[Optional[_builtins.bool]]:
+        """
+        Set by EtcdRollingUpgrade: true when the StatefulSet must already be on the cluster (nothing in this update creates it), so a missing one is refused in preview even on the first create. Not a diff.
+        """
+        return pulumi.get(self, "sts_must_exist")
+
+    @sts_must_exist.setter
+    def sts_must_exist(self, value: pulumi.Input[Optional[_builtins.bool]]):
+        pulumi.set(self, "sts_must_exist", value)
+
+    @_builtins.property
     @pulumi.getter
     def tls(self) -> pulumi.Input[Optional['TLSArgs']]:
         """
@@ -247,6 +263,7 @@ class Rollout(pulumi.CustomResource):
                  plan: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
                  ready_timeout_seconds: pulumi.Input[Optional[_builtins.int]] = None,
                  service_name: pulumi.Input[Optional[_builtins.str]] = None,
+                 sts_must_exist: pulumi.Input[Optional[_builtins.bool]] = None,
                  sts_name: pulumi.Input[Optional[_builtins.str]] = None,
                  tls: pulumi.Input[Optional[Union['TLSArgs', 'TLSArgsDict', 'outputs.TLS']]] = None,
                  version_hash: pulumi.Input[Optional[_builtins.str]] = None,
@@ -266,6 +283,7 @@ class Rollout(pulumi.CustomResource):
         :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] plan: Set by the provider: the steps the next rollout will take on the live cluster, in order. A value set by a program is replaced.
         :param pulumi.Input[_builtins.int] ready_timeout_seconds: Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
         :param pulumi.Input[_builtins.str] service_name: The StatefulSet's governing (headless) Service.
+        :param pulumi.Input[_builtins.bool] sts_must_exist: Set by EtcdRollingUpgrade: true when the StatefulSet must already be on the cluster (nothing in this update creates it), so a missing one is refused in preview even on the first create. Not a diff.
         :param pulumi.Input[_builtins.str] sts_name: Name of the etcd StatefulSet.
         :param pulumi.Input[Union['TLSArgs', 'TLSArgsDict', 'outputs.TLS']] tls: Client TLS files as mounted inside the etcd container; all three or none.
         :param pulumi.Input[_builtins.str] version_hash: Changes whenever the pod template changes; a change means a rollout.
@@ -304,6 +322,7 @@ class Rollout(pulumi.CustomResource):
                  plan: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
                  ready_timeout_seconds: pulumi.Input[Optional[_builtins.int]] = None,
                  service_name: pulumi.Input[Optional[_builtins.str]] = None,
+                 sts_must_exist: pulumi.Input[Optional[_builtins.bool]] = None,
                  sts_name: pulumi.Input[Optional[_builtins.str]] = None,
                  tls: pulumi.Input[Optional[Union['TLSArgs', 'TLSArgsDict', 'outputs.TLS']]] = None,
                  version_hash: pulumi.Input[Optional[_builtins.str]] = None,
@@ -330,6 +349,7 @@ class Rollout(pulumi.CustomResource):
             if service_name is None and not opts.urn:
                 raise TypeError("Missing required property 'service_name'")
             __props__.__dict__["service_name"] = service_name
+            __props__.__dict__["sts_must_exist"] = sts_must_exist
             if sts_name is None and not opts.urn:
                 raise TypeError("Missing required property 'sts_name'")
             __props__.__dict__["sts_name"] = sts_name

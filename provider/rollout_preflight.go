@@ -1,0 +1,217 @@
+package provider
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
+)
+
+// clusterFacts is what Check reads from the cluster to refuse bad input before anything is touched: the
+// StatefulSet's spec says most of what can be wrong without contacting a single member.
+type clusterFacts struct {
+	// StatefulSet is nil when it does not exist.
+	StatefulSet *appsv1.StatefulSet
+	// NamespaceMissing is true only when the namespace is known not to exist (a namespace-scoped Role
+	// cannot read namespaces; then it is false and the message names both fields).
+	NamespaceMissing bool
+	// LeaseHeld says the rollout Lease names a holder: a run, live or dead, owns a lowered partition, and
+	// the engine takes it over or waits for it. Without one, a lowered partition is someone else's doing.
+	LeaseHeld bool
+}
+
+// preflightFailures checks the inputs against the live StatefulSet. mustExist says nothing in this update
+// creates the StatefulSet, so a missing one is a bad input. Each failure names the input to fix.
+func preflightFailures(in RolloutArgs, f clusterFacts, mustExist bool) []p.CheckFailure {
+	target := in.Namespace + "/" + in.StsName
+	var failures []p.CheckFailure
+	fail := func(prop, format string, args ...any) {
+		failures = append(failures, p.CheckFailure{Property: prop, Reason: fmt.Sprintf(format, args...)})
+	}
+	sts := f.StatefulSet
+	if sts == nil {
+		switch {
+		case !mustExist:
+		case f.NamespaceMissing:
+			fail("namespace", "namespace %q was not found on the cluster, so StatefulSet %s cannot be there: check namespace (and the kubeconfig/context in use)", in.Namespace, target)
+		default:
+			fail("stsName", "StatefulSet %s was not found on the cluster: check stsName and namespace (and the kubeconfig/context in use); "+
+				"if this program creates it, pass it as dependsOnSts", target)
+		}
+		return failures
+	}
+
+	replicas := 1 // the API's default
+	if sts.Spec.Replicas != nil {
+		replicas = int(*sts.Spec.Replicas)
+	}
+	switch {
+	case replicas == 0:
+		fail("stsName", "StatefulSet %s has spec.replicas 0: there is no etcd member to roll; scale it up first", target)
+	case replicas == 1:
+		fail("stsName", "StatefulSet %s has spec.replicas 1: a single etcd member cannot restart without losing quorum, and "+
+			"this rollout never disrupts a member the others cannot cover. Scale it to 3 members first, or roll it by hand "+
+			"(lower its partition to 0) in a maintenance window", target)
+	case replicas%2 == 0:
+		fail("stsName", "StatefulSet %s has spec.replicas %d: an even etcd cluster tolerates no more failures than one member "+
+			"fewer (2 members tolerate none, so no member can restart safely). Use an odd count: 3 or 5", target, replicas)
+	}
+	if sts.Spec.ServiceName != "" && in.ServiceName != sts.Spec.ServiceName {
+		fail("serviceName", "serviceName %q is not the governing Service of StatefulSet %s, which is %q: members are "+
+			"reached and verified by their DNS names under that Service", in.ServiceName, target, sts.Spec.ServiceName)
+	}
+	switch ru := sts.Spec.UpdateStrategy.RollingUpdate; {
+	case sts.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType:
+		fail("stsName", "StatefulSet %s uses updateStrategy OnDelete; the rollout needs RollingUpdate with "+
+			"rollingUpdate.partition = replicas (%d)", target, replicas)
+	case replicas > 0 && !f.LeaseHeld && (ru == nil || ru.Partition == nil || int(*ru.Partition) < replicas):
+		partition := 0
+		if ru != nil && ru.Partition != nil {
+			partition = int(*ru.Partition)
+		}
+		fail("stsName", "StatefulSet %s has partition %d with %d replicas and no rollout holds Lease %s: something else "+
+			"lowered it (or the StatefulSet was never locked), and the controller may be restarting members on its own. "+
+			"Set spec.updateStrategy.rollingUpdate.partition back to %d (`etcd-rollout unlock` does), then run again",
+			target, partition, replicas, rollout.LeaseName(in.StsName), replicas)
+	}
+	failures = append(failures, tlsFailures(in, target, etcdContainer(sts.Spec.Template.Spec.Containers))...)
+	return failures
+}
+
+// tlsFailures compares the tls input with how the etcd container serves clients: TLS for a plain cluster,
+// no TLS for a TLS cluster, and files that are not on any volume of the container all fail at the first
+// dial, after the rollout has begun, so they are refused here.
+func tlsFailures(in RolloutArgs, target string, c *corev1.Container) []p.CheckFailure {
+	if c == nil {
+		return nil
+	}
+	var failures []p.CheckFailure
+	mode := clientTLSMode(c)
+	switch {
+	case in.TLS == nil && mode == servesTLS:
+		failures = append(failures, p.CheckFailure{Property: "tls", Reason: fmt.Sprintf(
+			"container %s of StatefulSet %s serves clients over TLS (https client URLs or --cert-file), but tls is not set: "+
+				"give tls {caFile, certFile, keyFile} as the paths mounted inside that container", c.Name, target)})
+	case in.TLS != nil && mode == servesPlain:
+		failures = append(failures, p.CheckFailure{Property: "tls", Reason: fmt.Sprintf(
+			"tls is set, but container %s of StatefulSet %s serves clients over plain http (--listen-client-urls): "+
+				"leave tls out, or enable client TLS in etcd first", c.Name, target)})
+	}
+	if in.TLS == nil {
+		return failures
+	}
+	var mounts []string
+	for _, m := range c.VolumeMounts {
+		mounts = append(mounts, m.MountPath)
+	}
+	for _, f := range []struct{ prop, file string }{
+		{"tls.caFile", in.TLS.CaFile}, {"tls.certFile", in.TLS.CertFile}, {"tls.keyFile", in.TLS.KeyFile},
+	} {
+		if f.file != "" && !underAny(f.file, mounts) {
+			failures = append(failures, p.CheckFailure{Property: f.prop, Reason: fmt.Sprintf(
+				"%s %q is not on any volume mounted in container %s of StatefulSet %s (mounts: %s): the rollout reads "+
+					"the TLS material from the volume behind the path", f.prop, f.file, c.Name, target, strings.Join(mounts, ", "))})
+		}
+	}
+	return failures
+}
+
+type tlsMode int
+
+const (
+	unknownTLS tlsMode = iota
+	servesPlain
+	servesTLS
+)
+
+// clientTLSMode reads etcd's client-side TLS settings from the container's flags and ETCD_* environment.
+// Unknown (say, flags from a config file) refuses nothing.
+func clientTLSMode(c *corev1.Container) tlsMode {
+	settings := map[string]string{}
+	for _, a := range append(append([]string{}, c.Command...), c.Args...) {
+		if k, v, ok := strings.Cut(strings.TrimLeft(a, "-"), "="); ok && strings.HasPrefix(a, "-") {
+			settings[k] = v
+		} else if strings.HasPrefix(a, "-") {
+			settings[strings.TrimLeft(a, "-")] = "true"
+		}
+	}
+	for _, e := range c.Env {
+		if k, ok := strings.CutPrefix(e.Name, "ETCD_"); ok {
+			settings[strings.ReplaceAll(strings.ToLower(k), "_", "-")] = e.Value
+		}
+	}
+	urls := settings["listen-client-urls"] + "," + settings["advertise-client-urls"]
+	switch {
+	case settings["cert-file"] != "" || settings["auto-tls"] == "true" || strings.Contains(urls, "https://"):
+		return servesTLS
+	case strings.Contains(urls, "http://"):
+		return servesPlain
+	}
+	return unknownTLS
+}
+
+// etcdContainer picks the container that runs etcd: by name, then by command or image, else the only one.
+func etcdContainer(cs []corev1.Container) *corev1.Container {
+	for i := range cs {
+		if cs[i].Name == "etcd" {
+			return &cs[i]
+		}
+	}
+	for i := range cs {
+		if (len(cs[i].Command) > 0 && path.Base(cs[i].Command[0]) == "etcd") || strings.Contains(cs[i].Image, "etcd") {
+			return &cs[i]
+		}
+	}
+	if len(cs) == 1 {
+		return &cs[0]
+	}
+	return nil
+}
+
+func underAny(file string, dirs []string) bool {
+	file = path.Clean(file)
+	for _, d := range dirs {
+		d = path.Clean(d)
+		if file == d || strings.HasPrefix(file, strings.TrimSuffix(d, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// unansweredFailure refuses a StatefulSet none of whose members answers etcd's Status RPC while some of its
+// pods are Ready: it is not etcd, or clientPort or tls is wrong. Pods that are not Ready (a cluster that is
+// down) are left to the engine's own guard, which says what it waits for.
+func unansweredFailure(in RolloutArgs, s rollout.ClusterState) *p.CheckFailure {
+	ready, problem := 0, ""
+	for _, m := range s.Members {
+		if m.Reachable {
+			return nil
+		}
+		if m.Ready {
+			ready++
+			if problem == "" {
+				problem = fmt.Sprintf("%s: %s", m.Pod, m.Problem)
+			}
+		}
+	}
+	if ready == 0 {
+		return nil
+	}
+	port := 2379
+	if in.ClientPort != nil {
+		port = *in.ClientPort
+	}
+	scheme := "http"
+	if in.TLS != nil {
+		scheme = "https"
+	}
+	return &p.CheckFailure{Property: "stsName", Reason: fmt.Sprintf(
+		"no member of StatefulSet %s/%s answered as etcd on %s port %d although %d pod(s) are Ready (%s): is it an etcd "+
+			"StatefulSet, and are clientPort and tls right?", in.Namespace, in.StsName, scheme, port, ready, problem)}
+}
