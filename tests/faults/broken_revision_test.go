@@ -28,7 +28,7 @@ func TestNeverHealthyRevisionStopsAtTheFirstMember(t *testing.T) {
 	require.NoError(t, err)
 
 	res, err := f.engine(func(cfg *rollout.Config, _ *rollout.Options) {
-		cfg.ReadyTimeout = 30 * time.Second
+		cfg.ReadyTimeout = 15 * time.Second
 		cfg.HealthTimeout = 8 * time.Second
 	}).Run(runCtx(t))
 	var gate *rollout.GateTimeoutError
