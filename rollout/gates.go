@@ -21,30 +21,68 @@ const (
 )
 
 // waitMember blocks until the member passes both gates: its pod at updateRevision and Ready (pod Ready
-// only says the container started), then etcd's word that it is a healthy, caught-up voter.
-func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int) error {
+// only says the container started), then etcd's word that it is a healthy, caught-up voter. Each poll also
+// checks that nobody else changed the StatefulSet meanwhile (want: the partition and generation this run
+// wrote last): a partition lowered by someone else while a member is in flight lets the StatefulSet
+// controller restart the next member as soon as this one is Ready, so the run stops (and re-locks) at once
+// instead of at its next step.
+func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, want expectedSpec) error {
 	pod := st.Members[ordinal].Pod
 	start := time.Now()
-	if err := e.poll(ctx, pod, GatePodReady, e.cfg.ReadyTimeout, func(ctx context.Context) (bool, string) {
-		return e.podAtRevision(ctx, pod, st.UpdateRevision)
+	if err := e.poll(ctx, pod, GatePodReady, e.cfg.ReadyTimeout, func(ctx context.Context) (bool, string, error) {
+		if err := e.checkUnchanged(ctx, st, pod, want); err != nil {
+			return false, "", err
+		}
+		ok, seen := e.podAtRevision(ctx, pod, st.UpdateRevision)
+		return ok, seen, nil
 	}); err != nil {
 		return err
 	}
 	e.emit(Step{Kind: StepWaitMember, Ordinal: ordinal}, "%s is Ready at %s after %s; checking etcd health", pod, st.UpdateRevision, time.Since(start).Round(10*time.Millisecond))
-	return e.poll(ctx, pod, GateEtcdHealth, e.cfg.HealthTimeout, func(ctx context.Context) (bool, string) {
-		return e.memberHealthy(ctx, st, ordinal)
+	return e.poll(ctx, pod, GateEtcdHealth, e.cfg.HealthTimeout, func(ctx context.Context) (bool, string, error) {
+		if err := e.checkUnchanged(ctx, st, pod, want); err != nil {
+			return false, "", err
+		}
+		ok, seen := e.memberHealthy(ctx, st, ordinal)
+		return ok, seen, nil
 	})
 }
 
-// poll runs check until it passes, the gate's own timeout passes (a *GateTimeoutError carrying the last
-// thing seen), or ctx ends.
-func (e *Engine) poll(ctx context.Context, pod, gate string, timeout time.Duration, check func(context.Context) (bool, string)) error {
+// expectedSpec is what the StatefulSet looks like after this run's own last write.
+type expectedSpec struct {
+	Partition  int
+	Generation int64
+}
+
+// checkUnchanged reads the StatefulSet and returns an ErrInterference error when its partition, generation
+// or updateRevision is not what this run left. A read that fails is not a verdict: the gate polls again.
+func (e *Engine) checkUnchanged(ctx context.Context, st ClusterState, pod string, want expectedSpec) error {
+	sts, err := e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Get(ctx, e.cfg.StatefulSet, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	now := stsState(sts)
+	genChanged := want.Generation != 0 && sts.Generation != want.Generation
+	revChanged := now.UpdateRevision != "" && now.UpdateRevision != st.UpdateRevision
+	if now.Partition != want.Partition || genChanged || revChanged {
+		return fmt.Errorf("%w while waiting for %s: partition %d (this run set %d), generation %d (expected %d), updateRevision %q (started with %q); stopping rather than racing it: find who changed it (the StatefulSet's managedFields name the writer), then run again",
+			ErrInterference, pod, now.Partition, want.Partition, sts.Generation, want.Generation, now.UpdateRevision, st.UpdateRevision)
+	}
+	return nil
+}
+
+// poll runs check until it passes, fails for good (its error), the gate's own timeout passes (a
+// *GateTimeoutError carrying the last thing seen), or ctx ends.
+func (e *Engine) poll(ctx context.Context, pod, gate string, timeout time.Duration, check func(context.Context) (bool, string, error)) error {
 	deadline := time.Now().Add(timeout)
 	lastSeen := "nothing yet"
 	for {
 		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
-		ok, seen := check(cctx)
+		ok, seen, err := check(cctx)
 		cancel()
+		if err != nil {
+			return err
+		}
 		if ok {
 			return nil
 		}

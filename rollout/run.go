@@ -225,7 +225,7 @@ func (r *run) execute(ctx context.Context) error {
 		case StepWaitMember:
 			pod := st.Members[step.Ordinal].Pod
 			e.emit(step, "waiting for %s to pass its gates", pod)
-			if err := e.waitMember(ctx, st, step.Ordinal); err != nil {
+			if err := e.waitMember(ctx, st, step.Ordinal, expectedSpec{Partition: st.Partition, Generation: r.gen}); err != nil {
 				return err
 			}
 			e.emit(step, "%s healthy", pod)
@@ -268,7 +268,7 @@ func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) error 
 	}
 	r.gen = gen
 	e.emit(Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, "waiting for %s: revision %s, Ready, etcd healthy and caught up", pod, st.UpdateRevision)
-	if err := e.waitMember(ctx, st, step.Ordinal); err != nil {
+	if err := e.waitMember(ctx, st, step.Ordinal, expectedSpec{Partition: step.Ordinal, Generation: gen}); err != nil {
 		return fmt.Errorf("rolling %s: %w", pod, err)
 	}
 	if err := r.lock(ctx, st.Replicas); err != nil {

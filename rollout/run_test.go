@@ -244,6 +244,31 @@ func TestRunRefusesPartitionLoweredBySomeoneElse(t *testing.T) {
 	assert.Equal(t, before, c.stsPatches(), "nothing changed")
 }
 
+// Someone lowering the partition while a member is in flight is caught by the gate's own polling, before
+// the StatefulSet controller could restart the next member.
+func TestRunStopsWhenThePartitionIsLoweredWhileAMemberIsInFlight(t *testing.T) {
+	c := newFakeCluster(t, 3, 2)
+	c.etcd.brokenAfterRestart["etcd-1"] = true // etcd-1 stays in its health gate until the run stops
+	e := c.engine(t, func(cfg *Config, o *Options) {
+		cfg.HealthTimeout = 10 * time.Second
+		o.OnEvent = func(ev Event) {
+			if strings.HasPrefix(ev.Message, "etcd-1 is Ready") {
+				_, err := c.kube.AppsV1().StatefulSets("db").Patch(context.Background(), "etcd", "application/merge-patch+json",
+					[]byte(`{"spec":{"updateStrategy":{"rollingUpdate":{"partition":0}}}}`), metav1.PatchOptions{})
+				require.NoError(t, err)
+			}
+		}
+	})
+	start := time.Now()
+	res, err := e.Run(context.Background())
+	require.ErrorIs(t, err, ErrInterference)
+	assert.Contains(t, err.Error(), "while waiting for etcd-1: partition 0 (this run set 1)")
+	assert.Less(t, time.Since(start), 5*time.Second, "stopped at the next poll, not at the gate timeout")
+	assert.Equal(t, []string{"etcd-2"}, res.MembersRolled)
+	assert.Equal(t, 3, c.partition(), "re-locked")
+	assert.Equal(t, []string{oldRev, newRev, newRev}, c.revisions(), "etcd-0 never restarted")
+}
+
 func TestRunStopsWhenTheTemplateChangesMidRun(t *testing.T) {
 	c := newFakeCluster(t, 3, 0)
 	e := c.engine(t, func(_ *Config, o *Options) {
