@@ -66,7 +66,7 @@ func (e *Engine) checkUnchanged(ctx context.Context, st ClusterState, pod string
 	revChanged := now.UpdateRevision != "" && now.UpdateRevision != st.UpdateRevision
 	if now.Partition != want.Partition || genChanged || revChanged {
 		return fmt.Errorf("%w while waiting for %s: partition %d (this run set %d), generation %d (expected %d), updateRevision %q (started with %q); stopping rather than racing it: find who changed it (the StatefulSet's managedFields name the writer), then run again",
-			ErrInterference, pod, now.Partition, want.Partition, sts.Generation, want.Generation, now.UpdateRevision, st.UpdateRevision)
+			ErrInterference, pod, now.Partition, want.Partition, sts.Generation, want.Generation, sts.Status.UpdateRevision, st.UpdateRevision)
 	}
 	return nil
 }
