@@ -22,29 +22,42 @@ func TestSomeoneElseChangesTheStatefulSet(t *testing.T) {
 	f := newFixture(t)
 	cases := []struct {
 		name   string
+		when   string // the progress line after which someone else writes
 		change func(ctx context.Context) error
 		want   string
 	}{
-		{"the partition is lowered", func(ctx context.Context) error {
+		{"the partition is lowered between two members", "etcd-2 rolled", func(ctx context.Context) error {
 			return f.etcd.SetPartition(ctx, 2) // etcd-2 is already updated: nothing else restarts by it
 		}, ", partition 2; stopping rather than racing it"},
-		{"the template is edited", func(ctx context.Context) error {
+		{"the template is edited between two members", "etcd-2 rolled", func(ctx context.Context) error {
 			_, err := f.etcd.UpdateTemplate(ctx, func(tpl *corev1.PodTemplateSpec) {
 				tpl.Annotations["someone-else"] = time.Now().String()
 			})
 			return err
 		}, "(started with"},
+		// etcd-1 hangs on its SIGTERM for the 5 s grace period, so it cannot be Ready again for that long,
+		// and the StatefulSet controller (OrderedReady) will not touch etcd-0 before it is: the run must
+		// notice the lowered partition and re-lock within that time, which it does at its next poll.
+		{"the partition is lowered to 0 while etcd-1 is in flight", "waiting for etcd-1:", func(ctx context.Context) error {
+			return f.etcd.SetPartition(ctx, 0)
+		}, "while waiting for etcd-1: partition 0 (this run set 1)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f.t = t
 			f.changeTemplate()
+			f.placeLeader(0)
+			if tc.when == "waiting for etcd-1:" {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				require.NoError(t, f.etcd.HangOnTerm(ctx, 1, true))
+			}
 			_, uidsBefore := f.pods()
 			res, err := f.engine(func(_ *rollout.Config, o *rollout.Options) {
 				log := o.OnEvent
 				o.OnEvent = func(e rollout.Event) {
 					log(e)
-					if strings.HasPrefix(e.Message, "etcd-2 rolled") {
+					if strings.HasPrefix(e.Message, tc.when) {
 						ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 						defer cancel()
 						require.NoError(t, tc.change(ctx))
@@ -57,10 +70,17 @@ func TestSomeoneElseChangesTheStatefulSet(t *testing.T) {
 			assert.Contains(t, err.Error(), "find who changed it")
 			assert.Equal(t, []string{"etcd-2"}, res.MembersRolled)
 			require.Equal(t, 3, f.partition(), "re-locked")
-			_, uidsAfter := f.pods()
-			assert.Equal(t, []int{2}, restarted(uidsBefore, uidsAfter), "no member rolled after the change")
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
+			if tc.when == "waiting for etcd-1:" {
+				_, err := f.etcd.WaitPodRecreated(ctx, 1, uidsBefore[1]) // it was on its way already
+				require.NoError(t, err)
+			}
+			_, uidsAfter := f.pods()
+			assert.NotContains(t, restarted(uidsBefore, uidsAfter), 0, "etcd-0 was never restarted")
+			if tc.when == "etcd-2 rolled" {
+				assert.Equal(t, []int{2}, restarted(uidsBefore, uidsAfter), "no member rolled after the change")
+			}
 			require.NoError(t, f.etcd.WaitHealthy(ctx))
 			// Finish the rollout, so the next case starts from every member at one revision.
 			_, err = f.engine(nil).Run(runCtx(t))
