@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"os"
 	"os/signal"
@@ -22,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness"
@@ -29,8 +29,7 @@ import (
 
 func main() {
 	// client-go's port-forward reports every stream a stopping member cuts; that is the roll, not news.
-	klog.SetOutput(io.Discard)
-	klog.LogToStderr(false)
+	klog.SetLogger(logr.Discard())
 	if len(os.Args) > 1 && os.Args[1] == "roll" {
 		if err := rollCommand(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "bench roll:", err)
@@ -45,6 +44,7 @@ func main() {
 	results := flag.String("results", "results.md", "markdown results file (PNGs go next to it)")
 	runDir := flag.String("run-dir", "", "the local cluster's run dir (default tests/.run of the repository)")
 	reportOnly := flag.Bool("report-only", false, "only regenerate the results from the raw data in -out")
+	deadlineFlag := flag.String("deadline", "", "start no round of rollouts after this instant (RFC 3339) or this long after the start (Go duration); results say what was cut")
 	flag.Parse()
 	log.SetFlags(log.Ltime | log.Lmicroseconds)
 
@@ -60,12 +60,31 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, sel, *runs, strategies(*cooldown), *outDir, *results, *runDir); err != nil {
+	deadline, err := parseDeadline(*deadlineFlag, time.Now())
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := run(ctx, sel, *runs, strategies(*cooldown), *outDir, *results, *runDir, deadline); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(ctx context.Context, sel []Scenario, runs int, strats []Strategy, outDir, results, runDir string) error {
+// parseDeadline reads -deadline: empty (none), an RFC 3339 instant, or a duration from now.
+func parseDeadline(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("-deadline %q: want an RFC 3339 instant or a duration", s)
+	}
+	return now.Add(d), nil
+}
+
+func run(ctx context.Context, sel []Scenario, runs int, strats []Strategy, outDir, results, runDir string, deadline time.Time) error {
 	if runDir == "" {
 		root, err := harness.RepoRoot() // bench/ has its own go.mod: the repository is one level up
 		if err != nil {
@@ -96,6 +115,10 @@ func run(ctx context.Context, sel []Scenario, runs int, strats []Strategy, outDi
 	kubeconfig := filepath.Join(runDir, "kubeconfig")
 
 	for _, sc := range sel {
+		if !deadline.IsZero() && time.Now().After(deadline) {
+			meta.Failed = append(meta.Failed, fmt.Sprintf("%s: not run, the deadline (%s) had passed", sc.Name, deadline.UTC().Format(time.TimeOnly)))
+			continue
+		}
 		n := runsFor(sc, runs)
 		log.Printf("scenario %s: %d rollouts per strategy", sc.Name, n)
 		t0 := time.Now()
@@ -110,6 +133,12 @@ func run(ctx context.Context, sel []Scenario, runs int, strats []Strategy, outDi
 		log.Printf("scenario %s: set up in %s %v", sc.Name, time.Since(t0).Round(time.Second), b.Facts)
 		plotRun := plotRunFor(sc, n)
 		for r := range n {
+			// Only whole rounds, so every strategy of a cell has the same runs and leader placements.
+			if !deadline.IsZero() && time.Now().After(deadline) {
+				meta.Failed = append(meta.Failed, fmt.Sprintf("%s: cut to %d of %d rollouts per strategy by the deadline (%s)",
+					sc.Name, r, n, deadline.UTC().Format(time.TimeOnly)))
+				break
+			}
 			for k := range strats {
 				if ctx.Err() != nil {
 					b.tearDown()

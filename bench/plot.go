@@ -19,7 +19,8 @@ var (
 	colorPlanned  = color.RGBA{R: 30, G: 90, B: 220, A: 255}
 	colorHandover = color.RGBA{R: 20, G: 160, B: 60, A: 255}
 	colorElection = color.RGBA{R: 220, G: 30, B: 30, A: 255}
-	colorDown     = color.RGBA{R: 120, G: 120, B: 120, A: 60}
+	colorDown     = color.NRGBA{R: 110, G: 110, B: 110, A: 45}
+	colorLost     = color.NRGBA{R: 220, G: 30, B: 30, A: 90}
 	colorOK       = color.RGBA{R: 40, G: 40, B: 40, A: 255}
 )
 
@@ -86,10 +87,10 @@ func panel(r Rollout, span float64) (*plot.Plot, error) {
 	cr := r.Clusters[0]
 	p := plot.New()
 	planned, handover, election := cr.Raft.Count(ChangePlanned), cr.Raft.Count(ChangeHandover), cr.Raft.Count(ChangeElection)
-	p.Title.Text = fmt.Sprintf("%s / %s (leader first on %d): %.1f s, worst write gap %d ms, %d failed writes, leader changes %d planned, %d hand-over, %d election",
-		r.Scenario, r.Strategy, r.LeaderStart[0], r.Wall.Seconds(), r.Client.WorstGap.Milliseconds(), cr.Client.FailedWrites,
-		planned, handover, election)
-	p.Title.TextStyle.Font.Size = vg.Points(8)
+	p.Title.Text = fmt.Sprintf("%s / %s, leader first on %d: roll %.1f s, worst write gap %d ms, %d failed writes,\nleader changes: %d planned, %d hand-over, %d election; quorum lost %.1f s",
+		r.Scenario, r.Strategy, r.LeaderStart[0], r.Wall.Seconds(), cr.Client.WorstGap.Milliseconds(), cr.Client.FailedWrites,
+		planned, handover, election, cr.Avail.QuorumLostFor().Seconds())
+	p.Title.TextStyle.Font.Size = vg.Points(9)
 	p.X.Label.Text = "seconds since the roll began"
 	p.Y.Label.Text = "put latency (ms)"
 	p.Y.Scale = plot.LogScale{}
@@ -98,17 +99,29 @@ func panel(r Rollout, span float64) (*plot.Plot, error) {
 	p.Y.Min, p.Y.Max = yMin, yMax
 	at := func(t time.Time) float64 { return t.Sub(r.Start).Seconds() }
 
-	for o, spans := range cr.Avail.Down {
-		_ = o
+	// One translucent band per member out, so two members out at once show darker; quorum loss also gets a
+	// red band along the bottom.
+	band := func(s Interval, lo, hi float64, c color.Color) error {
+		poly, err := plotter.NewPolygon(plotter.XYs{{X: at(s.From), Y: lo}, {X: at(s.To), Y: lo},
+			{X: at(s.To), Y: hi}, {X: at(s.From), Y: hi}})
+		if err != nil {
+			return err
+		}
+		poly.Color = c
+		poly.LineStyle.Width = 0
+		p.Add(poly)
+		return nil
+	}
+	for _, spans := range cr.Avail.Down {
 		for _, s := range spans {
-			poly, err := plotter.NewPolygon(plotter.XYs{{X: at(s.From), Y: yMin}, {X: at(s.To), Y: yMin},
-				{X: at(s.To), Y: yMax}, {X: at(s.From), Y: yMax}})
-			if err != nil {
+			if err := band(s, yMin, yMax, colorDown); err != nil {
 				return nil, err
 			}
-			poly.Color = colorDown
-			poly.LineStyle.Width = 0
-			p.Add(poly)
+		}
+	}
+	for _, s := range cr.Avail.QuorumLost {
+		if err := band(s, yMin, yMin*2.5, colorLost); err != nil {
+			return nil, err
 		}
 	}
 	for _, c := range cr.Raft.Changes {

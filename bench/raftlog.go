@@ -68,7 +68,8 @@ var (
 	reBecameCandidate = regexp.MustCompile(`^([0-9a-f]+) became candidate at term (\d+)$`)
 	reTimeoutNow      = regexp.MustCompile(`^([0-9a-f]+) \[term (\d+)\] received MsgTimeoutNow from ([0-9a-f]+) `)
 	rePreCandidate    = regexp.MustCompile(` became pre-candidate at term `)
-	reElectedLeader   = regexp.MustCompile(`^raft\.node: ([0-9a-f]+) elected leader ([0-9a-f]+) at term \d+$`)
+	// raft's node logs "elected leader" after a spell without one and "changed leader from" for a direct switch.
+	reNewLeader = regexp.MustCompile(`^raft\.node: [0-9a-f]+ (elected leader [0-9a-f]+|changed leader from [0-9a-f]+ to [0-9a-f]+) at term \d+$`)
 )
 
 // memberEvents is one member's log between two instants, reduced to what classification needs.
@@ -182,7 +183,7 @@ func ReadRaftHistory(logs []string, ids map[string]int, from, to time.Time) (Raf
 	return classify(members, ids), nil
 }
 
-// leaderChangesInIncarnation counts the "raft.node: <self> elected leader" lines of the member's current
+// leaderChangesInIncarnation counts the "raft.node: <self> elected leader" and "changed leader from" lines of the member's current
 // process (after the daemon's last start header): what etcd_server_leader_changes_seen_total of that process
 // should say. The benchmark compares the two as a check that it reads the logs right.
 func leaderChangesInIncarnation(path string) (int, error) {
@@ -208,7 +209,7 @@ func leaderChangesInIncarnation(path string) (int, error) {
 			continue
 		}
 		// etcd counts every transition to a known leader, including X → none → X, and so does this.
-		if reElectedLeader.MatchString(l.Msg) {
+		if reNewLeader.MatchString(l.Msg) {
 			n++
 		}
 	}

@@ -129,7 +129,8 @@ func TestLeaderChangesInIncarnation(t *testing.T) {
 			line("02.0", "raft.node: "+idA+" elected leader "+idB+" at term 2")+
 			line("03.0", "raft.node: "+idA+" lost leader "+idB+" at term 3")+
 			line("03.1", "raft.node: "+idA+" elected leader "+idB+" at term 3")+
-			line("04.0", "raft.node: "+idA+" elected leader "+idC+" at term 4"))
+			line("04.0", "raft.node: "+idA+" changed leader from "+idB+" to "+idC+" at term 4")+
+			line("05.0", "raft.node: "+idA+" lost leader "+idC+" at term 5"))
 	n, err := leaderChangesInIncarnation(p)
 	require.NoError(t, err)
 	assert.Equal(t, 3, n)

@@ -8,6 +8,9 @@
 #   BENCH_SCENARIOS=all    comma-separated: easy,heavy-immediate,heavy-probe,hung,five,mtls,ten-clusters
 #   BENCH_COOLDOWN=1s      cool-down of the job-like and engine strategies (the engine's default is 30s)
 #   BENCH_RESULTS=results.md   where the table goes (relative to bench/); a smoke run can write elsewhere
+#   BENCH_OUT=out          raw data directory (relative to bench/)
+#   BENCH_DEADLINE=        start no round of rollouts after this (RFC 3339 instant, or a duration such as 30m);
+#                          what was cut is written at the top of results.md
 # Only the report from existing raw data: BENCH_REPORT_ONLY=1.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -15,5 +18,6 @@ mkdir -p out
 go build -o out/bench .
 args=(-runs "${BENCH_RUNS:-10}" -scenarios "${BENCH_SCENARIOS:-all}" -cooldown "${BENCH_COOLDOWN:-1s}"
   -results "${BENCH_RESULTS:-results.md}" -out "${BENCH_OUT:-out}")
+if [ -n "${BENCH_DEADLINE:-}" ]; then args+=(-deadline "$BENCH_DEADLINE"); fi
 if [ "${BENCH_REPORT_ONLY:-0}" = 1 ]; then args+=(-report-only); fi
 exec out/bench "${args[@]}"

@@ -30,7 +30,7 @@ type Rollout struct {
 	Clusters    []ClusterRoll `json:"clusters"`
 	// Client sums the background clients of all clusters.
 	Client ClientStats `json:"client"`
-	// LoadFrom/LoadTo bound the background client's ops (1 s before Start to 1 s after End).
+	// LoadFrom/LoadTo bound the background client's ops (loadMargin before Start to loadMargin after End).
 	LoadFrom time.Time `json:"loadFrom"`
 	LoadTo   time.Time `json:"loadTo"`
 }
@@ -58,6 +58,10 @@ type ClusterRoll struct {
 
 // TermCheck is true when the raft term rose by exactly the number of terms the logs show campaigns in.
 func (c ClusterRoll) TermCheck() bool { return c.TermAfter-c.TermBefore == uint64(len(c.Raft.Terms)) }
+
+// loadMargin is how long the background client and the monitor run before and after the roll itself, so the
+// numbers include the steady state on both sides (and whatever the roll's last step leaves behind).
+const loadMargin = 700 * time.Millisecond
 
 // bed is the set-up of one scenario: its clusters, their clients and member IDs, its pressure load.
 type bed struct {
@@ -210,7 +214,7 @@ func (b *bed) rollOnce(ctx context.Context, st Strategy, run int, o rollOpts) Ro
 	for i, e := range b.clusters {
 		r.LeaderStart = append(r.LeaderStart, (run+i)%e.Spec.Replicas)
 	}
-	time.Sleep(500 * time.Millisecond) // let the placement transfer settle out of the window
+	time.Sleep(300 * time.Millisecond) // let the placement transfer settle out of the window
 	r.Clusters = make([]ClusterRoll, len(b.clusters))
 	for i, e := range b.clusters {
 		r.Clusters[i].Namespace = e.Namespace
@@ -228,7 +232,7 @@ func (b *bed) rollOnce(ctx context.Context, st Strategy, run int, o rollOpts) Ro
 		}
 	}
 
-	// Measure: background clients and the member monitor from 1 s before to 1 s after the roll.
+	// Measure: background clients and the member monitor from loadMargin before to loadMargin after the roll.
 	every := 50 * time.Millisecond
 	if len(b.clusters) > 1 {
 		every = 100 * time.Millisecond
@@ -240,7 +244,7 @@ func (b *bed) rollOnce(ctx context.Context, st Strategy, run int, o rollOpts) Ro
 		loads[i] = harness.StartLoad(ctx, cli, harness.LoadOptions{Key: "bench/probe", Interval: b.sc.LoadInterval,
 			Timeout: 500 * time.Millisecond})
 	}
-	time.Sleep(time.Second)
+	time.Sleep(loadMargin)
 
 	r.Start = time.Now()
 	var rollErr error
@@ -276,7 +280,7 @@ func (b *bed) rollOnce(ctx context.Context, st Strategy, run int, o rollOpts) Ro
 		rollErr = errors.Join(rollErr, errors.Join(errs...))
 	}
 	r.End = r.Start.Add(r.Wall)
-	time.Sleep(time.Second)
+	time.Sleep(loadMargin)
 	for i, l := range loads {
 		ops := l.Stop()
 		r.Clusters[i].Ops = ops
