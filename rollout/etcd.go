@@ -10,6 +10,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -113,6 +114,10 @@ func (m *memberClients) client(ctx context.Context, pod string) (*clientv3.Clien
 		// though we reach it through a local forward.
 		t.ServerName = fmt.Sprintf("%s.%s.%s.svc", pod, m.service, m.namespace)
 		cfg.TLS = t
+		// gRPC's TLS credentials verify the dial authority and overwrite ServerName with it, and the authority
+		// would be the forward's 127.0.0.1: a certificate valid for that address (kubeadm's are) would pass for
+		// any member, and a correct one without it would fail. The authority is the member's name instead.
+		cfg.DialOptions = append(cfg.DialOptions, grpc.WithAuthority(t.ServerName))
 	}
 	cli, err := clientv3.New(cfg)
 	if err != nil {
