@@ -41,6 +41,14 @@ type EngineOutcome struct {
 	Result    rollout.Result `json:"result"`
 	Err       string         `json:"err,omitempty"`
 	Transfers []time.Time    `json:"transfers"`
+	// Events is the engine's progress, kept to explain where a slow rollout spent its time.
+	Events []TimedEvent `json:"events"`
+}
+
+// TimedEvent is one progress line of the engine.
+type TimedEvent struct {
+	Time    time.Time `json:"time"`
+	Message string    `json:"message"`
 }
 
 // EngineRun is what rolling some targets at once in one process did.
@@ -78,10 +86,11 @@ func rollWithEngines(ctx context.Context, rc *rest.Config, targets []Target, pol
 			}
 			var mu sync.Mutex
 			eng, err := rollout.New(cfg, rollout.Options{RestConfig: rc, OnEvent: func(ev rollout.Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				out.Events = append(out.Events, TimedEvent{Time: ev.Time, Message: ev.Message})
 				if ev.Step.Kind == rollout.StepTransferLeader {
-					mu.Lock()
 					out.Transfers = append(out.Transfers, ev.Time)
-					mu.Unlock()
 				}
 			}})
 			if err != nil {
