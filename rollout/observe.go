@@ -46,10 +46,15 @@ func (e *Engine) Observe(ctx context.Context) (ClusterState, error) {
 	return st, nil
 }
 
+// settleTimeout is how long settledStatefulSet waits for the controller to observe the latest spec.
+var settleTimeout = 10 * time.Second
+
 // settledStatefulSet reads the StatefulSet, giving the controller a few seconds to observe the latest spec
-// (right after our own partition write its status is briefly stale).
+// (right after our own partition write its status is briefly stale). After that the status may still be
+// stale (a controller manager catching up after an API server restart); stsState then leaves the
+// updateRevision unknown, and the planner holds.
 func (e *Engine) settledStatefulSet(ctx context.Context) (*appsv1.StatefulSet, error) {
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(settleTimeout)
 	for {
 		var sts *appsv1.StatefulSet
 		err := withAPIRetry(ctx, func(ctx context.Context) (err error) {

@@ -140,7 +140,9 @@ func (r *run) execute(ctx context.Context) error {
 			if st, err = e.Observe(ctx); err != nil {
 				return err
 			}
-			if st.Generation != r.gen || st.UpdateRevision != startRev {
+			// An unknown updateRevision (the controller has not observed the latest generation yet) is not
+			// a change: the planner holds until it is known.
+			if st.Generation != r.gen || (st.UpdateRevision != "" && st.UpdateRevision != startRev) {
 				return fmt.Errorf("%w during the rollout: generation %d (expected %d), updateRevision %q (started with %q), partition %d; stopping rather than racing it: find who changed it (the StatefulSet's managedFields name the writer), then run again to roll to its current template",
 					ErrInterference, st.Generation, r.gen, st.UpdateRevision, startRev, st.Partition)
 			}

@@ -269,6 +269,36 @@ func TestRunStopsWhenThePartitionIsLoweredWhileAMemberIsInFlight(t *testing.T) {
 	assert.Equal(t, []string{oldRev, newRev, newRev}, c.revisions(), "etcd-0 never restarted")
 }
 
+// A controller that is slow to observe the latest generation (after an API server restart) leaves the
+// updateRevision unknown for a while: the run holds instead of calling it interference.
+func TestRunHoldsWhileTheControllerHasNotObservedTheSpec(t *testing.T) {
+	old := settleTimeout
+	settleTimeout = 20 * time.Millisecond
+	t.Cleanup(func() { settleTimeout = old })
+	c := newFakeCluster(t, 3, 0)
+	setObserved := func(g int64) {
+		obj, err := c.kube.Tracker().Get(stsGVR, "db", "etcd")
+		require.NoError(t, err)
+		sts := obj.(*appsv1.StatefulSet).DeepCopy()
+		sts.Status.ObservedGeneration = g
+		require.NoError(t, c.kube.Tracker().Update(stsGVR, sts, "db"))
+	}
+	var lines []string
+	e := c.engine(t, func(_ *Config, o *Options) {
+		o.OnEvent = func(ev Event) {
+			lines = append(lines, ev.Message)
+			if strings.HasPrefix(ev.Message, "etcd-2 rolled") {
+				setObserved(-1)
+				time.AfterFunc(300*time.Millisecond, func() { setObserved(0) })
+			}
+		}
+	})
+	res, err := e.Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"etcd-2", "etcd-1", "etcd-0"}, res.MembersRolled)
+	assert.Contains(t, strings.Join(lines, "\n"), "holding: rollout blocked: the StatefulSet has no updateRevision yet")
+}
+
 func TestRunStopsWhenTheTemplateChangesMidRun(t *testing.T) {
 	c := newFakeCluster(t, 3, 0)
 	e := c.engine(t, func(_ *Config, o *Options) {
