@@ -48,4 +48,27 @@ func TestAPIServerRestartMidRollout(t *testing.T) {
 	assert.Equal(t, []string{"etcd-2", "etcd-1", "etcd-0"}, res.MembersRolled)
 	assert.Zero(t, res.UnplannedElections)
 	f.requireState(rev)
+
+	// A fresh engine reaches every member through new port-forwards again. The parallel tests start right
+	// after this one, so this also keeps them from meeting a cluster that is still recovering.
+	probe := f.engine(nil)
+	start := time.Now()
+	var last string
+	require.Eventually(t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		st, err := probe.Observe(ctx)
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		for _, m := range st.Members {
+			if !m.Healthy {
+				last = m.Pod + ": " + m.Problem
+				return false
+			}
+		}
+		return true
+	}, 2*time.Minute, time.Second, "port-forwards to the members never worked again after the restart (last: %s)", last)
+	t.Logf("fresh port-forwards reach every member %s after the rollout finished", time.Since(start).Round(100*time.Millisecond))
 }
