@@ -96,6 +96,7 @@ func panel(r Rollout, span float64) (*plot.Plot, error) {
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	p.X.Min, p.X.Max = -1, span
+	p.X.Tick.Marker = secondTicks{}
 	p.Y.Min, p.Y.Max = yMin, yMax
 	at := func(t time.Time) float64 { return t.Sub(r.Start).Seconds() }
 
@@ -108,7 +109,8 @@ func panel(r Rollout, span float64) (*plot.Plot, error) {
 			return err
 		}
 		poly.Color = c
-		poly.LineStyle.Width = 0
+		poly.LineStyle.Width = vg.Points(0.4)
+		poly.LineStyle.Color = color.NRGBA{R: 90, G: 90, B: 90, A: 140}
 		p.Add(poly)
 		return nil
 	}
@@ -171,4 +173,23 @@ func panel(r Rollout, span float64) (*plot.Plot, error) {
 		p.Add(s)
 	}
 	return p, nil
+}
+
+// secondTicks labels the time axis every second (every 2 or 5 s on longer spans), so outages and leader
+// changes can be read off against it.
+type secondTicks struct{}
+
+func (secondTicks) Ticks(lo, hi float64) []plot.Tick {
+	step := 1.0
+	switch {
+	case hi-lo > 40:
+		step = 5
+	case hi-lo > 16:
+		step = 2
+	}
+	var ts []plot.Tick
+	for x := float64(int(lo/step)) * step; x <= hi; x += step {
+		ts = append(ts, plot.Tick{Value: x, Label: fmt.Sprintf("%g", x)})
+	}
+	return ts
 }

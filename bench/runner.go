@@ -33,6 +33,10 @@ type Rollout struct {
 	// LoadFrom/LoadTo bound the background client's ops (loadMargin before Start to loadMargin after End).
 	LoadFrom time.Time `json:"loadFrom"`
 	LoadTo   time.Time `json:"loadTo"`
+	// Prep and Cycle are the benchmark's own overhead: placing the leader etc. before LoadFrom, and the whole
+	// rollout including the accounting after it (sizes the run count of a full run).
+	Prep  time.Duration `json:"prep"`
+	Cycle time.Duration `json:"cycle"`
 }
 
 // ClusterRoll is what one cluster went through in a rollout.
@@ -61,7 +65,7 @@ func (c ClusterRoll) TermCheck() bool { return c.TermAfter-c.TermBefore == uint6
 
 // loadMargin is how long the background client and the monitor run before and after the roll itself, so the
 // numbers include the steady state on both sides (and whatever the roll's last step leaves behind).
-const loadMargin = 700 * time.Millisecond
+const loadMargin = 500 * time.Millisecond
 
 // bed is the set-up of one scenario: its clusters, their clients and member IDs, its pressure load.
 type bed struct {
@@ -185,8 +189,10 @@ type rollOpts struct {
 }
 
 // rollOnce measures one rollout of strategy st (run number run) on every cluster of the bed.
-func (b *bed) rollOnce(ctx context.Context, st Strategy, run int, o rollOpts) Rollout {
-	r := Rollout{Scenario: b.sc.Name, Strategy: st.Name, Run: run}
+func (b *bed) rollOnce(ctx context.Context, st Strategy, run int, o rollOpts) (r Rollout) {
+	r = Rollout{Scenario: b.sc.Name, Strategy: st.Name, Run: run}
+	began := time.Now()
+	defer func() { r.Cycle = time.Since(began) }()
 	fail := func(err error) Rollout {
 		r.Err = err.Error()
 		return r
@@ -237,6 +243,7 @@ func (b *bed) rollOnce(ctx context.Context, st Strategy, run int, o rollOpts) Ro
 	if len(b.clusters) > 1 {
 		every = 100 * time.Millisecond
 	}
+	r.Prep = time.Since(began)
 	mon := StartMonitor(b.c, b.clusters, every)
 	loads := make([]*harness.Load, len(b.clusters))
 	r.LoadFrom = time.Now()

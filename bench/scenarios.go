@@ -61,8 +61,8 @@ func scenarios() []Scenario {
 	return []Scenario{
 		{Name: "easy", Title: "easy: 3 members, tiny keyspace, light load, graceful shutdown",
 			Spec: base, Clusters: 1, LoadInterval: 10 * time.Millisecond, RunsFactor: 1},
-		{Name: "hung", Title: "hung shutdown: every stopped member ignores SIGTERM, SIGKILL after a 2 s grace period",
-			Spec: with(func(s *harness.EtcdSpec) { s.GracePeriod = 2 * time.Second }), Clusters: 1, Hang: true,
+		{Name: "hung", Title: "hung shutdown: every stopped member ignores SIGTERM, SIGKILL after a 1 s grace period",
+			Spec: with(func(s *harness.EtcdSpec) { s.GracePeriod = time.Second }), Clusters: 1, Hang: true,
 			LoadInterval: 10 * time.Millisecond, RunsFactor: 1},
 		{Name: "heavy-immediate", Title: "heavy, no readiness probe: 3 members, large keyspace, steady write load",
 			Spec: base, Clusters: 1, PreloadKeys: 400_000, ValueSize: 512, Pressure: 300,
