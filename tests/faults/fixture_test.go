@@ -87,6 +87,15 @@ func (f *fixture) checkHistory(t *testing.T, ops []harness.HistoryOp) {
 	check := harness.CheckLinearizable(ops, 2*time.Minute)
 	t.Logf("background client: %s; porcupine checked %d ops in %s: %s", sum, check.Ops, time.Since(start).Round(time.Millisecond), check.Result)
 	if check.Result == porcupine.Ok {
+		// A check that cannot fail proves nothing: the same history with one stale read injected must be
+		// rejected.
+		if stale, ok := withStaleRead(ops); ok {
+			if got := harness.CheckLinearizable(stale, 2*time.Minute).Result; got != porcupine.Illegal {
+				t.Errorf("the linearizability check accepted this history with a stale read injected (%s): it cannot fail", got)
+			}
+		} else {
+			t.Errorf("the history has no get after two sequential acknowledged puts on its key: too short to check")
+		}
 		return
 	}
 	dir := os.Getenv(historyDirEnv)
@@ -101,6 +110,45 @@ func (f *fixture) checkHistory(t *testing.T, ops []harness.HistoryOp) {
 		return
 	}
 	t.Errorf("the background client's history is %s, not linearizable: an acknowledged write was lost or a read was stale; history and visualization kept in %s (open history.html)", check.Result, dir)
+}
+
+// withStaleRead copies ops and makes the last get read a value that was overwritten before it began: put
+// P1 returned before put P2 was called, P2 returned before the get was called, yet the get returns P1's
+// value. Values are unique, so no linearization explains it.
+func withStaleRead(ops []harness.HistoryOp) ([]harness.HistoryOp, bool) {
+	out := append([]harness.HistoryOp(nil), ops...)
+	for g := len(out) - 1; g >= 0; g-- {
+		get := out[g]
+		if get.Kind != harness.OpGet {
+			continue
+		}
+		var p1, p2 *harness.HistoryOp
+		for i := range out {
+			p := &out[i]
+			if p.Kind != harness.OpPut || p.Outcome != harness.OutcomeOK || p.Key != get.Key || p.Return >= get.Call {
+				continue
+			}
+			if p2 == nil || p.Call > p2.Call {
+				p2 = p
+			}
+		}
+		if p2 == nil {
+			continue
+		}
+		for i := range out {
+			p := &out[i]
+			if p.Kind == harness.OpPut && p.Outcome == harness.OutcomeOK && p.Key == get.Key && p.Return < p2.Call && p.Value != get.Value {
+				p1 = p
+				break
+			}
+		}
+		if p1 == nil {
+			continue
+		}
+		out[g].Value = p1.Value
+		return out, true
+	}
+	return nil, false
 }
 
 // engine builds an engine for the fixture's StatefulSet that logs progress to the test.
