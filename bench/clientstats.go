@@ -2,6 +2,7 @@ package main
 
 import (
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness"
@@ -17,6 +18,9 @@ type ClientStats struct {
 	P99Write     time.Duration `json:"p99Write"`
 	MaxWrite     time.Duration `json:"maxWrite"`
 	P99Read      time.Duration `json:"p99Read"`
+	// WriteErrors counts the failed puts by error message, to tell a stalled leader (deadline exceeded)
+	// from a connection cut by a stopping member (unavailable).
+	WriteErrors map[string]int `json:"writeErrors,omitempty"`
 }
 
 // clientStats measures a history. The gap counts from the load's start to the first successful write and
@@ -31,6 +35,10 @@ func clientStats(ops []harness.Op, from, to time.Time) ClientStats {
 			s.Writes++
 			if !op.OK {
 				s.FailedWrites++
+				if s.WriteErrors == nil {
+					s.WriteErrors = map[string]int{}
+				}
+				s.WriteErrors[shortError(op.Err)]++
 				continue
 			}
 			writeLat = append(writeLat, op.Latency)
@@ -67,4 +75,15 @@ func percentile(ds []time.Duration, q float64) time.Duration {
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
 	rank := int(q*float64(len(sorted))+0.999999) - 1
 	return sorted[min(max(rank, 0), len(sorted)-1)]
+}
+
+// shortError keeps the part of a gRPC error that names what happened.
+func shortError(msg string) string {
+	if i := strings.Index(msg, "desc = "); i >= 0 {
+		msg = msg[i+len("desc = "):]
+	}
+	if len(msg) > 80 {
+		msg = msg[:80]
+	}
+	return msg
 }

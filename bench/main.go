@@ -190,6 +190,9 @@ func oneLine(r Rollout) string {
 	s := fmt.Sprintf("wall %.1fs, leader changes %d planned / %d hand-over / %d election, quorum lost %s, writes failed %d of %d, worst gap %s, p99 %s",
 		r.Wall.Seconds(), planned, handover, election, lost, r.Client.FailedWrites, r.Client.Writes,
 		r.Client.WorstGap.Round(time.Millisecond), r.Client.P99Write.Round(time.Millisecond))
+	if len(r.Client.WriteErrors) > 0 {
+		s += fmt.Sprintf(" %v", r.Client.WriteErrors)
+	}
 	s += fmt.Sprintf(" (prep %.1fs, cycle %.1fs)", r.Prep.Seconds(), r.Cycle.Seconds())
 	if r.Err != "" {
 		s += " ERROR: " + r.Err

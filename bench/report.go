@@ -33,6 +33,7 @@ type Cell struct {
 	DownPerMember      []float64 // s, one per member restart
 	Startups           []float64 // s
 	MaxRSSMB           float64
+	WriteErrors        map[string]int
 }
 
 func (c *Cell) add(r Rollout) {
@@ -42,6 +43,12 @@ func (c *Cell) add(r Rollout) {
 	}
 	c.Wall = append(c.Wall, r.Wall.Seconds())
 	c.FailedWrites += r.Client.FailedWrites
+	for k, v := range r.Client.WriteErrors {
+		if c.WriteErrors == nil {
+			c.WriteErrors = map[string]int{}
+		}
+		c.WriteErrors[k] += v
+	}
 	c.FailedReads += r.Client.FailedReads
 	c.Writes += r.Client.Writes
 	c.Gaps = append(c.Gaps, ms(r.Client.WorstGap))
@@ -344,6 +351,25 @@ func extras(b *strings.Builder, meta *Meta, cells map[string]map[string]*Cell) {
 		}
 	}
 	p("\n")
+	var causes []string
+	for _, sc := range meta.Scenarios {
+		for _, st := range strategyOrder(meta) {
+			if c := cells[sc.Name][st]; c != nil && len(c.WriteErrors) > 0 {
+				var kv []string
+				for k, v := range c.WriteErrors {
+					kv = append(kv, fmt.Sprintf("%d × `%s`", v, k))
+				}
+				sort.Strings(kv)
+				causes = append(causes, fmt.Sprintf("%s/%s: %s", sc.Name, st, strings.Join(kv, ", ")))
+			}
+		}
+	}
+	if len(causes) > 0 {
+		p("\nFailed writes by error (a deadline exceeded is a put that waited for a leader or a quorum; an unavailable one was in flight on a connection to a member that stopped):\n")
+		for _, c := range causes {
+			p("- %s\n", c)
+		}
+	}
 	if m := cells["ten-clusters"]; m != nil {
 		p("\nTen clusters at once: peak RSS of the process that ran the ten engines (a separate process, getrusage):")
 		for _, s := range strategyOrder(meta) {

@@ -335,6 +335,15 @@ func (b *bed) rollOnce(ctx context.Context, st Strategy, run int, o rollOpts) (r
 func mergeClientStats(crs []ClusterRoll, all []harness.Op, from, to time.Time) ClientStats {
 	s := clientStats(all, from, to)
 	s.WorstGap = 0
+	s.WriteErrors = nil
+	for _, c := range crs {
+		for k, v := range c.Client.WriteErrors {
+			if s.WriteErrors == nil {
+				s.WriteErrors = map[string]int{}
+			}
+			s.WriteErrors[k] += v
+		}
+	}
 	for _, c := range crs {
 		s.WorstGap = max(s.WorstGap, c.Client.WorstGap)
 	}
