@@ -93,6 +93,10 @@ func TestExamples(t *testing.T) {
 			}
 			r, config := ex.start(t, p, c, ns)
 
+			// 0. the preview of a fresh stack passes: the StatefulSet is missing, but this update creates it.
+			pv, err := r.preview(ctx, config("1"))
+			require.NoError(t, err, "first preview:\n%s", pv.Text)
+
 			// 1. up creates the StatefulSet and the rollout and completes.
 			res, err := r.up(ctx, config("1"))
 			require.NoError(t, err, "first up:\n%s", res.Text)
@@ -101,7 +105,7 @@ func TestExamples(t *testing.T) {
 			assert.Equal(t, first.UpdateRevision, res.Outputs["updateRevision"])
 
 			// 2. a template change: preview shows the pending rollout, member by member, with the leader moves.
-			pv, err := r.preview(ctx, config("2"))
+			pv, err = r.preview(ctx, config("2"))
 			require.NoError(t, err, "preview:\n%s", pv.Text)
 			t.Logf("pulumi preview --diff of a template change:\n%s", pv.Text)
 			steps := pv.rolloutSteps()
