@@ -137,7 +137,7 @@ DEMO_DIR := $(ROOT)/tests/.run/demo
 DEMO_COOLDOWN_SECONDS ?= 2
 demo: provider tools-pulumi node-deps cluster-up etcd-rollout
 	@set -e; ns=etcd-demo-$$(date +%H%M%S); work=$(NODE_DIR)/work/demo; \
-	rm -rf $$work && mkdir -p $$work/ts-dropin $(DEMO_DIR)/state $(DEMO_DIR)/project && cp examples/ts-dropin/*.ts examples/ts-dropin/*.json $$work/ts-dropin/; \
+	rm -rf $$work && mkdir -p $$work/ts-dropin $(DEMO_DIR)/state $(DEMO_DIR)/project && cp examples/ts-dropin/*.ts examples/ts-dropin/*.json $$work/ts-dropin/ && cp -r examples/shared $$work/; \
 	cp tests/e2e/node/demo.js $(NODE_DIR)/demo.js; \
 	env PULUMI_HOME=$(DEMO_DIR)/home PULUMI_CONFIG_PASSPHRASE=demo PULUMI_SKIP_UPDATE_CHECK=true \
 		PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true PULUMI_BACKEND_URL=file://$(DEMO_DIR)/state \

@@ -5,7 +5,7 @@ import * as crypto from "crypto";
 import * as pulumi from "@pulumi/pulumi";
 import * as k8s from "@pulumi/kubernetes";
 import { EtcdRollingUpgrade } from "pulumi-etcd-rollout"; // was: import { EtcdRollingUpgrade } from "./etcd-rolling-upgrade";
-import { etcdService, etcdStatefulSet } from "./etcd";
+import { etcdService, etcdStatefulSet } from "../shared/etcd"; // shared with examples/ts-managed
 
 const config = new pulumi.Config();
 const namespace = config.require("namespace");

@@ -4,7 +4,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as k8s from "@pulumi/kubernetes";
 import { EtcdRollingUpgrade } from "pulumi-etcd-rollout";
-import { etcdService, etcdStatefulSet } from "./etcd";
+import { etcdService, etcdStatefulSet } from "../shared/etcd"; // shared with examples/ts-dropin
 
 const config = new pulumi.Config();
 const namespace = config.require("namespace");

@@ -48,8 +48,11 @@ var examples = []example{
 func nodeExample(dir string, tls bool) func(*testing.T, paths, *harness.Cluster, string) (runner, func(string) map[string]string) {
 	return func(t *testing.T, p paths, c *harness.Cluster, ns string) (runner, func(string) map[string]string) {
 		nodeDir := filepath.Join(p.tools, "node")
-		// The example is copied under .tools/node so that its imports resolve to the pinned node_modules.
-		work := copyExample(t, filepath.Join(p.root, "examples", dir), filepath.Join(nodeDir, "work", t.Name()))
+		// The example is copied under .tools/node so that its imports resolve to the pinned node_modules, next
+		// to examples/shared, which it imports from ../shared.
+		base := filepath.Join(nodeDir, "work", t.Name())
+		work := copyExample(t, filepath.Join(p.root, "examples", dir), filepath.Join(base, dir))
+		copyExample(t, filepath.Join(p.root, "examples", "shared"), filepath.Join(base, "shared"))
 		// The program must type-check against the generated SDK as it is: that is the drop-in promise.
 		tsc := exec.Command(filepath.Join(nodeDir, "node_modules", ".bin", "tsc"), "--noEmit", "-p", work)
 		out, err := tsc.CombinedOutput()

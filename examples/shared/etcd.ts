@@ -1,5 +1,6 @@
-// The etcd Service and StatefulSet, as the platform's production manifests define them. Lines marked
-// "local cluster" are what the project's test cluster (make cluster-up) needs on top: its opt-in label for a
+// The etcd Service and StatefulSet, as the platform's production manifests define them; shared by
+// examples/ts-dropin and examples/ts-managed (copy this folder along with either). Lines marked "local cluster"
+// are what the project's test cluster (make cluster-up) needs on top: its opt-in label for a
 // real etcd member behind the pod, and its one node (it runs no scheduler).
 import * as k8s from "@pulumi/kubernetes";
 
