@@ -112,7 +112,7 @@ func (m *memberClients) client(ctx context.Context, pod string) (*clientv3.Clien
 		t := m.tls.Clone()
 		// Verification stays on: the member must present a certificate for its own DNS name even
 		// though we reach it through a local forward.
-		t.ServerName = fmt.Sprintf("%s.%s.%s.svc", pod, m.service, m.namespace)
+		t.ServerName = m.memberServerName(pod)
 		cfg.TLS = t
 		// gRPC's TLS credentials verify the dial authority and overwrite ServerName with it, and the authority
 		// would be the forward's 127.0.0.1: a certificate valid for that address (kubeadm's are) would pass for
@@ -134,7 +134,7 @@ func (m *memberClients) Status(ctx context.Context, pod string) (memberStatus, e
 	}
 	resp, err := cli.Status(ctx, cli.Endpoints()[0])
 	if err != nil {
-		return memberStatus{}, fmt.Errorf("status of %s: %w", pod, explain(err))
+		return memberStatus{}, fmt.Errorf("status of %s: %w", pod, m.explainTLS(pod, explain(err)))
 	}
 	return memberStatus{
 		ID: resp.Header.MemberId, Leader: resp.Leader, IsLearner: resp.IsLearner,

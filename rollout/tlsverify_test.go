@@ -144,11 +144,15 @@ func TestMemberTLSVerification(t *testing.T) {
 			}
 			require.NotEmpty(t, append(accepted, refusals...), "the client never dialled the member")
 			if tc.refused == "" {
+				assert.NotContains(t, err.Error(), "certificate was refused")
 				assert.NotEmpty(t, accepted, "a valid member certificate is accepted; handshakes: %q", refusals)
 				return
 			}
 			assert.Empty(t, accepted, "the client went on with a member certificate it must refuse")
 			assert.Contains(t, strings.Join(refusals, "; "), tc.refused)
+			// and the operator hears why, not just that the member did not answer in time.
+			assert.Contains(t, err.Error(), "the member's TLS certificate was refused")
+			assert.Contains(t, err.Error(), "valid for etcd-0.etcd-headless.db.svc")
 		})
 	}
 }
