@@ -157,6 +157,7 @@ func TestFaultsTLSWrongCARefused(t *testing.T) {
 	require.Error(t, err, "a rollout must refuse members whose certificates its CA did not sign")
 	require.ErrorIs(t, err, rollout.ErrBlocked)
 	t.Logf("refused: %v", err)
+	assert.Contains(t, err.Error(), "the member's TLS certificate was refused", "the error says why")
 	assert.Empty(t, res.MembersRolled)
 	assert.Equal(t, before, uids(), "no pod was restarted")
 	sts, err := e.StatefulSet(ctx)
