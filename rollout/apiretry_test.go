@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -43,4 +44,18 @@ func TestWithAPIRetryStopsOnPermanentErrors(t *testing.T) {
 	err = withAPIRetry(ctx, func(context.Context) error { calls++; return errors.New("connection refused") })
 	assert.EqualError(t, err, "connection refused")
 	assert.Equal(t, 1, calls)
+}
+
+// A re-lock the API server refuses for good (RBAC) fails at once instead of retrying for relockTimeout.
+func TestRelockStopsOnPermanentErrors(t *testing.T) {
+	c := newFakeCluster(t, 3, 1)
+	c.kube.PrependReactor("patch", "statefulsets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "statefulsets"}, "etcd", errors.New("RBAC"))
+	})
+	start := time.Now()
+	err := c.engine(t, nil).relock(context.Background())
+	require.Error(t, err)
+	assert.True(t, apierrors.IsForbidden(err), "%v", err)
+	assert.Contains(t, err.Error(), "run `etcd-rollout unlock`")
+	assert.Less(t, time.Since(start), relockTimeout/2, "no waiting out a refusal")
 }
