@@ -69,14 +69,14 @@ func validateArgs(in RolloutArgs, known func(string) bool) []p.CheckFailure {
 	if known("versionHash") && strings.TrimSpace(in.VersionHash) == "" {
 		fail("versionHash", "versionHash is empty: pass a value that changes whenever the pod template changes")
 	}
-	if known("cooldownSeconds") && in.CooldownSeconds != nil && *in.CooldownSeconds < 0 {
-		fail("cooldownSeconds", "cooldownSeconds is %d: it must be 0 or more", *in.CooldownSeconds)
+	if known("cooldownSeconds") && in.CooldownSeconds != nil && (*in.CooldownSeconds < 0 || tooManySeconds(*in.CooldownSeconds)) {
+		fail("cooldownSeconds", "cooldownSeconds is %d: it must be 0 or more, and at most %d", *in.CooldownSeconds, maxSeconds)
 	}
-	if known("readyTimeoutSeconds") && in.ReadyTimeoutSeconds != nil && *in.ReadyTimeoutSeconds <= 0 {
-		fail("readyTimeoutSeconds", "readyTimeoutSeconds is %d: it must be a positive number of seconds", *in.ReadyTimeoutSeconds)
+	if known("readyTimeoutSeconds") && in.ReadyTimeoutSeconds != nil && (*in.ReadyTimeoutSeconds <= 0 || tooManySeconds(*in.ReadyTimeoutSeconds)) {
+		fail("readyTimeoutSeconds", "readyTimeoutSeconds is %d: it must be a positive number of seconds, at most %d", *in.ReadyTimeoutSeconds, maxSeconds)
 	}
-	if known("healthTimeoutSeconds") && in.HealthTimeoutSeconds != nil && *in.HealthTimeoutSeconds <= 0 {
-		fail("healthTimeoutSeconds", "healthTimeoutSeconds is %d: it must be a positive number of seconds", *in.HealthTimeoutSeconds)
+	if known("healthTimeoutSeconds") && in.HealthTimeoutSeconds != nil && (*in.HealthTimeoutSeconds <= 0 || tooManySeconds(*in.HealthTimeoutSeconds)) {
+		fail("healthTimeoutSeconds", "healthTimeoutSeconds is %d: it must be a positive number of seconds, at most %d", *in.HealthTimeoutSeconds, maxSeconds)
 	}
 	if known("tls") && in.TLS != nil {
 		failures = append(failures, validateTLS(*in.TLS)...)

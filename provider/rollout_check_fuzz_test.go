@@ -22,6 +22,7 @@ func FuzzValidateArgs(f *testing.F) {
 	f.Add("", "", "", 0, true, "", "rel", "", " ", -1, 0, -1, true)
 	f.Add("a.b", "NS", "1svc", 70000, false, "", "", "", "v", 0, 1, 1, false)
 	f.Add(strings.Repeat("e", 53), "n", "s", 1, true, "/a", "/b", "/c", "h", 0, 1, 1, true)
+	f.Add("etcd", "default", "etcd", 2379, false, "", "", "", "v", 1<<62, 1<<62, 9223372037, false) // seconds that overflow a Duration
 	f.Fuzz(func(t *testing.T, sts, ns, svc string, port int, withPort bool, ca, cert, key, hash string, cooldown, ready, health int, withTLS bool) {
 		in := RolloutArgs{StsName: sts, Namespace: ns, ServiceName: svc, VersionHash: hash,
 			CooldownSeconds: &cooldown, ReadyTimeoutSeconds: &ready, HealthTimeoutSeconds: &health}
