@@ -46,8 +46,14 @@ func (c component) construct(ctx *pulumi.Context, name string, args EtcdRollingU
 		return nil, err
 	}
 
-	// Children do not inherit customTimeouts; the Rollout is where they matter.
+	// Children do not inherit customTimeouts; the Rollout is where they matter. The version makes the engine
+	// pick the same default provider the program's SDK used for the component (default_<version>) from the
+	// first up on; without it the first up made the Rollout a provider of its own ("default"), and the second
+	// up moved it over, a one-time diff and a provider delete that looked like a change.
 	rolloutOpts := []pulumi.ResourceOption{pulumi.Parent(comp)}
+	if Version != "" {
+		rolloutOpts = append(rolloutOpts, pulumi.Version(Version))
+	}
 	if given.CustomTimeouts != nil {
 		rolloutOpts = append(rolloutOpts, pulumi.Timeouts(given.CustomTimeouts))
 	}
