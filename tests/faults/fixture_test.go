@@ -72,7 +72,38 @@ func newFixture(t *testing.T) *fixture {
 		_ = cli.Close()
 		f.checkHistory(t, ops)
 	})
+	f.waitReachable()
 	return f
+}
+
+// waitReachable waits until the engine's own path (port-forwards through the API server and kwok) reaches
+// every member: the harness's health check dials the members directly. Right after an API server restart,
+// kwok may take a while to see the forwards of new pods, and a fault case must start from a cluster the
+// engine can see.
+func (f *fixture) waitReachable() {
+	f.t.Helper()
+	probe := f.engine(func(_ *rollout.Config, o *rollout.Options) { o.OnEvent = nil })
+	start := time.Now()
+	var last string
+	require.Eventually(f.t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		st, err := probe.Observe(ctx)
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		for _, m := range st.Members {
+			if !m.Healthy {
+				last = m.Pod + ": " + m.Problem
+				return false
+			}
+		}
+		return true
+	}, 2*time.Minute, 500*time.Millisecond, "the engine's port-forwards never reached every member (last: %s)", last)
+	if d := time.Since(start); d > 2*time.Second {
+		f.t.Logf("port-forwards reached every member after %s", d.Round(100*time.Millisecond))
+	}
 }
 
 // checkHistory fails the test when the history is not linearizable (or the check could not finish), and
