@@ -117,6 +117,26 @@ func credentialedKubeconfig(ctx context.Context, t *testing.T, c *harness.Cluste
 	return string(b), clientKey, token
 }
 
+// tokenKubeconfig is a kubeconfig document whose only credential is a token for a ServiceAccount bound to
+// deploy/rbac/role.yaml in ns.
+func tokenKubeconfig(ctx context.Context, t *testing.T, c *harness.Cluster, ns string) string {
+	t.Helper()
+	ca := c.Config.CAData
+	if len(ca) == 0 {
+		var err error
+		ca, err = os.ReadFile(c.Config.CAFile)
+		require.NoError(t, err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: c.Config.Host, CertificateAuthorityData: ca}
+	cfg.AuthInfos["etcd-rollout"] = &clientcmdapi.AuthInfo{Token: shippedRoleToken(ctx, t, c, ns)}
+	cfg.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "etcd-rollout", Namespace: ns}
+	cfg.CurrentContext = "local"
+	b, err := clientcmd.Write(*cfg)
+	require.NoError(t, err)
+	return string(b)
+}
+
 // shippedRoleToken creates deploy/rbac/role.yaml in ns, a ServiceAccount bound to it, and returns a token for
 // that ServiceAccount from the TokenRequest API.
 func shippedRoleToken(ctx context.Context, t *testing.T, c *harness.Cluster, ns string) string {
