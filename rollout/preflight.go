@@ -1,0 +1,54 @@
+package rollout
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+)
+
+// MinPatchBefore36 is the oldest 3.5 patch release etcd supports upgrading to 3.6 from: "Before upgrading to
+// 3.6, make sure that all of your 3.5 members are updated to 3.5.26 or later. Patch releases 3.5.24 through
+// 3.5.26 fix several potential upgrade blockers" (https://etcd.io/docs/latest/upgrades/upgrade_3_6/; the
+// v3.6 copy of that page said 3.5.20 earlier, for the "too many learner member" error).
+const MinPatchBefore36 = 26
+
+// EtcdVersion is a release's major.minor.patch.
+type EtcdVersion struct{ Major, Minor, Patch int }
+
+func (v EtcdVersion) String() string { return fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch) }
+
+// imageTag matches the version at the start of an image tag: registry.k8s.io/etcd:3.6.8-0,
+// quay.io/coreos/etcd:v3.5.21, gcr.io/etcd-development/etcd:v3.6.0-rc.1.
+var imageTag = regexp.MustCompile(`:v?(\d+)\.(\d+)\.(\d+)[^:/]*$`)
+
+// ImageVersion reads the etcd version from an image reference's tag. An image pinned only by digest, or
+// tagged otherwise ("latest"), has no version to read.
+func ImageVersion(image string) (EtcdVersion, bool) {
+	m := imageTag.FindStringSubmatch(image)
+	if m == nil {
+		return EtcdVersion{}, false
+	}
+	n := func(s string) int { i, _ := strconv.Atoi(s); return i }
+	return EtcdVersion{n(m[1]), n(m[2]), n(m[3])}, true
+}
+
+// CheckVersionPath refuses a member version change that etcd does not support as a rolling upgrade: skipping
+// a minor version, leaving 3.5 from a patch older than MinPatchBefore36, or going down a minor version (a
+// downgrade needs etcd's downgrade API first, which a rollout does not drive). Patch changes within a minor
+// are always fine. The error says what to do instead.
+func CheckVersionPath(from, to EtcdVersion) error {
+	switch {
+	case from.Major != to.Major:
+		return fmt.Errorf("etcd %s -> %s changes the major version: not a rolling upgrade etcd supports", from, to)
+	case to.Minor > from.Minor+1:
+		return fmt.Errorf("etcd %s -> %s skips a minor version: etcd upgrades one minor at a time; roll to the newest %d.%d patch first",
+			from, to, from.Major, from.Minor+1)
+	case to.Minor < from.Minor:
+		return fmt.Errorf("etcd %s -> %s is a downgrade: start it with etcd's downgrade API (etcdctl downgrade enable %d.%d) before rolling the members",
+			from, to, to.Major, to.Minor)
+	case from.Major == 3 && from.Minor == 5 && to.Minor == 6 && from.Patch < MinPatchBefore36:
+		return fmt.Errorf("etcd %s -> %s: etcd supports upgrading to 3.6 only from 3.5.%d or later "+
+			"(https://etcd.io/docs/latest/upgrades/upgrade_3_6/); roll every member to the newest 3.5 patch first", from, to, MinPatchBefore36)
+	}
+	return nil
+}
