@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -34,6 +35,26 @@ type Cell struct {
 	Startups           []float64 // s
 	MaxRSSMB           float64
 	WriteErrors        map[string]int
+	// TransfersByLeader lists, per ordinal the leader started on, the transfers (planned + hand-over) of
+	// each cluster rollout: the target's mean weighs every starting ordinal alike, whatever the run count.
+	TransfersByLeader map[int][]float64
+	// ReadyAfter and GateAfter split the engine's time per member: partition lowered → pod Ready, then →
+	// etcd's health gate passed (from the engine's own progress events).
+	ReadyAfter, GateAfter []float64
+}
+
+var (
+	reReadyAfter = regexp.MustCompile(` is Ready at \S+ after ([0-9.]+m?s);`)
+	reRolledIn   = regexp.MustCompile(` rolled in ([0-9.]+m?s)$`)
+)
+
+// balancedTransfers is the mean of the per-starting-ordinal means.
+func (c *Cell) balancedTransfers() float64 {
+	var means []float64
+	for _, xs := range c.TransfersByLeader {
+		means = append(means, mean(xs))
+	}
+	return mean(means)
 }
 
 func (c *Cell) add(r Rollout) {
@@ -55,8 +76,29 @@ func (c *Cell) add(r Rollout) {
 	c.P99 = append(c.P99, ms(r.Client.P99Write))
 	c.MaxRSSMB = max(c.MaxRSSMB, float64(r.MaxRSSKB)/1024)
 	lost := false
-	for _, cr := range r.Clusters {
+	for i, cr := range r.Clusters {
 		c.ClusterRolls++
+		if c.TransfersByLeader == nil {
+			c.TransfersByLeader = map[int][]float64{}
+		}
+		if i < len(r.LeaderStart) {
+			l := r.LeaderStart[i]
+			c.TransfersByLeader[l] = append(c.TransfersByLeader[l], float64(cr.Raft.Count(ChangePlanned)+cr.Raft.Count(ChangeHandover)))
+		}
+		if cr.Engine != nil {
+			var ready time.Duration
+			for _, ev := range cr.Engine.Events {
+				if m := reReadyAfter.FindStringSubmatch(ev.Message); m != nil {
+					ready, _ = time.ParseDuration(m[1])
+					c.ReadyAfter = append(c.ReadyAfter, ready.Seconds())
+				} else if m := reRolledIn.FindStringSubmatch(ev.Message); m != nil {
+					if total, err := time.ParseDuration(m[1]); err == nil && ready > 0 {
+						c.GateAfter = append(c.GateAfter, (total - ready).Seconds())
+					}
+					ready = 0
+				}
+			}
+		}
 		c.Planned += float64(cr.Raft.Count(ChangePlanned))
 		c.Handover += float64(cr.Raft.Count(ChangeHandover))
 		e := cr.Raft.Count(ChangeElection)
@@ -348,6 +390,15 @@ func extras(b *strings.Builder, meta *Meta, cells map[string]map[string]*Cell) {
 		}
 		if len(all) > 0 {
 			p(" %s %.2f s (max %.2f s);", sc.Name, mean(all), maxOf(all))
+		}
+	}
+	p("\n")
+	p("\nWhere the engine's time per member goes (mean s: partition lowered → pod Ready at the new revision, then → etcd's health gate passed; the engine polls its gates every 500 ms):")
+	for _, sc := range meta.Scenarios {
+		for _, st := range strategyOrder(meta) {
+			if c := cells[sc.Name][st]; c != nil && len(c.ReadyAfter) > 0 {
+				p(" %s/%s %.2f + %.2f;", sc.Name, st, mean(c.ReadyAfter), mean(c.GateAfter))
+			}
 		}
 	}
 	p("\n")

@@ -12,13 +12,13 @@ func TestEvaluateTargets(t *testing.T) {
 		return map[string]map[string]*Cell{
 			"easy": {
 				"default":    {Wall: []float64{4, 4}, Gaps: []float64{100}},
-				"engine":     {Wall: []float64{6, 6}, Planned: 1.33, Gaps: []float64{50}},
-				"engine-cd0": {Wall: []float64{4.4, 4.6}, Planned: 1.33, Gaps: []float64{50}},
+				"engine":     {Wall: []float64{6, 6}, Gaps: []float64{50}, TransfersByLeader: map[int][]float64{0: {1}, 1: {1}, 2: {2}}},
+				"engine-cd0": {Wall: []float64{4.4, 4.6}, Gaps: []float64{50}, TransfersByLeader: map[int][]float64{0: {1}, 1: {1}, 2: {2}}},
 			},
 			"hung": {
 				"default":    {Gaps: []float64{1200}, Elections: 3},
-				"engine":     {Gaps: []float64{150}, Planned: 1.33, Writes: 100},
-				"engine-cd0": {Gaps: []float64{200}, Planned: 1.33, Writes: 100},
+				"engine":     {Gaps: []float64{150}, Writes: 100, TransfersByLeader: map[int][]float64{0: {1}, 1: {1}, 2: {2}}},
+				"engine-cd0": {Gaps: []float64{200}, Writes: 100, TransfersByLeader: map[int][]float64{0: {1}, 1: {1}, 2: {2}}},
 			},
 		}
 	}
@@ -36,6 +36,9 @@ func TestEvaluateTargets(t *testing.T) {
 		met     bool
 		unknown bool
 	}{
+		{"transfers weighed by starting ordinal: 1, 1, 2 → 1.33", func(c map[string]map[string]*Cell) {
+			c["easy"]["engine"].TransfersByLeader = map[int][]float64{0: {1, 1, 1, 1}, 1: {1, 1, 1}, 2: {2, 2, 2}}
+		}, "engine: mean leader transfers ≤ 1.34 per 3-member rollout (each starting ordinal weighed alike)", true, false},
 		{"all good: elections", nil, "engine, every scenario: 0 real elections", true, false},
 		{"an election in one engine cell", func(c map[string]map[string]*Cell) { c["hung"]["engine-cd0"].Elections = 1 },
 			"engine, every scenario: 0 real elections", false, false},
@@ -44,8 +47,10 @@ func TestEvaluateTargets(t *testing.T) {
 			"engine, every scenario: never a quorum loss", false, false},
 		{"a failed write in hung", func(c map[string]map[string]*Cell) { c["hung"]["engine"].FailedWrites = 1 },
 			"engine: no failed write in the heavy and hung-shutdown scenarios", false, false},
-		{"too many transfers", func(c map[string]map[string]*Cell) { c["easy"]["engine"].Planned = 1.5 },
-			"engine: mean leader transfers ≤ 1.34 per 3-member rollout", false, false},
+		{"too many transfers", func(c map[string]map[string]*Cell) {
+			c["easy"]["engine"].TransfersByLeader = map[int][]float64{0: {1}, 1: {1, 1, 1}, 2: {2, 3}}
+		},
+			"engine: mean leader transfers ≤ 1.34 per 3-member rollout (each starting ordinal weighed alike)", false, false},
 		{"gap 200 of 1200 is within 0.2×", nil, "engine: worst write gap in heavy and hung shutdown ≤ 0.2× the default's", true, false},
 		{"gap 300 of 1200 is not", func(c map[string]map[string]*Cell) { c["hung"]["engine"].Gaps = []float64{300} },
 			"engine: worst write gap in heavy and hung shutdown ≤ 0.2× the default's", false, false},
