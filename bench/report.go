@@ -299,9 +299,9 @@ func renderMarkdown(meta *Meta, cells map[string]map[string]*Cell, plots []strin
 	p("\nEvery rollout: a new pod template, the leader first placed on ordinal (run + cluster) mod N (so each ordinal in turn), a background client (etcd v3 Go client, one connection to all members, a put every %s with a 500 ms timeout and no retry of ours, and a linearizable get likewise) from %s before the roll to %s after; strategies take turns within each run (their order rotates from run to run).\n\n", "10 ms (20 ms in ten-clusters)", loadMargin, loadMargin)
 
 	p("## Results\n\n")
-	p("Worst write gap (ms, worst rollout) | real elections (total) | rollouts that lost quorum:\n\n")
+	p("Each cell: **worst write gap** (ms, worst rollout) / failed writes (all rollouts) / real elections (all rollouts) / rollouts that lost quorum / mean wall time (s).\n\n")
 	strats := strategyOrder(meta)
-	p("| scenario |")
+	p("| scenario (rollouts per strategy) |")
 	for _, s := range strats {
 		p(" %s |", s)
 	}
@@ -314,14 +314,18 @@ func renderMarkdown(meta *Meta, cells map[string]map[string]*Cell, plots []strin
 		if cells[sc.Name] == nil {
 			continue
 		}
-		p("| %s |", sc.Name)
+		runs := 0
+		for _, c := range cells[sc.Name] {
+			runs = max(runs, c.Runs)
+		}
+		p("| %s (%d) |", sc.Name, runs)
 		for _, s := range strats {
 			c := cells[sc.Name][s]
 			if c == nil {
 				p(" – |")
 				continue
 			}
-			p(" %.0f \\| %d \\| %d/%d |", maxOf(c.Gaps), c.Elections, c.QuorumLossRuns, c.Runs)
+			p(" **%.0f** / %d / %d / %d / %.1f |", maxOf(c.Gaps), c.FailedWrites, c.Elections, c.QuorumLossRuns, mean(c.Wall))
 		}
 		p("\n")
 	}
