@@ -80,7 +80,7 @@ func rollWithEngines(ctx context.Context, rc *rest.Config, targets []Target, pol
 			out.Target = t
 			cfg := rollout.NewConfig(t.StatefulSet, t.Namespace, t.Service)
 			cfg.LeaderPolicy, cfg.Cooldown = policy, cooldown
-			cfg.ReadyTimeout, cfg.HealthTimeout = 5*time.Minute, 2*time.Minute
+			cfg.ReadyTimeout, cfg.HealthTimeout = 2*time.Minute, time.Minute
 			if t.TLS {
 				cfg.TLS = tlsFiles
 			}
@@ -181,7 +181,7 @@ func rollDefault(ctx context.Context, clusters []*harness.Etcd) (time.Duration, 
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	for _, e := range clusters {
-		g.Go(func() error { return e.WaitRolledOut(gctx, 5*time.Minute) })
+		g.Go(func() error { return e.WaitRolledOut(gctx, 3*time.Minute) })
 	}
 	err := g.Wait()
 	wall := time.Since(start)

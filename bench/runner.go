@@ -67,6 +67,9 @@ func (c ClusterRoll) TermCheck() bool { return c.TermAfter-c.TermBefore == uint6
 // numbers include the steady state on both sides (and whatever the roll's last step leaves behind).
 const loadMargin = 500 * time.Millisecond
 
+// rolloutTimeout bounds one measured rollout with its preparation and accounting.
+const rolloutTimeout = 4 * time.Minute
+
 // bed is the set-up of one scenario: its clusters, their clients and member IDs, its pressure load.
 type bed struct {
 	sc         Scenario
@@ -191,6 +194,9 @@ type rollOpts struct {
 // rollOnce measures one rollout of strategy st (run number run) on every cluster of the bed.
 func (b *bed) rollOnce(ctx context.Context, st Strategy, run int, o rollOpts) (r Rollout) {
 	r = Rollout{Scenario: b.sc.Name, Strategy: st.Name, Run: run}
+	// No rollout may eat the run's budget: the slowest seen took under a minute.
+	ctx, cancel := context.WithTimeout(ctx, rolloutTimeout)
+	defer cancel()
 	began := time.Now()
 	defer func() { r.Cycle = time.Since(began) }()
 	fail := func(err error) Rollout {
