@@ -42,6 +42,16 @@ func readFacts(ctx context.Context, restConfig *rest.Config, namespace, name str
 		return f, fmt.Errorf("reading StatefulSet %s/%s: %w", namespace, name, err)
 	}
 	f.StatefulSet = sts
+	f.MemberImages = map[string]string{}
+	for i := 0; sts.Spec.Replicas != nil && i < int(*sts.Spec.Replicas); i++ {
+		pod, err := client.CoreV1().Pods(namespace).Get(ctx, fmt.Sprintf("%s-%d", name, i), metav1.GetOptions{})
+		if err != nil {
+			continue // a missing pod runs nothing; the engine reports pods it cannot read
+		}
+		if c := etcdContainer(pod.Spec.Containers); c != nil {
+			f.MemberImages[pod.Name] = c.Image
+		}
+	}
 	lease, err := client.CoordinationV1().Leases(namespace).Get(ctx, rollout.LeaseName(name), metav1.GetOptions{})
 	switch {
 	case err == nil:

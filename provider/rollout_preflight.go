@@ -3,6 +3,7 @@ package provider
 import (
 	"fmt"
 	"path"
+	"sort"
 	"strings"
 
 	p "github.com/pulumi/pulumi-go-provider"
@@ -23,6 +24,9 @@ type clusterFacts struct {
 	// LeaseHeld says the rollout Lease names a holder: a run, live or dead, owns a lowered partition, and
 	// the engine takes it over or waits for it. Without one, a lowered partition is someone else's doing.
 	LeaseHeld bool
+	// MemberImages are the etcd container images the existing pods run, by pod name: what each member runs
+	// now, while the template says what it will run.
+	MemberImages map[string]string
 }
 
 // preflightFailures checks the inputs against the live StatefulSet. mustExist says nothing in this update
@@ -80,7 +84,40 @@ func preflightFailures(in RolloutArgs, f clusterFacts, mustExist bool) []p.Check
 			target, partition, replicas, rollout.LeaseName(in.StsName), replicas)
 	}
 	failures = append(failures, tlsFailures(in, target, etcdContainer(sts.Spec.Template.Spec.Containers))...)
+	failures = append(failures, versionPathFailures(target, sts, f.MemberImages)...)
 	return failures
+}
+
+// versionPathFailures refuses a template whose etcd image is a version etcd cannot roll to from what a
+// member runs now (say 3.5.21 -> 3.6): the members would fail to join after the first restart. The preview
+// of a template change still sees the old template; the check bites at `pulumi up`, whose Check runs after
+// the StatefulSet is applied (locked, so nothing has rolled), and in any later preview.
+func versionPathFailures(target string, sts *appsv1.StatefulSet, memberImages map[string]string) []p.CheckFailure {
+	c := etcdContainer(sts.Spec.Template.Spec.Containers)
+	if c == nil {
+		return nil
+	}
+	to, ok := rollout.ImageVersion(c.Image)
+	if !ok {
+		return nil
+	}
+	pods := make([]string, 0, len(memberImages))
+	for pod := range memberImages {
+		pods = append(pods, pod)
+	}
+	sort.Strings(pods)
+	for _, pod := range pods {
+		from, ok := rollout.ImageVersion(memberImages[pod])
+		if !ok {
+			continue
+		}
+		if err := rollout.CheckVersionPath(from, to); err != nil {
+			return []p.CheckFailure{{Property: "stsName", Reason: fmt.Sprintf(
+				"StatefulSet %s: the pod template's image %s cannot be rolled onto %s, which runs %s: %v",
+				target, c.Image, pod, memberImages[pod], err)}}
+		}
+	}
+	return nil
 }
 
 // tlsFailures compares the tls input with how the etcd container serves clients: TLS for a plain cluster,

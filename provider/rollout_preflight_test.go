@@ -100,6 +100,12 @@ func TestPreflightFailures(t *testing.T) {
 			want: map[string]string{"tls.caFile": `"/etc/etcd/pki/ca.crt" is not on any volume`, "tls.certFile": "not on any volume", "tls.keyFile": "not on any volume"}},
 		{name: "tls for a plain cluster", in: func(a *RolloutArgs) { a.TLS = tlsFiles("/var/lib/etcd") },
 			facts: clusterFacts{StatefulSet: etcdSts(nil)}, want: map[string]string{"tls": "plain http"}},
+		{name: "3.5 too old for 3.6", facts: clusterFacts{StatefulSet: etcdSts(func(s *appsv1.StatefulSet) {
+			s.Spec.Template.Spec.Containers[0].Image = "registry.k8s.io/etcd:3.6.8-0"
+		}), MemberImages: map[string]string{"etcd-0": "registry.k8s.io/etcd:3.6.8-0", "etcd-1": "registry.k8s.io/etcd:3.5.21-0"}},
+			want: map[string]string{"stsName": "image registry.k8s.io/etcd:3.6.8-0 cannot be rolled onto etcd-1, which runs registry.k8s.io/etcd:3.5.21-0: etcd 3.5.21 -> 3.6.8"}},
+		{name: "3.5.26 to 3.6", facts: clusterFacts{StatefulSet: etcdSts(nil),
+			MemberImages: map[string]string{"etcd-0": "registry.k8s.io/etcd:3.5.26-0"}}},
 		{name: "flags the check cannot read refuse nothing", in: func(a *RolloutArgs) { a.TLS = tlsFiles("/var/lib/etcd") },
 			facts: clusterFacts{StatefulSet: etcdSts(func(s *appsv1.StatefulSet) {
 				s.Spec.Template.Spec.Containers[0].Args = []string{"--config-file=/etc/etcd.yaml"}
