@@ -4,7 +4,7 @@
 # bench/bench-<scenario>.png; raw data in bench/out/ (ignored by git).
 #
 # Knobs (environment):
-#   BENCH_RUNS=10          rollouts per strategy per scenario (heavy ×0.5, ten-clusters ×0.3, at least 1)
+#   BENCH_RUNS=10          rollouts per strategy per scenario (heavy and ten-clusters ×0.25, rounded, at least 1)
 #   BENCH_SCENARIOS=all    comma-separated: easy,heavy-immediate,heavy-probe,hung,five,mtls,ten-clusters
 #   BENCH_COOLDOWN=1s      cool-down of the job-like and engine strategies (the engine's default is 30s)
 #   BENCH_RESULTS=results.md   where the table goes (relative to bench/); a smoke run can write elsewhere
