@@ -75,11 +75,16 @@ func TestFaultsBadInput(t *testing.T) {
 		noEtcdStatefulSet("zero", 0, plainArgs, c.NodeName),
 		noEtcdStatefulSet("one", 1, plainArgs, c.NodeName),
 		noEtcdStatefulSet("two", 2, plainArgs, c.NodeName),
+		noEtcdStatefulSetOf("old35", 3, plainArgs, c.NodeName, "registry.k8s.io/etcd:3.5.21-0"),
 	} {
 		_, err := c.Kube.AppsV1().StatefulSets(ns).Create(ctx, s, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
-	waitPodsReady(ctx, t, c, ns, "not-etcd-0", "not-etcd-1", "not-etcd-2")
+	waitPodsReady(ctx, t, c, ns, "not-etcd-0", "not-etcd-1", "not-etcd-2", "old35-0", "old35-1", "old35-2")
+	// old35's members run 3.5.21; its template now says 3.6.8, held back by the partition.
+	_, err = c.Kube.AppsV1().StatefulSets(ns).Patch(ctx, "old35", types.StrategicMergePatchType,
+		[]byte(`{"spec":{"template":{"spec":{"containers":[{"name":"etcd","image":"registry.k8s.io/etcd:3.6.8-0"}]}}}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
 
 	r := newGoRunner(t, p, "etcd-rollout-badinput", badInputProgram)
 	good := map[string]string{"kubeconfig": c.Kubeconfig, "namespace": ns, "stsName": "etcd", "serviceName": "etcd-headless",
@@ -129,6 +134,8 @@ func TestFaultsBadInput(t *testing.T) {
 			want: []string{"readyTimeoutSeconds", "readyTimeoutSeconds is 0: it must be a positive number of seconds"}},
 		{name: "healthTimeoutSeconds negative", config: with(map[string]string{"healthTimeoutSeconds": "-5"}),
 			want: []string{"healthTimeoutSeconds", "healthTimeoutSeconds is -5: it must be a positive number of seconds"}},
+		{name: "3.5 older than 3.5.26 to 3.6", config: with(map[string]string{"stsName": "old35", "serviceName": "old35"}),
+			want: []string{"stsName", "cannot be rolled onto old35-0, which runs registry.k8s.io/etcd:3.5.21-0: etcd 3.5.21 -> 3.6.8: etcd supports upgrading to 3.6 only from 3.5.26 or later"}},
 		{name: "partition lowered by someone else", config: good,
 			setup: func(t *testing.T) func() {
 				setPartition(ctx, t, c, ns, "etcd", 1)
@@ -174,6 +181,10 @@ func TestFaultsBadInput(t *testing.T) {
 // noEtcdStatefulSet is a locked StatefulSet whose pods run on the kwok node with no etcd behind them (no
 // harness opt-in label): Ready pods that nobody answers on.
 func noEtcdStatefulSet(name string, replicas int32, args []string, node string) *appsv1.StatefulSet {
+	return noEtcdStatefulSetOf(name, replicas, args, node, "registry.k8s.io/etcd:3.6.8-0")
+}
+
+func noEtcdStatefulSetOf(name string, replicas int32, args []string, node, image string) *appsv1.StatefulSet {
 	labels := map[string]string{"app.kubernetes.io/name": name}
 	return &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -185,7 +196,7 @@ func noEtcdStatefulSet(name string, replicas int32, args []string, node string) 
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{
-					Name: "etcd", Image: "registry.k8s.io/etcd:3.6.8-0", Command: []string{"etcd"}, Args: args,
+					Name: "etcd", Image: image, Command: []string{"etcd"}, Args: args,
 					VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/etcd"}},
 				}}, Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}},
 			},
