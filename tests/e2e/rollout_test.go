@@ -128,6 +128,10 @@ func TestExamples(t *testing.T) {
 			require.NoError(t, err, "rolling up:\n%s", res.Text)
 			t.Logf("pulumi up of the template change:\n%s", res.Text)
 			assert.Contains(t, res.Text, "rolled 3 member(s) (etcd-2, etcd-1, etcd-0)", "the summary line is in the diagnostics")
+			// Nothing but updates: no provider created or deleted on the second up of a fresh stack.
+			for _, op := range []string{"create", "delete", "replace"} {
+				assert.Zero(t, res.Summary[op], "rolling up: %s\n%s", op, res.Text)
+			}
 			after := viewStatefulSet(ctx, t, c, ns)
 			requireRolledAndLocked(t, after)
 			assert.NotEqual(t, first.UpdateRevision, after.UpdateRevision)
