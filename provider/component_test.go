@@ -122,6 +122,8 @@ func TestComponentDropIn(t *testing.T) {
 	require.NotNil(t, child.RegisterRPC.GetCustomTimeouts(), "customTimeouts reach the child")
 	assert.Equal(t, "20m0s", child.RegisterRPC.GetCustomTimeouts().GetUpdate())
 	assert.False(t, regs.has("kubernetes:apps/v1:StatefulSet"), "the drop-in shape owns no StatefulSet")
+	assert.True(t, in.Get("stsMustExist").AsBool(), "with no dependsOnSts nothing creates the StatefulSet: it must exist")
+	assert.Equal(t, Version, child.RegisterRPC.GetVersion(), "the Rollout asks for the component's own provider version")
 
 	assert.Equal(t, "rev-b", resp.State.Get("updateRevision").AsString())
 	assert.Equal(t, 1.0, resp.State.Get("leaderTransfers").AsNumber())
@@ -148,6 +150,7 @@ func TestComponentOwnsTheStatefulSet(t *testing.T) {
 	assert.Len(t, hash, 16, "versionHash is computed from the pod template")
 	assert.Equal(t, []string{"urn:pulumi:stack::project::etcd-rollout:index:EtcdRollingUpgrade$kubernetes:apps/v1:StatefulSet::etcd"},
 		child.RegisterRPC.GetDependencies(), "the rollout runs after the StatefulSet it owns is applied")
+	assert.True(t, child.Inputs.Get("stsMustExist").AsBool(), "the owned StatefulSet has an ID: it exists")
 }
 
 func TestComponentReadsThePassedKubernetesProvider(t *testing.T) {
