@@ -119,7 +119,6 @@ test-e2e: provider tools-pulumi node-deps python-deps cluster-up
 .PHONY: etcd-rollout test-engine demo
 ENGINE_TEST_FLAGS ?= -v -timeout 20m -parallel 3
 KUBECONFIG_LOCAL := $(ROOT)/tests/.run/kubeconfig
-DEMO_COOLDOWN ?= 5s
 
 etcd-rollout:
 	go build -o bin/etcd-rollout ./cmd/etcd-rollout

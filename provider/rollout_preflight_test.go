@@ -97,7 +97,7 @@ func TestPreflightFailures(t *testing.T) {
 		})}, want: map[string]string{"tls": "serves clients over TLS"}},
 		{name: "tls files not mounted", in: func(a *RolloutArgs) { a.TLS = tlsFiles("/etc/etcd/pki") },
 			facts: clusterFacts{StatefulSet: etcdSts(tlsSts)},
-			want: map[string]string{"tls.caFile": `"/etc/etcd/pki/ca.crt" is not on any volume`, "tls.certFile": "not on any volume", "tls.keyFile": "not on any volume"}},
+			want:  map[string]string{"tls.caFile": `"/etc/etcd/pki/ca.crt" is not on any volume`, "tls.certFile": "not on any volume", "tls.keyFile": "not on any volume"}},
 		{name: "tls for a plain cluster", in: func(a *RolloutArgs) { a.TLS = tlsFiles("/var/lib/etcd") },
 			facts: clusterFacts{StatefulSet: etcdSts(nil)}, want: map[string]string{"tls": "plain http"}},
 		{name: "3.5 too old for 3.6", facts: clusterFacts{StatefulSet: etcdSts(func(s *appsv1.StatefulSet) {

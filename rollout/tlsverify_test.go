@@ -59,9 +59,11 @@ func (ca testCA) issueFor(t *testing.T, usage x509.ExtKeyUsage, ips []net.IP, dn
 // staticDialer hands out one address for every member: a stand-in for the port-forward.
 type staticDialer struct{ addr string }
 
-func (d staticDialer) Endpoint(context.Context, string, string, int) (string, error) { return d.addr, nil }
-func (staticDialer) Release(string, string, int)                                      {}
-func (staticDialer) Close() error                                                      { return nil }
+func (d staticDialer) Endpoint(context.Context, string, string, int) (string, error) {
+	return d.addr, nil
+}
+func (staticDialer) Release(string, string, int) {}
+func (staticDialer) Close() error                { return nil }
 
 // serveTLS accepts connections on loopback and completes the server side of the handshake with cert, which
 // is all a client's certificate verification sees of a member. Each handshake's outcome is sent on the

@@ -171,8 +171,8 @@ func (s *rbacSubject) canI(ctx context.Context, t *testing.T, verb, group, resou
 	t.Helper()
 	res, sub, _ := strings.Cut(resource, "/")
 	r, err := s.c.Kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
-		User:   "system:serviceaccount:" + s.ns + ":etcd-rollout",
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + s.ns, "system:authenticated"},
+		User:               "system:serviceaccount:" + s.ns + ":etcd-rollout",
+		Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + s.ns, "system:authenticated"},
 		ResourceAttributes: &authzv1.ResourceAttributes{Namespace: s.ns, Verb: verb, Group: group, Resource: res, Subresource: sub},
 	}}, metav1.CreateOptions{})
 	require.NoError(t, err)
