@@ -86,11 +86,10 @@ func parseDeadline(s string, now time.Time) (time.Time, error) {
 
 func run(ctx context.Context, sel []Scenario, runs int, strats []Strategy, outDir, results, runDir string, deadline time.Time) error {
 	if runDir == "" {
-		root, err := harness.RepoRoot() // bench/ has its own go.mod: the repository is one level up
-		if err != nil {
+		var err error
+		if runDir, err = harness.RunDir(); err != nil {
 			return err
 		}
-		runDir = filepath.Join(filepath.Dir(root), "tests", ".run")
 	}
 	c, err := harness.Open(runDir)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -77,7 +78,7 @@ func etcdVersion(ctx context.Context) string {
 	if err != nil {
 		return "unknown"
 	}
-	bin := strings.TrimSuffix(root, "/bench") + "/.tools/bin/etcd"
+	bin := filepath.Join(root, ".tools", "bin", "etcd")
 	out, err := exec.CommandContext(ctx, bin, "--version").Output()
 	if err != nil {
 		return "unknown"

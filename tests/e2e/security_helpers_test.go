@@ -14,14 +14,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	authv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/utils/ptr"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness"
 )
@@ -101,7 +96,8 @@ func credentialedKubeconfig(ctx context.Context, t *testing.T, c *harness.Cluste
 		require.NoError(t, err)
 		return b
 	}
-	ca := readOr(c.Config.CAData, c.Config.CAFile)
+	ca, err := c.CAData()
+	require.NoError(t, err)
 	cert := readOr(c.Config.CertData, c.Config.CertFile)
 	clientKey = readOr(c.Config.KeyData, c.Config.KeyFile)
 	require.NotEmpty(t, clientKey, "the harness kubeconfig has a client key")
@@ -121,47 +117,20 @@ func credentialedKubeconfig(ctx context.Context, t *testing.T, c *harness.Cluste
 // deploy/rbac/role.yaml in ns.
 func tokenKubeconfig(ctx context.Context, t *testing.T, c *harness.Cluster, ns string) string {
 	t.Helper()
-	ca := c.Config.CAData
-	if len(ca) == 0 {
-		var err error
-		ca, err = os.ReadFile(c.Config.CAFile)
-		require.NoError(t, err)
-	}
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: c.Config.Host, CertificateAuthorityData: ca}
-	cfg.AuthInfos["etcd-rollout"] = &clientcmdapi.AuthInfo{Token: shippedRoleToken(ctx, t, c, ns)}
-	cfg.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "etcd-rollout", Namespace: ns}
-	cfg.CurrentContext = "local"
-	b, err := clientcmd.Write(*cfg)
+	doc, err := c.KubeconfigFor(ns, &clientcmdapi.AuthInfo{Token: shippedRoleToken(ctx, t, c, ns)})
 	require.NoError(t, err)
-	return string(b)
+	return string(doc)
 }
 
 // shippedRoleToken creates deploy/rbac/role.yaml in ns, a ServiceAccount bound to it, and returns a token for
 // that ServiceAccount from the TokenRequest API.
 func shippedRoleToken(ctx context.Context, t *testing.T, c *harness.Cluster, ns string) string {
 	t.Helper()
-	p := repoPaths(t)
-	text, err := os.ReadFile(filepath.Join(p.root, "deploy", "rbac", "role.yaml"))
+	role, err := harness.ShippedRole()
 	require.NoError(t, err)
-	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(text, nil, nil)
+	token, err := c.BindServiceAccount(ctx, ns, role)
 	require.NoError(t, err)
-	role := obj.(*rbacv1.Role)
-	_, err = c.Kube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = c.Kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "etcd-rollout"}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = c.Kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "etcd-rollout"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "etcd-rollout", Namespace: ns}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	tr, err := c.Kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "etcd-rollout", &authv1.TokenRequest{
-		Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600))},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	return tr.Status.Token
+	return token
 }
 
 // namespaceEvents is every Kubernetes Event of ns, as JSON.

@@ -35,8 +35,8 @@ func TestCLI(t *testing.T) {
 		return string(out), 0
 	}
 
-	rev := f.changeTemplate(label(0))
-	f.placeLeader(1)
+	rev := f.must.ChangeTemplate(label(0))
+	f.must.PlaceLeader(1)
 	out, code := cli("plan")
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "Plan: roll etcd-2, etcd-1, etcd-0 to revision "+rev+"; move leader etcd-1 → etcd-2 before etcd-1; 1 leader transfer")
@@ -56,7 +56,7 @@ func TestCLI(t *testing.T) {
 	assert.Contains(t, out, "partition 3 (locked)")
 	assert.Contains(t, out, "Rollout lease etcd-etcd-rollout: free")
 
-	f.changeTemplate(label(1))
+	f.must.ChangeTemplate(label(1))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	require.NoError(t, f.etcd.Freeze(ctx, 0))

@@ -22,21 +22,21 @@ func TestQuorumGuardAndNoOp(t *testing.T) {
 
 	t.Run("quorum guard", func(t *testing.T) {
 		f.t = t
-		f.changeTemplate(label(1))
-		f.placeLeader(1) // freeze a follower: the cluster keeps its leader, only the margin is gone
+		f.must.ChangeTemplate(label(1))
+		f.must.PlaceLeader(1) // freeze a follower: the cluster keeps its leader, only the margin is gone
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		require.NoError(t, f.etcd.Freeze(ctx, 0))
 		defer func() { require.NoError(t, f.etcd.Thaw(context.Background(), 0)) }()
-		genBefore := f.sts().Generation
-		_, uidsBefore := f.pods()
+		genBefore := f.must.StatefulSet().Generation
+		_, uidsBefore := f.must.Pods()
 
 		_, err := f.engine(nil).Run(runCtx(t))
 		require.ErrorIs(t, err, rollout.ErrBlocked)
 		assert.Contains(t, err.Error(), "restarting etcd-2 would leave 1 healthy member(s), quorum is 2 of 3")
 		assert.Contains(t, err.Error(), "etcd-0 unhealthy")
-		assert.Equal(t, genBefore, f.sts().Generation, "the StatefulSet was not written")
-		_, uidsAfter := f.pods()
+		assert.Equal(t, genBefore, f.must.StatefulSet().Generation, "the StatefulSet was not written")
+		_, uidsAfter := f.must.Pods()
 		assert.Equal(t, uidsBefore, uidsAfter, "no pod restarted")
 	})
 
@@ -45,7 +45,7 @@ func TestQuorumGuardAndNoOp(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		require.NoError(t, f.etcd.WaitHealthy(ctx))
-		rev := f.changeTemplate(label(2))
+		rev := f.must.ChangeTemplate(label(2))
 		res, err := f.engine(nil).Run(runCtx(t))
 		require.NoError(t, err)
 		assert.Len(t, res.MembersRolled, 3)
@@ -54,15 +54,15 @@ func TestQuorumGuardAndNoOp(t *testing.T) {
 
 	t.Run("no-op after a complete run", func(t *testing.T) {
 		f.t = t
-		genBefore, termBefore := f.sts().Generation, f.term()
-		_, uidsBefore := f.pods()
+		genBefore, termBefore := f.must.StatefulSet().Generation, f.must.Term()
+		_, uidsBefore := f.must.Pods()
 		res, err := f.engine(nil).Run(runCtx(t))
 		require.NoError(t, err)
 		assert.Empty(t, res.MembersRolled)
 		assert.Zero(t, res.LeaderTransfers)
-		assert.Equal(t, genBefore, f.sts().Generation, "the StatefulSet was not written")
-		assert.Equal(t, termBefore, f.term(), "no transfer, no election")
-		_, uidsAfter := f.pods()
+		assert.Equal(t, genBefore, f.must.StatefulSet().Generation, "the StatefulSet was not written")
+		assert.Equal(t, termBefore, f.must.Term(), "no transfer, no election")
+		_, uidsAfter := f.must.Pods()
 		assert.Equal(t, uidsBefore, uidsAfter)
 	})
 }

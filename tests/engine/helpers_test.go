@@ -13,9 +13,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness"
@@ -45,6 +42,7 @@ type fixture struct {
 	t    *testing.T
 	c    *harness.Cluster
 	etcd *harness.Etcd
+	must harness.MustEtcd
 }
 
 func newFixture(t *testing.T, spec harness.EtcdSpec) *fixture {
@@ -57,7 +55,7 @@ func newFixture(t *testing.T, spec harness.EtcdSpec) *fixture {
 	e, err := c.CreateEtcd(ctx, ns, spec)
 	require.NoError(t, err)
 	t.Logf("%s/%s: %d healthy members in %s", ns, e.Spec.Name, e.Spec.Replicas, time.Since(start).Round(time.Millisecond))
-	return &fixture{t: t, c: c, etcd: e}
+	return &fixture{t: t, c: c, etcd: e, must: e.Must(t)}
 }
 
 // engine builds an engine for the fixture's StatefulSet that logs progress to the test.
@@ -83,84 +81,15 @@ func (f *fixture) engine(mutate func(*rollout.Config, *rollout.Options)) *rollou
 	return e
 }
 
-// changeTemplate makes a new revision and returns it; with the partition locked nothing restarts.
-func (f *fixture) changeTemplate(value string) string {
-	f.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rev, err := f.etcd.SetTemplateAnnotation(ctx, "etcd-rollout.test/change", value)
-	require.NoError(f.t, err)
-	return rev
-}
-
-// placeLeader moves the Raft leader to ordinal with the tests' own direct client (not the engine's path).
-func (f *fixture) placeLeader(ordinal int) {
-	f.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	leader, _, err := f.etcd.Leader(ctx)
-	require.NoError(f.t, err)
-	if leader == ordinal {
-		return
-	}
-	target, err := f.etcd.Status(ctx, ordinal)
-	require.NoError(f.t, err)
-	cli, err := f.etcd.Client(ctx, leader)
-	require.NoError(f.t, err)
-	defer cli.Close()
-	_, err = cli.MoveLeader(ctx, target.MemberID)
-	require.NoError(f.t, err)
-	require.Eventually(f.t, func() bool {
-		l, _, err := f.etcd.Leader(ctx)
-		return err == nil && l == ordinal
-	}, 10*time.Second, 50*time.Millisecond, "leader never reached ordinal %d", ordinal)
-}
-
-func (f *fixture) term() uint64 {
-	f.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	term, err := f.etcd.RaftTerm(ctx)
-	require.NoError(f.t, err)
-	return term
-}
-
-func (f *fixture) sts() *appsv1.StatefulSet {
-	f.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	sts, err := f.etcd.StatefulSet(ctx)
-	require.NoError(f.t, err)
-	return sts
-}
-
-func (f *fixture) partition() int {
-	return int(*f.sts().Spec.UpdateStrategy.RollingUpdate.Partition)
-}
-
-// pods returns each ordinal's revision label and UID.
-func (f *fixture) pods() (revs []string, uids []types.UID) {
-	f.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for i := 0; i < f.etcd.Spec.Replicas; i++ {
-		p, err := f.c.Kube.CoreV1().Pods(f.etcd.Namespace).Get(ctx, f.etcd.PodName(i), metav1.GetOptions{})
-		require.NoError(f.t, err)
-		revs = append(revs, p.Labels[appsv1.ControllerRevisionHashLabelKey])
-		uids = append(uids, p.UID)
-	}
-	return revs, uids
-}
-
 // requireRolledTo checks the end state the issue promises: every pod at rev, the partition re-locked, and
 // etcd healthy by the harness's own independent check.
 func (f *fixture) requireRolledTo(rev string) {
 	f.t.Helper()
-	revs, _ := f.pods()
+	revs, _ := f.must.Pods()
 	for i, r := range revs {
 		require.Equal(f.t, rev, r, "pod %d revision", i)
 	}
-	require.Equal(f.t, f.etcd.Spec.Replicas, f.partition(), "partition re-locked")
+	require.Equal(f.t, f.etcd.Spec.Replicas, f.must.Partition(), "partition re-locked")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	require.NoError(f.t, f.etcd.WaitHealthy(ctx))

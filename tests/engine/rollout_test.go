@@ -20,9 +20,9 @@ func rollWithLeaderOn(t *testing.T, spec harness.EtcdSpec, leaders []int) {
 	for i, leader := range leaders {
 		t.Run(fmt.Sprintf("leader on %d", leader), func(t *testing.T) {
 			f.t = t
-			rev := f.changeTemplate(label(i))
-			f.placeLeader(leader)
-			before := f.term()
+			rev := f.must.ChangeTemplate(label(i))
+			f.must.PlaceLeader(leader)
+			before := f.must.Term()
 
 			res, err := f.engine(nil).Run(runCtx(t))
 			require.NoError(t, err)
@@ -38,7 +38,7 @@ func rollWithLeaderOn(t *testing.T, spec harness.EtcdSpec, leaders []int) {
 				assert.LessOrEqual(t, res.LeaderTransfers, 1)
 			}
 			// Independent of the engine's own count: every term increase is one of its transfers.
-			assert.Equal(t, before+uint64(res.LeaderTransfers), f.term(), "raft term rose only by the transfers")
+			assert.Equal(t, before+uint64(res.LeaderTransfers), f.must.Term(), "raft term rose only by the transfers")
 		})
 	}
 }

@@ -22,7 +22,7 @@ import (
 // parallel tests start.
 func TestAPIServerRestartMidRollout(t *testing.T) {
 	f := newFixture(t)
-	rev := f.changeTemplate()
+	rev := f.must.ChangeTemplate("")
 	restartErr := make(chan error, 1)
 	started := false
 	res, err := f.engine(func(_ *rollout.Config, o *rollout.Options) {

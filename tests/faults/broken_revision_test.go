@@ -19,7 +19,7 @@ import (
 func TestNeverHealthyRevisionStopsAtTheFirstMember(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	_, uidsBefore := f.pods()
+	_, uidsBefore := f.must.Pods()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	rev, err := f.etcd.UpdateTemplate(ctx, func(tpl *corev1.PodTemplateSpec) {
@@ -40,8 +40,8 @@ func TestNeverHealthyRevisionStopsAtTheFirstMember(t *testing.T) {
 	assert.Contains(t, err.Error(), "the partition is locked again, so no other member restarts: look at etcd-2")
 	assert.Empty(t, res.MembersRolled)
 
-	require.Equal(t, 3, f.partition(), "re-locked")
-	revs, uidsAfter := f.pods()
+	require.Equal(t, 3, f.must.Partition(), "re-locked")
+	revs, uidsAfter := f.must.Pods()
 	assert.Equal(t, []int{2}, restarted(uidsBefore, uidsAfter), "etcd-2 was the one tried, no other member touched")
 	assert.Equal(t, rev, revs[2])
 	assert.NotEqual(t, rev, revs[1])

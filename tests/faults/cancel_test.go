@@ -18,9 +18,9 @@ import (
 func TestCancelledRunResumesWithTheRemainingMembers(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	rev := f.changeTemplate()
-	f.placeLeader(0)
-	_, uidsBefore := f.pods()
+	rev := f.must.ChangeTemplate("")
+	f.must.PlaceLeader(0)
+	_, uidsBefore := f.must.Pods()
 
 	ctx, cancel := context.WithCancel(runCtx(t))
 	defer cancel()
@@ -38,7 +38,7 @@ func TestCancelledRunResumesWithTheRemainingMembers(t *testing.T) {
 	assert.Contains(t, err.Error(), "stopped by the caller after 1 member rolled [etcd-2]; the partition is locked, run it again to roll the members that are left")
 	assert.Equal(t, []string{"etcd-2"}, res.MembersRolled)
 	f.requireState(rev, false, false, true)
-	_, uidsCancelled := f.pods()
+	_, uidsCancelled := f.must.Pods()
 	assert.Equal(t, []int{2}, restarted(uidsBefore, uidsCancelled), "the cancelled run restarted etcd-2 only")
 
 	res, err = f.engine(nil).Run(runCtx(t))
@@ -47,6 +47,6 @@ func TestCancelledRunResumesWithTheRemainingMembers(t *testing.T) {
 	assert.Equal(t, 1, res.LeaderTransfers, "leader on 0 moves once, to the updated etcd-2")
 	assert.Equal(t, 0, res.UnplannedElections)
 	f.requireState(rev)
-	_, uidsAfter := f.pods()
+	_, uidsAfter := f.must.Pods()
 	assert.Equal(t, []int{0, 1}, restarted(uidsCancelled, uidsAfter), "the next run restarted only the remaining members")
 }

@@ -18,8 +18,8 @@ import (
 func TestConcurrentRunsExactlyOneProceeds(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	rev := f.changeTemplate()
-	_, uidsBefore := f.pods()
+	rev := f.must.ChangeTemplate("")
+	_, uidsBefore := f.must.Pods()
 	holders := []string{"run-a", "run-b"}
 	engines := make([]*rollout.Engine, len(holders))
 	for i, h := range holders {
@@ -57,7 +57,7 @@ func TestConcurrentRunsExactlyOneProceeds(t *testing.T) {
 	assert.Empty(t, results[loser].MembersRolled)
 	assert.Equal(t, []int{loser, winner}, order, "the refused run returned first: it did not wait for the lease")
 	f.requireState(rev)
-	_, uidsAfter := f.pods()
+	_, uidsAfter := f.must.Pods()
 	assert.Equal(t, []int{0, 1, 2}, restarted(uidsBefore, uidsAfter), "every member restarted")
 	assert.Zero(t, results[winner].UnplannedElections)
 	assert.False(t, errors.Is(errs[loser], rollout.ErrInterference))

@@ -9,7 +9,6 @@ package faults_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,8 +18,6 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -49,6 +46,7 @@ type fixture struct {
 	t    *testing.T
 	c    *harness.Cluster
 	etcd *harness.Etcd
+	must harness.MustEtcd
 	rec  *harness.Recorder
 }
 
@@ -66,7 +64,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Logf("%s/%s: %d healthy members in %s", ns, e.Spec.Name, e.Spec.Replicas, time.Since(start).Round(time.Millisecond))
 	cli, err := e.Client(ctx)
 	require.NoError(t, err)
-	f := &fixture{t: t, c: c, etcd: e, rec: harness.StartRecorder(context.Background(), cli, harness.RecorderOptions{})}
+	f := &fixture{t: t, c: c, etcd: e, must: e.Must(t), rec: harness.StartRecorder(context.Background(), cli, harness.RecorderOptions{})}
 	t.Cleanup(func() {
 		ops := f.rec.Stop()
 		_ = cli.Close()
@@ -202,65 +200,12 @@ func (f *fixture) engine(mutate func(*rollout.Config, *rollout.Options)) *rollou
 	return e
 }
 
-// changeTemplate makes a new revision and returns it; with the partition locked nothing restarts.
-func (f *fixture) changeTemplate() string {
-	f.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rev, err := f.etcd.SetTemplateAnnotation(ctx, "etcd-rollout.test/change", fmt.Sprintf("v%d", time.Now().UnixNano()))
-	require.NoError(f.t, err)
-	return rev
-}
-
-func (f *fixture) placeLeader(ordinal int) {
-	f.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	require.NoError(f.t, f.etcd.MoveLeader(ctx, ordinal))
-}
-
-func (f *fixture) term() uint64 {
-	f.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	term, err := f.etcd.RaftTerm(ctx)
-	require.NoError(f.t, err)
-	return term
-}
-
-func (f *fixture) sts() *appsv1.StatefulSet {
-	f.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	sts, err := f.etcd.StatefulSet(ctx)
-	require.NoError(f.t, err)
-	return sts
-}
-
-func (f *fixture) partition() int {
-	return int(*f.sts().Spec.UpdateStrategy.RollingUpdate.Partition)
-}
-
-// pods returns each ordinal's revision label and UID: a new UID is a restart.
-func (f *fixture) pods() (revs []string, uids []types.UID) {
-	f.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for i := 0; i < f.etcd.Spec.Replicas; i++ {
-		p, err := f.c.Kube.CoreV1().Pods(f.etcd.Namespace).Get(ctx, f.etcd.PodName(i), metav1.GetOptions{})
-		require.NoError(f.t, err)
-		revs = append(revs, p.Labels[appsv1.ControllerRevisionHashLabelKey])
-		uids = append(uids, p.UID)
-	}
-	return revs, uids
-}
-
 // requireState checks what every case promises at its end: the partition at replicas, and each ordinal
 // at rev exactly when wantAt says so; then etcd healthy by the harness's own check.
 func (f *fixture) requireState(rev string, wantAt ...bool) {
 	f.t.Helper()
-	require.Equal(f.t, f.etcd.Spec.Replicas, f.partition(), "partition back at replicas")
-	revs, _ := f.pods()
+	require.Equal(f.t, f.etcd.Spec.Replicas, f.must.Partition(), "partition back at replicas")
+	revs, _ := f.must.Pods()
 	for i, r := range revs {
 		at := len(wantAt) == 0 || wantAt[i]
 		if at {

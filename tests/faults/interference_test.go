@@ -45,14 +45,14 @@ func TestSomeoneElseChangesTheStatefulSet(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f.t = t
-			f.changeTemplate()
-			f.placeLeader(0)
+			f.must.ChangeTemplate("")
+			f.must.PlaceLeader(0)
 			if tc.when == "waiting for etcd-1:" {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
 				require.NoError(t, f.etcd.HangOnTerm(ctx, 1, true))
 			}
-			_, uidsBefore := f.pods()
+			_, uidsBefore := f.must.Pods()
 			res, err := f.engine(func(_ *rollout.Config, o *rollout.Options) {
 				log := o.OnEvent
 				o.OnEvent = func(e rollout.Event) {
@@ -69,14 +69,14 @@ func TestSomeoneElseChangesTheStatefulSet(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 			assert.Contains(t, err.Error(), "find who changed it")
 			assert.Equal(t, []string{"etcd-2"}, res.MembersRolled)
-			require.Equal(t, 3, f.partition(), "re-locked")
+			require.Equal(t, 3, f.must.Partition(), "re-locked")
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			if tc.when == "waiting for etcd-1:" {
 				_, err := f.etcd.WaitPodRecreated(ctx, 1, uidsBefore[1]) // it was on its way already
 				require.NoError(t, err)
 			}
-			_, uidsAfter := f.pods()
+			_, uidsAfter := f.must.Pods()
 			assert.NotContains(t, restarted(uidsBefore, uidsAfter), 0, "etcd-0 was never restarted")
 			if tc.when == "etcd-2 rolled" {
 				assert.Equal(t, []int{2}, restarted(uidsBefore, uidsAfter), "no member rolled after the change")
@@ -85,7 +85,7 @@ func TestSomeoneElseChangesTheStatefulSet(t *testing.T) {
 			// Finish the rollout, so the next case starts from every member at one revision.
 			_, err = f.engine(nil).Run(runCtx(t))
 			require.NoError(t, err)
-			f.requireState(f.sts().Status.UpdateRevision)
+			f.requireState(f.must.StatefulSet().Status.UpdateRevision)
 		})
 	}
 }

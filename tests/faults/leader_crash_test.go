@@ -20,8 +20,8 @@ import (
 func TestLeaderCrashIsCountedAsUnplanned(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	rev := f.changeTemplate()
-	f.placeLeader(0)
+	rev := f.must.ChangeTemplate("")
+	f.must.PlaceLeader(0)
 	crashed := false
 	res, err := f.engine(func(_ *rollout.Config, o *rollout.Options) {
 		log := o.OnEvent

@@ -41,8 +41,8 @@ func (e *events) index(prefix string) int {
 func TestMemberDownHoldsThenResumes(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	rev := f.changeTemplate()
-	f.placeLeader(1) // etcd-0 is a follower: freezing it costs no election
+	rev := f.must.ChangeTemplate("")
+	f.must.PlaceLeader(1) // etcd-0 is a follower: freezing it costs no election
 	var ev events
 	var thawed sync.Once
 	res, err := f.engine(func(_ *rollout.Config, o *rollout.Options) {
@@ -80,9 +80,9 @@ func TestMemberDownHoldsThenResumes(t *testing.T) {
 func TestMemberDownPastTheLimitFails(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	rev := f.changeTemplate()
-	f.placeLeader(1)
-	_, uidsBefore := f.pods()
+	rev := f.must.ChangeTemplate("")
+	f.must.PlaceLeader(1)
+	_, uidsBefore := f.must.Pods()
 	defer func() { require.NoError(t, f.etcd.Thaw(context.Background(), 0)) }()
 	res, err := f.engine(func(c *rollout.Config, o *rollout.Options) {
 		c.HealthTimeout = 5 * time.Second
@@ -105,6 +105,6 @@ func TestMemberDownPastTheLimitFails(t *testing.T) {
 
 	require.NoError(t, f.etcd.Thaw(context.Background(), 0))
 	f.requireState(rev, false, false, true)
-	_, uidsAfter := f.pods()
+	_, uidsAfter := f.must.Pods()
 	assert.Equal(t, []int{2}, restarted(uidsBefore, uidsAfter))
 }

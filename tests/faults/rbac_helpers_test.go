@@ -13,23 +13,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	authv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/utils/ptr"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness/memberapi"
 )
-
-// rbacRoleFile is the Role the project ships; the tests bind exactly this file, so a rule the code needs and
-// the file lacks fails them.
-const rbacRoleFile = "deploy/rbac/role.yaml"
 
 // rbacSubject is a ServiceAccount bound to a Role in one namespace, with a kubeconfig that holds only its
 // token: the identity an operator would give the rollout.
@@ -43,14 +34,8 @@ type rbacSubject struct {
 // loadShippedRole decodes deploy/rbac/role.yaml.
 func loadShippedRole(t *testing.T) *rbacv1.Role {
 	t.Helper()
-	root, err := harness.RepoRoot()
+	role, err := harness.ShippedRole()
 	require.NoError(t, err)
-	text, err := os.ReadFile(filepath.Join(root, rbacRoleFile))
-	require.NoError(t, err)
-	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(text, nil, nil)
-	require.NoError(t, err, "decoding %s", rbacRoleFile)
-	role, ok := obj.(*rbacv1.Role)
-	require.True(t, ok, "%s holds a %T, not a Role", rbacRoleFile, obj)
 	return role
 }
 
@@ -58,35 +43,12 @@ func loadShippedRole(t *testing.T) *rbacv1.Role {
 // it by TokenRequest, and a kubeconfig with that token and the cluster's CA: no other credentials.
 func bindServiceAccount(ctx context.Context, t *testing.T, c *harness.Cluster, ns string, role *rbacv1.Role) *rbacSubject {
 	t.Helper()
-	role = role.DeepCopy()
-	role.Namespace = ns
-	_, err := c.Kube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{})
+	token, err := c.BindServiceAccount(ctx, ns, role)
 	require.NoError(t, err)
-	_, err = c.Kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "etcd-rollout"}}, metav1.CreateOptions{})
+	doc, err := c.KubeconfigFor(ns, &clientcmdapi.AuthInfo{Token: token})
 	require.NoError(t, err)
-	_, err = c.Kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "etcd-rollout"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "etcd-rollout", Namespace: ns}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	tr, err := c.Kube.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "etcd-rollout", &authv1.TokenRequest{
-		Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600))},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err, "TokenRequest for the rollout's ServiceAccount")
-
-	ca := c.Config.CAData
-	if len(ca) == 0 {
-		ca, err = os.ReadFile(c.Config.CAFile)
-		require.NoError(t, err)
-	}
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: c.Config.Host, CertificateAuthorityData: ca}
-	cfg.AuthInfos["etcd-rollout"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	cfg.Contexts["etcd-rollout"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "etcd-rollout", Namespace: ns}
-	cfg.CurrentContext = "etcd-rollout"
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, clientcmd.WriteToFile(*cfg, path))
+	require.NoError(t, os.WriteFile(path, doc, 0o600))
 	return &rbacSubject{c: c, ns: ns, role: role, kubeconfig: path}
 }
 
@@ -127,7 +89,7 @@ func withoutVerb(t *testing.T, rules []rbacv1.PolicyRule, resource, verb string)
 		}
 		out = append(out, r)
 	}
-	require.True(t, removed, "%s grants no %s on %s", rbacRoleFile, verb, resource)
+	require.True(t, removed, "%s grants no %s on %s", harness.ShippedRoleFile, verb, resource)
 	return out
 }
 

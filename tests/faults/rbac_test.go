@@ -111,7 +111,7 @@ func TestRBACMissingVerbIsNamed(t *testing.T) {
 			for _, w := range tc.want {
 				assert.Contains(t, out, w)
 			}
-			assert.Contains(t, out, rbacRoleFile, "the error points at the Role")
+			assert.Contains(t, out, harness.ShippedRoleFile, "the error points at the Role")
 			assert.Equal(t, before, requireLockedAt(ctx, t, e), "no member was rolled and the partition is locked")
 		})
 	}

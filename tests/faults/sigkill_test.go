@@ -31,8 +31,8 @@ func TestSIGKILLedRunIsTakenOverAndRelockedFirst(t *testing.T) {
 	f := newFixture(t)
 	args := []string{"--sts", f.etcd.Spec.Name, "-n", f.etcd.Namespace, "--kubeconfig", f.c.Kubeconfig,
 		"--cooldown", "0s", "--lease-duration", "4s"}
-	rev := f.changeTemplate()
-	_, uidsBefore := f.pods()
+	rev := f.must.ChangeTemplate("")
+	_, uidsBefore := f.must.Pods()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -52,7 +52,7 @@ func TestSIGKILLedRunIsTakenOverAndRelockedFirst(t *testing.T) {
 	}
 	_ = run.Wait()
 	require.True(t, killed, "the run ended before etcd-1 was in flight")
-	assert.Equal(t, 1, f.partition(), "no re-lock after SIGKILL")
+	assert.Equal(t, 1, f.must.Partition(), "no re-lock after SIGKILL")
 	probe := f.engine(nil)
 	holder, _, err := probe.LeaseHolder(ctx)
 	require.NoError(t, err)
@@ -79,7 +79,7 @@ func TestSIGKILLedRunIsTakenOverAndRelockedFirst(t *testing.T) {
 	assert.Contains(t, out, "unplanned elections:  0")
 	assert.NotContains(t, out, "restarting etcd-2", "etcd-2 was finished by the killed run")
 	f.requireState(rev)
-	_, uidsAfter := f.pods()
+	_, uidsAfter := f.must.Pods()
 	assert.Equal(t, []int{0, 1, 2}, restarted(uidsBefore, uidsAfter))
 }
 

@@ -82,19 +82,23 @@ func RunDir() (string, error) {
 	return filepath.Join(root, "tests", ".run"), nil
 }
 
-// RepoRoot is the nearest directory at or above the working directory that holds go.mod.
+// mainModule is the repository's root module. tests/e2e, bench and the examples are modules of their own
+// below it, so the nearest go.mod is not always the repository's.
+const mainModule = "module github.com/etcd-rollout/pulumi-etcd-rollout\n"
+
+// RepoRoot is the nearest directory at or above the working directory whose go.mod is the main module's.
 func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+		if mod, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.HasPrefix(string(mod), mainModule) {
 			return dir, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory; set %s", RunDirEnv)
+			return "", fmt.Errorf("no go.mod of github.com/etcd-rollout/pulumi-etcd-rollout above the working directory; set %s", RunDirEnv)
 		}
 		dir = parent
 	}
