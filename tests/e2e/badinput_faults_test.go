@@ -5,8 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -59,9 +57,6 @@ func badInputProgram(ctx *pulumi.Context) error {
 // recreated StatefulSet (the resolved cluster is not the one in the state) is refused.
 func TestFaultsBadInput(t *testing.T) {
 	p := repoPaths(t)
-	if os.Getenv(harness.RunDirEnv) == "" {
-		t.Setenv(harness.RunDirEnv, filepath.Join(p.root, "tests", ".run"))
-	}
 	c := harness.Connect(t)
 	ctx := t.Context()
 	ns := c.Namespace(t)

@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -82,10 +81,6 @@ func pythonExample(dir string) func(*testing.T, paths, *harness.Cluster, string)
 // (for the examples marked cancel), and destroy, which leaves the StatefulSet locked and untouched.
 func TestExamples(t *testing.T) {
 	p := repoPaths(t)
-	if os.Getenv(harness.RunDirEnv) == "" {
-		// This module's own go.mod would make the harness look for the cluster under tests/e2e.
-		t.Setenv(harness.RunDirEnv, filepath.Join(p.root, "tests", ".run"))
-	}
 	c := harness.Connect(t)
 	for _, ex := range examples {
 		t.Run(ex.name, func(t *testing.T) {

@@ -107,9 +107,6 @@ func debugUp(t *testing.T, stack auto.Stack) capture {
 // reveal the kubeconfig (so the test can see a leak when there is one) while the plain export must not.
 func TestFaultsSecretsNeverLeak(t *testing.T) {
 	p := repoPaths(t)
-	if os.Getenv(harness.RunDirEnv) == "" {
-		t.Setenv(harness.RunDirEnv, filepath.Join(p.root, "tests", ".run"))
-	}
 	c := harness.Connect(t)
 	ctx := t.Context()
 	ns := c.Namespace(t)

@@ -3,8 +3,6 @@
 package e2e
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -21,9 +19,6 @@ import (
 // that the admin created. tests/faults/rbac_test.go does the same with the CLI and removes verbs one by one.
 func TestFaultsRBACShippedRoleThroughPulumi(t *testing.T) {
 	p := repoPaths(t)
-	if os.Getenv(harness.RunDirEnv) == "" {
-		t.Setenv(harness.RunDirEnv, filepath.Join(p.root, "tests", ".run"))
-	}
 	c := harness.Connect(t)
 	ctx := t.Context()
 	ns := c.Namespace(t)

@@ -107,10 +107,6 @@ func TestFaultsNoOptionDisablesTLSVerification(t *testing.T) {
 // restarted: with the cluster's Secret holding a foreign CA, a rollout with a pending template change is
 // refused and changes nothing; with the right CA back, the same engine plans the rollout (so it was the CA).
 func TestFaultsTLSWrongCARefused(t *testing.T) {
-	p := repoPaths(t)
-	if os.Getenv(harness.RunDirEnv) == "" {
-		t.Setenv(harness.RunDirEnv, filepath.Join(p.root, "tests", ".run"))
-	}
 	c := harness.Connect(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
