@@ -420,7 +420,7 @@ func extras(b *strings.Builder, meta *Meta, cells map[string]map[string]*Cell) {
 		}
 	}
 	if len(causes) > 0 {
-		p("\nFailed writes by error (a deadline exceeded is a put that waited for a leader or a quorum; an unavailable one was in flight on a connection to a member that stopped):\n")
+		p("\nFailed writes by error (`context deadline exceeded`: the put got no answer within 500 ms, waiting for a leader or a quorum, or stuck on a member that was stopping; `connection reset` / `EOF`: in flight on a member that was SIGKILLed; `raft proposal dropped`: the leader was handing leadership over):\n")
 		for _, c := range causes {
 			p("- %s\n", c)
 		}
