@@ -1,0 +1,34 @@
+package rollout
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+)
+
+func TestWithRolloutRateLimits(t *testing.T) {
+	limiter := flowcontrol.NewFakeAlwaysRateLimiter()
+	tests := []struct {
+		name      string
+		in        rest.Config
+		wantQPS   float32
+		wantBurst int
+	}{
+		{name: "client-go defaults are raised", in: rest.Config{Host: "https://x"}, wantQPS: rolloutQPS, wantBurst: rolloutBurst},
+		{name: "a caller's QPS is kept", in: rest.Config{Host: "https://x", QPS: 3}, wantQPS: 3, wantBurst: 0},
+		{name: "a caller's burst is kept", in: rest.Config{Host: "https://x", Burst: 7}, wantQPS: 0, wantBurst: 7},
+		{name: "a caller's limiter is kept", in: rest.Config{Host: "https://x", RateLimiter: limiter}, wantQPS: 0, wantBurst: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := tt.in
+			got := withRolloutRateLimits(&in)
+			assert.Equal(t, tt.wantQPS, got.QPS)
+			assert.Equal(t, tt.wantBurst, got.Burst)
+			assert.Equal(t, tt.in.QPS, in.QPS, "the caller's config is not changed")
+			assert.Equal(t, tt.in.Burst, in.Burst, "the caller's config is not changed")
+		})
+	}
+}
