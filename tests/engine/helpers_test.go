@@ -19,9 +19,6 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness/memberapi"
 )
 
-// testCooldown keeps the suite short; the default 30s is for production.
-const testCooldown = 300 * time.Millisecond
-
 // The two production shapes of tests/manifests, with a short grace period: a member that outlives its
 // SIGTERM is killed after 5s instead of 30s, which keeps the suite short and changes nothing the engine
 // does (it never restarts a leader).
@@ -30,13 +27,6 @@ var (
 	mtlsSpec = harness.EtcdSpec{Name: "keyspace-etcd-group-0", ServiceName: "keyspace-etcd-group-0-peer", TLS: true,
 		Readiness: memberapi.ReadyOnProbe, GracePeriod: 5 * time.Second}
 )
-
-// tlsFiles are the client certificate paths inside the etcd container of the mTLS manifests.
-var tlsFiles = &rollout.TLSFiles{
-	CAFile:   memberapi.DefaultTLSDir + "/" + memberapi.SecretCA,
-	CertFile: memberapi.DefaultTLSDir + "/" + memberapi.SecretClientCert,
-	KeyFile:  memberapi.DefaultTLSDir + "/" + memberapi.SecretClientKey,
-}
 
 type fixture struct {
 	t    *testing.T
@@ -58,27 +48,10 @@ func newFixture(t *testing.T, spec harness.EtcdSpec) *fixture {
 	return &fixture{t: t, c: c, etcd: e, must: e.Must(t)}
 }
 
-// engine builds an engine for the fixture's StatefulSet that logs progress to the test.
+// engine builds the engine under test with the harness's test settings.
 func (f *fixture) engine(mutate func(*rollout.Config, *rollout.Options)) *rollout.Engine {
 	f.t.Helper()
-	cfg := rollout.NewConfig(f.etcd.Spec.Name, f.etcd.Namespace, f.etcd.Spec.ServiceName)
-	cfg.Cooldown = testCooldown
-	cfg.ReadyTimeout = 90 * time.Second
-	cfg.HealthTimeout = 30 * time.Second
-	if f.etcd.TLS != nil {
-		cfg.TLS = tlsFiles
-	}
-	t := f.t
-	opts := rollout.Options{RestConfig: f.c.Config, OnEvent: func(ev rollout.Event) {
-		t.Logf("%s %s", ev.Time.Format("15:04:05.000"), ev.Message)
-	}}
-	if mutate != nil {
-		mutate(&cfg, &opts)
-	}
-	e, err := rollout.New(cfg, opts)
-	require.NoError(f.t, err)
-	f.t.Cleanup(func() { _ = e.Close() })
-	return e
+	return f.must.Engine(mutate)
 }
 
 // requireRolledTo checks the end state the issue promises: every pod at rev, the partition re-locked, and

@@ -32,9 +32,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// testCooldown keeps the suite short; the default 30s is for production.
-const testCooldown = 300 * time.Millisecond
-
 // The HTTP production shape of tests/manifests, with a short grace period so a member that outlives its
 // SIGTERM is killed after 5s instead of 30s.
 var httpSpec = harness.EtcdSpec{Name: "etcd", ServiceName: "etcd-headless", GracePeriod: 5 * time.Second}
@@ -180,24 +177,10 @@ func withStaleRead(ops []harness.HistoryOp) ([]harness.HistoryOp, bool) {
 	return nil, false
 }
 
-// engine builds an engine for the fixture's StatefulSet that logs progress to the test.
+// engine builds the engine under test with the harness's test settings.
 func (f *fixture) engine(mutate func(*rollout.Config, *rollout.Options)) *rollout.Engine {
 	f.t.Helper()
-	cfg := rollout.NewConfig(f.etcd.Spec.Name, f.etcd.Namespace, f.etcd.Spec.ServiceName)
-	cfg.Cooldown = testCooldown
-	cfg.ReadyTimeout = 90 * time.Second
-	cfg.HealthTimeout = 30 * time.Second
-	t := f.t
-	opts := rollout.Options{RestConfig: f.c.Config, OnEvent: func(ev rollout.Event) {
-		t.Logf("%s %s", ev.Time.Format("15:04:05.000"), ev.Message)
-	}}
-	if mutate != nil {
-		mutate(&cfg, &opts)
-	}
-	e, err := rollout.New(cfg, opts)
-	require.NoError(f.t, err)
-	f.t.Cleanup(func() { _ = e.Close() })
-	return e
+	return f.must.Engine(mutate)
 }
 
 // requireState checks what every case promises at its end: the partition at replicas, and each ordinal
