@@ -162,6 +162,18 @@ func TestRunLease(t *testing.T) {
 				RenewTime: ptr.To(metav1.NewMicroTime(renewed))},
 		}
 	}
+	// killedRunLeftPartitionAt2 is what a SIGKILLed run leaves: its Lease a minute stale and the partition
+	// lowered to 2 (etcd-2 was in flight), on a 3-member cluster with etcd-2 already updated.
+	killedRunLeftPartitionAt2 := func(t *testing.T) *fakeCluster {
+		t.Helper()
+		c := newFakeCluster(t, 3, 0, 2)
+		_, err := c.kube.CoordinationV1().Leases("db").Create(context.Background(), lease("killed-run", time.Now().Add(-time.Minute)), metav1.CreateOptions{})
+		require.NoError(t, err)
+		_, err = c.kube.AppsV1().StatefulSets("db").Patch(context.Background(), "etcd", "application/merge-patch+json",
+			[]byte(`{"spec":{"updateStrategy":{"rollingUpdate":{"partition":2}}}}`), metav1.PatchOptions{})
+		require.NoError(t, err)
+		return c
+	}
 	t.Run("a live holder refuses the run, naming it", func(t *testing.T) {
 		c := newFakeCluster(t, 3, 0)
 		_, err := c.kube.CoordinationV1().Leases("db").Create(context.Background(), lease("ci-runner-7", time.Now()), metav1.CreateOptions{})
@@ -174,27 +186,17 @@ func TestRunLease(t *testing.T) {
 		assert.Zero(t, c.stsPatches())
 	})
 	t.Run("a stale lease is taken over and its lowered partition re-locked", func(t *testing.T) {
-		c := newFakeCluster(t, 3, 0, 2)
-		_, err := c.kube.CoordinationV1().Leases("db").Create(context.Background(), lease("killed-run", time.Now().Add(-time.Minute)), metav1.CreateOptions{})
-		require.NoError(t, err)
-		_, err = c.kube.AppsV1().StatefulSets("db").Patch(context.Background(), "etcd", "application/merge-patch+json",
-			[]byte(`{"spec":{"updateStrategy":{"rollingUpdate":{"partition":2}}}}`), metav1.PatchOptions{})
-		require.NoError(t, err)
+		c := killedRunLeftPartitionAt2(t)
 		res, err := c.engine(t, nil).Run(context.Background())
 		require.NoError(t, err)
 		assert.Equal(t, []string{"etcd-1", "etcd-0"}, res.MembersRolled)
 		assert.Equal(t, 3, c.partition())
 	})
 	t.Run("a stale lease's lowered partition is re-locked even when the plan is then blocked", func(t *testing.T) {
-		c := newFakeCluster(t, 3, 0, 2)
-		_, err := c.kube.CoordinationV1().Leases("db").Create(context.Background(), lease("killed-run", time.Now().Add(-time.Minute)), metav1.CreateOptions{})
-		require.NoError(t, err)
-		_, err = c.kube.AppsV1().StatefulSets("db").Patch(context.Background(), "etcd", "application/merge-patch+json",
-			[]byte(`{"spec":{"updateStrategy":{"rollingUpdate":{"partition":2}}}}`), metav1.PatchOptions{})
-		require.NoError(t, err)
+		c := killedRunLeftPartitionAt2(t)
 		c.etcd.stop("etcd-0") // restarting etcd-1 would now lose quorum
 		var lines []string
-		_, err = c.engine(t, func(_ *Config, o *Options) {
+		_, err := c.engine(t, func(_ *Config, o *Options) {
 			o.OnEvent = func(ev Event) { lines = append(lines, ev.Message) }
 		}).Run(context.Background())
 		require.ErrorIs(t, err, ErrBlocked)

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +20,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness/memberapi"
 )
 
 // needle is one piece of secret material and the forms it could take in a log or a state file.
@@ -161,4 +163,11 @@ func (s *syncBuffer) String() string {
 	s.mu <- struct{}{}
 	defer func() { <-s.mu }()
 	return s.buf.String()
+}
+
+// mtlsSpec is the mTLS StatefulSet the security tests roll: Ready only on /readyz, and a short grace period so
+// a member that outlives its SIGTERM does not hold a test up for 30 s.
+func mtlsSpec(c *harness.Cluster) harness.EtcdSpec {
+	return harness.EtcdSpec{Name: "etcd", ServiceName: "etcd-headless", TLS: true,
+		Readiness: memberapi.ReadyOnProbe, GracePeriod: 5 * time.Second, NodeName: c.NodeName}
 }

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/debug"
@@ -110,9 +109,7 @@ func TestFaultsSecretsNeverLeak(t *testing.T) {
 	c := harness.Connect(t)
 	ctx := t.Context()
 	ns := c.Namespace(t)
-	e, err := c.CreateEtcd(ctx, ns, harness.EtcdSpec{Name: "etcd", ServiceName: "etcd-headless", TLS: true,
-		Readiness: memberapi.ReadyOnProbe, GracePeriod: 5 * time.Second, NodeName: c.NodeName})
-	require.NoError(t, err)
+	e := c.MustCreateEtcd(t, ns, mtlsSpec(c))
 	doc, clientKey, token := credentialedKubeconfig(ctx, t, c, ns)
 	needles := []needle{
 		pemNeedle("etcd server key", e.TLS.ServerKey), pemNeedle("etcd peer key", e.TLS.PeerKey),

@@ -4,14 +4,12 @@ package e2e
 
 import (
 	"testing"
-	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness"
-	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness/memberapi"
 )
 
 // The Pulumi side of least privilege: EtcdRollingUpgrade given only a kubeconfig for a ServiceAccount bound to
@@ -22,9 +20,7 @@ func TestFaultsRBACShippedRoleThroughPulumi(t *testing.T) {
 	c := harness.Connect(t)
 	ctx := t.Context()
 	ns := c.Namespace(t)
-	e, err := c.CreateEtcd(ctx, ns, harness.EtcdSpec{Name: "etcd", ServiceName: "etcd-headless", TLS: true,
-		Readiness: memberapi.ReadyOnProbe, GracePeriod: 5 * time.Second, NodeName: c.NodeName})
-	require.NoError(t, err)
+	e := c.MustCreateEtcd(t, ns, mtlsSpec(c))
 
 	g := newGoRunner(t, p, "etcd-rollout-rbac", leakProgram(ns))
 	require.NoError(t, g.stack.SetAllConfig(ctx, auto.ConfigMap{

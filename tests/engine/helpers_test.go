@@ -39,12 +39,7 @@ func newFixture(t *testing.T, spec harness.EtcdSpec) *fixture {
 	t.Helper()
 	c := harness.Connect(t)
 	ns := c.Namespace(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	start := time.Now()
-	e, err := c.CreateEtcd(ctx, ns, spec)
-	require.NoError(t, err)
-	t.Logf("%s/%s: %d healthy members in %s", ns, e.Spec.Name, e.Spec.Replicas, time.Since(start).Round(time.Millisecond))
+	e := c.MustCreateEtcd(t, ns, spec)
 	return &fixture{t: t, c: c, etcd: e, must: e.Must(t)}
 }
 

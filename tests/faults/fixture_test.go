@@ -53,12 +53,9 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	c := harness.Connect(t)
 	ns := c.Namespace(t)
+	e := c.MustCreateEtcd(t, ns, httpSpec)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	start := time.Now()
-	e, err := c.CreateEtcd(ctx, ns, httpSpec)
-	require.NoError(t, err)
-	t.Logf("%s/%s: %d healthy members in %s", ns, e.Spec.Name, e.Spec.Replicas, time.Since(start).Round(time.Millisecond))
 	cli, err := e.Client(ctx)
 	require.NoError(t, err)
 	f := &fixture{t: t, c: c, etcd: e, must: e.Must(t), rec: harness.StartRecorder(context.Background(), cli, harness.RecorderOptions{})}

@@ -91,3 +91,16 @@ func (m MustEtcd) PlaceLeader(ordinal int) {
 	defer cancel()
 	require.NoError(m.t, m.e.MoveLeader(ctx, ordinal))
 }
+
+// MustCreateEtcd creates spec's etcd in ns and waits until every member is healthy (two minutes at most),
+// logging how long that took, or fails the test.
+func (c *Cluster) MustCreateEtcd(t testing.TB, ns string, spec EtcdSpec) *Etcd {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	start := time.Now()
+	e, err := c.CreateEtcd(ctx, ns, spec)
+	require.NoError(t, err)
+	t.Logf("%s/%s: %d healthy members in %s", ns, e.Spec.Name, e.Spec.Replicas, time.Since(start).Round(time.Millisecond))
+	return e
+}
