@@ -48,7 +48,7 @@ func readFacts(ctx context.Context, restConfig *rest.Config, namespace, name str
 		if err != nil {
 			continue // a missing pod runs nothing; the engine reports pods it cannot read
 		}
-		if c := etcdContainer(pod.Spec.Containers); c != nil {
+		if c := rollout.EtcdContainer(pod.Spec.Containers); c != nil {
 			f.MemberImages[pod.Name] = c.Image
 		}
 	}

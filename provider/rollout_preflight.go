@@ -3,8 +3,8 @@ package provider
 import (
 	"fmt"
 	"path"
-	"sort"
 	"strings"
+	"time"
 
 	p "github.com/pulumi/pulumi-go-provider"
 	appsv1 "k8s.io/api/apps/v1"
@@ -83,7 +83,7 @@ func preflightFailures(in RolloutArgs, f clusterFacts, mustExist bool) []p.Check
 			"Set spec.updateStrategy.rollingUpdate.partition back to %d (`etcd-rollout unlock` does), then run again",
 			target, partition, replicas, rollout.LeaseName(in.StsName), replicas)
 	}
-	failures = append(failures, tlsFailures(in, target, etcdContainer(sts.Spec.Template.Spec.Containers))...)
+	failures = append(failures, tlsFailures(in, target, rollout.EtcdContainer(sts.Spec.Template.Spec.Containers))...)
 	failures = append(failures, versionPathFailures(target, sts, f.MemberImages)...)
 	return failures
 }
@@ -91,31 +91,15 @@ func preflightFailures(in RolloutArgs, f clusterFacts, mustExist bool) []p.Check
 // versionPathFailures refuses a template whose etcd image is a version etcd cannot roll to from what a
 // member runs now (say 3.5.21 -> 3.6): the members would fail to join after the first restart. The preview
 // of a template change still sees the old template; the check bites at `pulumi up`, whose Check runs after
-// the StatefulSet is applied (locked, so nothing has rolled), and in any later preview.
+// the StatefulSet is applied (locked, so nothing has rolled), in any later preview, and in the engine itself
+// before its first disruption.
 func versionPathFailures(target string, sts *appsv1.StatefulSet, memberImages map[string]string) []p.CheckFailure {
-	c := etcdContainer(sts.Spec.Template.Spec.Containers)
+	c := rollout.EtcdContainer(sts.Spec.Template.Spec.Containers)
 	if c == nil {
 		return nil
 	}
-	to, ok := rollout.ImageVersion(c.Image)
-	if !ok {
-		return nil
-	}
-	pods := make([]string, 0, len(memberImages))
-	for pod := range memberImages {
-		pods = append(pods, pod)
-	}
-	sort.Strings(pods)
-	for _, pod := range pods {
-		from, ok := rollout.ImageVersion(memberImages[pod])
-		if !ok {
-			continue
-		}
-		if err := rollout.CheckVersionPath(from, to); err != nil {
-			return []p.CheckFailure{{Property: "stsName", Reason: fmt.Sprintf(
-				"StatefulSet %s: the pod template's image %s cannot be rolled onto %s, which runs %s: %v",
-				target, c.Image, pod, memberImages[pod], err)}}
-		}
+	if err := rollout.CheckImagePath(c.Image, memberImages); err != nil {
+		return []p.CheckFailure{{Property: "stsName", Reason: fmt.Sprintf("StatefulSet %s: %v", target, err)}}
 	}
 	return nil
 }
@@ -192,24 +176,6 @@ func clientTLSMode(c *corev1.Container) tlsMode {
 	return unknownTLS
 }
 
-// etcdContainer picks the container that runs etcd: by name, then by command or image, else the only one.
-func etcdContainer(cs []corev1.Container) *corev1.Container {
-	for i := range cs {
-		if cs[i].Name == "etcd" {
-			return &cs[i]
-		}
-	}
-	for i := range cs {
-		if (len(cs[i].Command) > 0 && path.Base(cs[i].Command[0]) == "etcd") || strings.Contains(cs[i].Image, "etcd") {
-			return &cs[i]
-		}
-	}
-	if len(cs) == 1 {
-		return &cs[0]
-	}
-	return nil
-}
-
 func underAny(file string, dirs []string) bool {
 	file = path.Clean(file)
 	for _, d := range dirs {
@@ -221,16 +187,20 @@ func underAny(file string, dirs []string) bool {
 	return false
 }
 
-// unansweredFailure refuses a StatefulSet none of whose members answers etcd's Status RPC while some of its
-// pods are Ready: it is not etcd, or clientPort or tls is wrong. Pods that are not Ready (a cluster that is
-// down) are left to the engine's own guard, which says what it waits for.
-func unansweredFailure(in RolloutArgs, s rollout.ClusterState) *p.CheckFailure {
+// unansweredFailure refuses a StatefulSet none of whose members answers etcd's Status RPC although some of
+// its pods have been Ready for longer than the ready timeout: it is not etcd, or clientPort or tls is wrong.
+// A pod Ready for less than that may be a member still loading its database (Ready only says the container
+// started) or a new cluster without a leader yet: the engine waits for those, up to the same ready timeout,
+// as the old Job waited for an elected leader, so Check must not call them "not etcd". Pods that are not
+// Ready at all (a cluster that is down or still starting) are left to the engine's guard too.
+func unansweredFailure(in RolloutArgs, s rollout.ClusterState, now time.Time) *p.CheckFailure {
+	settle := engineConfig(in, "").ReadyTimeout
 	ready, problem := 0, ""
 	for _, m := range s.Members {
 		if m.Reachable {
 			return nil
 		}
-		if m.Ready {
+		if m.Ready && !m.ReadySince.IsZero() && now.Sub(m.ReadySince) >= settle {
 			ready++
 			if problem == "" {
 				problem = fmt.Sprintf("%s: %s", m.Pod, m.Problem)
@@ -249,6 +219,6 @@ func unansweredFailure(in RolloutArgs, s rollout.ClusterState) *p.CheckFailure {
 		scheme = "https"
 	}
 	return &p.CheckFailure{Property: "stsName", Reason: fmt.Sprintf(
-		"no member of StatefulSet %s/%s answered as etcd on %s port %d although %d pod(s) are Ready (%s): is it an etcd "+
-			"StatefulSet, and are clientPort and tls right?", in.Namespace, in.StsName, scheme, port, ready, problem)}
+		"no member of StatefulSet %s/%s answered as etcd on %s port %d although %d pod(s) have been Ready for over %s (%s): is it an etcd "+
+			"StatefulSet, and are clientPort and tls right?", in.Namespace, in.StsName, scheme, port, ready, settle, problem)}
 }

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"testing"
+	"time"
 
 	p "github.com/pulumi/pulumi-go-provider"
 	"github.com/stretchr/testify/assert"
@@ -131,23 +132,30 @@ func TestPreflightFailures(t *testing.T) {
 }
 
 func TestUnansweredFailure(t *testing.T) {
-	in := RolloutArgs{StsName: "etcd", Namespace: "db"}
-	member := func(ready, reachable bool) rollout.MemberState {
-		return rollout.MemberState{Pod: "etcd-0", Ready: ready, Reachable: reachable, Problem: "connection refused"}
+	in := RolloutArgs{StsName: "etcd", Namespace: "db", ReadyTimeoutSeconds: ptr.To(60)}
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	member := func(readyFor time.Duration, reachable bool) rollout.MemberState {
+		m := rollout.MemberState{Pod: "etcd-0", Reachable: reachable, Problem: "connection refused"}
+		if readyFor > 0 {
+			m.Ready, m.ReadySince = true, now.Add(-readyFor)
+		}
+		return m
 	}
 	tests := []struct {
 		name    string
 		members []rollout.MemberState
 		want    string
 	}{
-		{name: "one member answers", members: []rollout.MemberState{member(true, false), member(true, true)}},
-		{name: "no pod Ready: left to the engine's guard", members: []rollout.MemberState{member(false, false)}},
-		{name: "Ready pods, nobody answers", members: []rollout.MemberState{member(true, false), member(false, false)},
-			want: "no member of StatefulSet db/etcd answered as etcd on http port 2379 although 1 pod(s) are Ready (etcd-0: connection refused)"},
+		{name: "one member answers", members: []rollout.MemberState{member(time.Hour, false), member(time.Hour, true)}},
+		{name: "no pod Ready: left to the engine's guard", members: []rollout.MemberState{member(0, false)}},
+		{name: "Ready for less than the ready timeout: maybe still loading, left to the engine's guard",
+			members: []rollout.MemberState{member(59*time.Second, false), member(time.Second, false)}},
+		{name: "Ready for longer than the ready timeout, nobody answers", members: []rollout.MemberState{member(61*time.Second, false), member(0, false)},
+			want: "no member of StatefulSet db/etcd answered as etcd on http port 2379 although 1 pod(s) have been Ready for over 1m0s (etcd-0: connection refused)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := unansweredFailure(in, rollout.ClusterState{Members: tt.members})
+			got := unansweredFailure(in, rollout.ClusterState{Members: tt.members}, now)
 			if tt.want == "" {
 				assert.Nil(t, got)
 				return

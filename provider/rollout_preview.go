@@ -72,7 +72,7 @@ func (r *Rollout) previewPlan(ctx context.Context, in RolloutArgs, templateChang
 		log.Warningf("could not observe %s to plan the rollout: %v", target, err)
 		return nil, nil
 	}
-	if failure := unansweredFailure(in, state); failure != nil {
+	if failure := unansweredFailure(in, state, time.Now()); failure != nil {
 		return nil, []p.CheckFailure{*failure}
 	}
 	if templateChanges {

@@ -74,6 +74,10 @@ type MemberState struct {
 	// Revision is the pod's controller-revision-hash label.
 	Revision string
 	Ready    bool
+	// ReadySince is when the pod last turned Ready (its condition's lastTransitionTime, by the node's clock).
+	ReadySince time.Time
+	// Image is what the pod's etcd container runs: the version a member is rolled from.
+	Image string
 
 	// Reachable is true when the member answered the Status RPC; the fields below are valid only then.
 	Reachable    bool
@@ -99,7 +103,9 @@ type ClusterState struct {
 	Partition       int // -1 when the update strategy is not RollingUpdate
 	UpdateRevision  string
 	CurrentRevision string
-	Members         []MemberState // indexed by ordinal, len == Replicas
+	// TemplateImage is the etcd container's image in the pod template: the version members are rolled to.
+	TemplateImage string
+	Members       []MemberState // indexed by ordinal, len == Replicas
 	// VotingMembers is the etcd member list's count of voting members, as the leader reports it.
 	VotingMembers int
 	Learners      int

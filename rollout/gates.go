@@ -21,29 +21,42 @@ const (
 )
 
 // waitMember blocks until the member passes both gates: its pod at updateRevision and Ready (pod Ready
-// only says the container started), then etcd's word that it is a healthy, caught-up voter. Each poll also
-// checks that nobody else changed the StatefulSet meanwhile (want: the partition and generation this run
-// wrote last): a partition lowered by someone else while a member is in flight lets the StatefulSet
-// controller restart the next member as soon as this one is Ready, so the run stops (and re-locks) at once
-// instead of at its next step.
-func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, want expectedSpec) error {
+// only says the container started), then etcd's word that it is a healthy, caught-up voter. The pod gate
+// has the ready timeout from since (when the member was disrupted), the etcd gate the health timeout from
+// when the pod is Ready. Each poll also checks that nobody else changed the StatefulSet meanwhile (want: the
+// partition and generation this run wrote last), so the run stops (and re-locks) at once, not at its next
+// step.
+func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, want expectedSpec, since time.Time) error {
 	pod := st.Members[ordinal].Pod
-	start := time.Now()
-	if err := e.poll(ctx, pod, GatePodReady, e.cfg.ReadyTimeout, func(ctx context.Context) (bool, string, error) {
+	if err := e.poll(ctx, pod, GatePodReady, e.cfg.ReadyTimeout, since, func(ctx context.Context) (bool, string, error) {
 		if err := e.checkUnchanged(ctx, st, pod, want); err != nil {
 			return false, "", err
 		}
-		ok, seen := e.podAtRevision(ctx, pod, st.UpdateRevision)
+		ok, seen := e.podAtRevision(ctx, pod, st.UpdateRevision, true)
 		return ok, seen, nil
 	}); err != nil {
 		return err
 	}
-	e.emit(Step{Kind: StepWaitMember, Ordinal: ordinal}, "%s is Ready at %s after %s; checking etcd health", pod, st.UpdateRevision, time.Since(start).Round(10*time.Millisecond))
-	return e.poll(ctx, pod, GateEtcdHealth, e.cfg.HealthTimeout, func(ctx context.Context) (bool, string, error) {
+	e.emit(Step{Kind: StepWaitMember, Ordinal: ordinal}, "%s is Ready at %s after %s; checking etcd health", pod, st.UpdateRevision, time.Since(since).Round(10*time.Millisecond))
+	return e.poll(ctx, pod, GateEtcdHealth, e.cfg.HealthTimeout, time.Now(), func(ctx context.Context) (bool, string, error) {
 		if err := e.checkUnchanged(ctx, st, pod, want); err != nil {
 			return false, "", err
 		}
 		ok, seen := e.memberHealthy(ctx, st, ordinal)
+		return ok, seen, nil
+	})
+}
+
+// waitPodRecreated blocks until the StatefulSet controller has replaced the member's pod with one at the
+// update revision (not yet Ready): the moment the partition may be locked again. It counts against the pod
+// gate's ready timeout from since.
+func (e *Engine) waitPodRecreated(ctx context.Context, st ClusterState, ordinal int, want expectedSpec, since time.Time) error {
+	pod := st.Members[ordinal].Pod
+	return e.poll(ctx, pod, GatePodReady, e.cfg.ReadyTimeout, since, func(ctx context.Context) (bool, string, error) {
+		if err := e.checkUnchanged(ctx, st, pod, want); err != nil {
+			return false, "", err
+		}
+		ok, seen := e.podAtRevision(ctx, pod, st.UpdateRevision, false)
 		return ok, seen, nil
 	})
 }
@@ -71,10 +84,10 @@ func (e *Engine) checkUnchanged(ctx context.Context, st ClusterState, pod string
 	return nil
 }
 
-// poll runs check until it passes, fails for good (its error), the gate's own timeout passes (a
-// *GateTimeoutError carrying the last thing seen), or ctx ends.
-func (e *Engine) poll(ctx context.Context, pod, gate string, timeout time.Duration, check func(context.Context) (bool, string, error)) error {
-	deadline := time.Now().Add(timeout)
+// poll runs check until it passes, fails for good (its error), the gate's timeout counted from since passes
+// (a *GateTimeoutError carrying the last thing seen), or ctx ends.
+func (e *Engine) poll(ctx context.Context, pod, gate string, timeout time.Duration, since time.Time, check func(context.Context) (bool, string, error)) error {
+	deadline := since.Add(timeout)
 	lastSeen := "nothing yet"
 	for {
 		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
@@ -102,7 +115,9 @@ func (e *Engine) poll(ctx context.Context, pod, gate string, timeout time.Durati
 	}
 }
 
-func (e *Engine) podAtRevision(ctx context.Context, pod, revision string) (bool, string) {
+// podAtRevision says whether the pod exists at revision (and, with needReady, is Ready), or what it is
+// instead.
+func (e *Engine) podAtRevision(ctx context.Context, pod, revision string, needReady bool) (bool, string) {
 	p, err := e.kube.CoreV1().Pods(e.cfg.Namespace).Get(ctx, pod, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false, "pod does not exist (being recreated)"
@@ -116,7 +131,7 @@ func (e *Engine) podAtRevision(ctx context.Context, pod, revision string) (bool,
 		return false, fmt.Sprintf("pod is terminating (revision %s)", rev)
 	case rev != revision:
 		return false, fmt.Sprintf("pod at revision %s, want %s", rev, revision)
-	case !podReady(p):
+	case needReady && !podReady(p):
 		return false, fmt.Sprintf("pod at revision %s, phase %s, not Ready", rev, p.Status.Phase)
 	}
 	return true, ""

@@ -87,6 +87,9 @@ func stsState(sts *appsv1.StatefulSet) ClusterState {
 		CurrentRevision: sts.Status.CurrentRevision,
 		Partition:       -1,
 	}
+	if c := EtcdContainer(sts.Spec.Template.Spec.Containers); c != nil {
+		st.TemplateImage = c.Image
+	}
 	if sts.Spec.Replicas != nil {
 		st.Replicas = int(*sts.Spec.Replicas)
 	}
@@ -117,7 +120,10 @@ func (e *Engine) observeMember(ctx context.Context, ordinal int) MemberState {
 	}
 	m.PodExists = true
 	m.Revision = pod.Labels[appsv1.ControllerRevisionHashLabelKey]
-	m.Ready = podReady(pod)
+	m.Ready, m.ReadySince = podReady(pod), readySince(pod)
+	if c := EtcdContainer(pod.Spec.Containers); c != nil {
+		m.Image = c.Image
+	}
 	if pod.DeletionTimestamp != nil {
 		m.Ready = false
 		m.Problem = "pod is terminating"
@@ -187,6 +193,15 @@ func podReady(pod *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+func readySince(pod *corev1.Pod) time.Time {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
 }
 
 // maxTerm is the highest Raft term any member reports: the cluster's term as far as we can see it.

@@ -66,6 +66,13 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 		return p, nil
 	}
 
+	for _, m := range s.Members {
+		if !m.PodExists {
+			// The controller creates it on its own (a new cluster, OrderedReady); until then nobody knows which
+			// revision it will run, and a partition lowered for it would be a restart of nothing.
+			return p, blocked("%s does not exist yet: waiting for the StatefulSet controller to create it (%s)", m.Pod, describeMembers(s))
+		}
+	}
 	leader, err := checkVoters(s)
 	if err != nil {
 		return p, err

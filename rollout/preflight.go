@@ -1,9 +1,15 @@
 package rollout
 
 import (
+	"errors"
 	"fmt"
+	"path"
 	"regexp"
+	"sort"
 	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // MinPatchBefore36 is the oldest 3.5 patch release etcd supports upgrading to 3.6 from: "Before upgrading to
@@ -49,6 +55,70 @@ func CheckVersionPath(from, to EtcdVersion) error {
 	case from.Major == 3 && from.Minor == 5 && to.Minor == 6 && from.Patch < MinPatchBefore36:
 		return fmt.Errorf("etcd %s -> %s: etcd supports upgrading to 3.6 only from 3.5.%d or later "+
 			"(https://etcd.io/docs/latest/upgrades/upgrade_3_6/); roll every member to the newest 3.5 patch first", from, to, MinPatchBefore36)
+	}
+	return nil
+}
+
+// ErrVersionPath is wrapped (with ErrBlocked) when the template's etcd version cannot be rolled onto what the
+// members run: unlike other blocked states it does not pass by waiting.
+var ErrVersionPath = errors.New("unsupported etcd version change")
+
+// CheckImagePath refuses a template image that cannot be rolled onto what some member runs now (memberImages:
+// the etcd container image of each pod, by pod name). Images without a version tag are not judged: a digest
+// says nothing about the version. The error names the first member, in name order, that blocks it.
+func CheckImagePath(templateImage string, memberImages map[string]string) error {
+	to, ok := ImageVersion(templateImage)
+	if !ok {
+		return nil
+	}
+	pods := make([]string, 0, len(memberImages))
+	for pod := range memberImages {
+		pods = append(pods, pod)
+	}
+	sort.Strings(pods)
+	for _, pod := range pods {
+		from, ok := ImageVersion(memberImages[pod])
+		if !ok {
+			continue
+		}
+		if err := CheckVersionPath(from, to); err != nil {
+			return fmt.Errorf("the pod template's image %s cannot be rolled onto %s, which runs %s: %w", templateImage, pod, memberImages[pod], err)
+		}
+	}
+	return nil
+}
+
+// checkVersionPaths is CheckImagePath for one observation: the members not yet at the update revision are
+// the ones a rollout would move. The engine runs it itself before its first disruption, because a preview
+// may have judged an older template (in the drop-in shape Check can run before the new template is
+// applied) and the CLI has no Check at all.
+func checkVersionPaths(st ClusterState) error {
+	images := map[string]string{}
+	for _, m := range st.Members {
+		if m.Image != "" && m.Revision != st.UpdateRevision {
+			images[m.Pod] = m.Image
+		}
+	}
+	if err := CheckImagePath(st.TemplateImage, images); err != nil {
+		return fmt.Errorf("%w: %w: %v", ErrBlocked, ErrVersionPath, err)
+	}
+	return nil
+}
+
+// EtcdContainer picks the container that runs etcd: by name, then by command or image, else the only one.
+func EtcdContainer(cs []corev1.Container) *corev1.Container {
+	for i := range cs {
+		if cs[i].Name == "etcd" {
+			return &cs[i]
+		}
+	}
+	for i := range cs {
+		if (len(cs[i].Command) > 0 && path.Base(cs[i].Command[0]) == "etcd") || strings.Contains(cs[i].Image, "etcd") {
+			return &cs[i]
+		}
+	}
+	if len(cs) == 1 {
+		return &cs[0]
 	}
 	return nil
 }

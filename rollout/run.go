@@ -89,22 +89,77 @@ type run struct {
 	// touched is set once this run has written the partition, so exits re-lock; a run refused by its
 	// preconditions changes nothing.
 	touched bool
-	gen     int64
-	uid     string
+	// disrupted is set once this run has moved a leader or restarted a member: from then on a blocked
+	// cluster is waited out for the health timeout, before it for the ready timeout.
+	disrupted bool
+	gen       int64
+	uid       string
+	// startRev is the updateRevision this run rolls to, once known.
+	startRev string
+
+	// planned is set once the plan has been reported.
+	planned      bool
+	cooldownDue  bool
+	retries      int
+	blockedSince time.Time
 }
 
 func (r *run) execute(ctx context.Context) error {
 	e := r.e
-	st, err := e.Observe(ctx)
+	st, err := r.begin(ctx)
 	if err != nil {
 		return err
 	}
+	r.res.TermBefore = maxTerm(st)
+	for first := true; ; first = false {
+		if !first {
+			if st, err = e.Observe(ctx); err != nil {
+				return err
+			}
+			if err := r.checkSameTemplate(st); err != nil {
+				return err
+			}
+		}
+		plan, ready, err := r.planOrHold(ctx, st)
+		if err != nil {
+			return err
+		}
+		if !ready {
+			continue
+		}
+		if len(plan.Roll) == 0 && len(plan.Wait) == 0 {
+			if len(plan.Steps) > 0 && plan.Steps[0].Kind == StepLock {
+				if err := r.lock(ctx, st.Replicas); err != nil {
+					return err
+				}
+			}
+			break
+		}
+		if again, err := r.coolDown(ctx); again || err != nil {
+			return err // nil with again: the cluster may have moved while we waited; look again
+		}
+		if err := r.step(ctx, st, plan.Steps[0]); err != nil {
+			return err
+		}
+	}
+	r.finish(ctx)
+	return nil
+}
+
+// begin takes the first look: it refuses what a rollout cannot work with (OnDelete, a partition lowered
+// by a stranger) and re-locks a partition that a dead predecessor left lowered before anything else.
+func (r *run) begin(ctx context.Context) (ClusterState, error) {
+	e := r.e
+	st, err := e.Observe(ctx)
+	if err != nil {
+		return st, err
+	}
 	r.uid = st.StatefulSetUID
 	if st.Partition < 0 {
-		return fmt.Errorf("%w: StatefulSet %s uses the OnDelete update strategy; the rollout needs RollingUpdate with partition = replicas", ErrBlocked, e.cfg.StatefulSet)
+		return st, fmt.Errorf("%w: StatefulSet %s uses the OnDelete update strategy; the rollout needs RollingUpdate with partition = replicas", ErrBlocked, e.cfg.StatefulSet)
 	}
 	if st.Partition < st.Replicas && r.lease.TookOverFrom == "" {
-		return fmt.Errorf("%w: partition is %d with %d replicas and no rollout holds lease %s: something else lowered it; re-lock it (`etcd-rollout unlock`) if that was intended to stop",
+		return st, fmt.Errorf("%w: partition is %d with %d replicas and no rollout holds lease %s: something else lowered it; re-lock it (`etcd-rollout unlock`) if that was intended to stop",
 			ErrInterference, st.Partition, st.Replicas, e.lease.id())
 	}
 	if r.lease.TookOverFrom != "" {
@@ -116,145 +171,169 @@ func (r *run) execute(ctx context.Context) error {
 		// first, then look again and plan.
 		e.emit(Step{Kind: StepLock, Ordinal: st.Replicas}, "partition left at %d by %s; re-locking it before anything else", st.Partition, r.lease.TookOverFrom)
 		if err := r.lock(ctx, st.Replicas); err != nil {
-			return fmt.Errorf("re-locking the partition that %s left at %d: %w", r.lease.TookOverFrom, st.Partition, err)
+			return st, fmt.Errorf("re-locking the partition that %s left at %d: %w", r.lease.TookOverFrom, st.Partition, err)
 		}
 		if st, err = e.Observe(ctx); err != nil {
+			return st, err
+		}
+	}
+	r.gen = st.Generation
+	r.startRev = st.UpdateRevision
+	r.res.UpdateRevision = st.UpdateRevision
+	return st, nil
+}
+
+// checkSameTemplate stops the run when someone else changed the StatefulSet's spec since this run's last
+// own write. An unknown updateRevision (the controller has not observed the latest generation yet) is not
+// a change: the planner holds until it is known.
+func (r *run) checkSameTemplate(st ClusterState) error {
+	if r.startRev == "" {
+		r.startRev = st.UpdateRevision
+		r.res.UpdateRevision = st.UpdateRevision
+	}
+	if st.Generation != r.gen || (st.UpdateRevision != "" && st.UpdateRevision != r.startRev) {
+		return fmt.Errorf("%w during the rollout: generation %d (expected %d), updateRevision %q (started with %q), partition %d; stopping rather than racing it: find who changed it (the StatefulSet's managedFields name the writer), then run again to roll to its current template",
+			ErrInterference, st.Generation, r.gen, st.UpdateRevision, r.startRev, st.Partition)
+	}
+	return nil
+}
+
+// planOrHold plans from st. A blocked state (no leader yet, a member down that is not being rolled, a pod
+// the controller has not created yet) disrupts nothing and is waited out: before this run's first
+// disruption for up to the ready timeout, as the old Job waited for an elected leader (a new cluster whose
+// members start late, a member still loading its database); after it for up to the health timeout. ready
+// is false after such a wait: the caller looks again.
+func (r *run) planOrHold(ctx context.Context, st ClusterState) (plan Plan, ready bool, err error) {
+	e := r.e
+	plan, err = PlanRollout(st, e.cfg.LeaderPolicy)
+	plan.Cooldown = e.cfg.Cooldown
+	if err == nil && !r.disrupted && (len(plan.Roll) > 0 || len(plan.Wait) > 0) {
+		err = checkVersionPaths(st)
+	}
+	if !errors.Is(err, ErrBlocked) || errors.Is(err, ErrVersionPath) {
+		if err != nil {
+			return plan, false, fmt.Errorf("rolling %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err)
+		}
+		if !r.blockedSince.IsZero() {
+			e.emit(Step{}, "unblocked after %s", time.Since(r.blockedSince).Round(100*time.Millisecond))
+			r.blockedSince = time.Time{}
+		}
+		if r.res.TermBefore == 0 {
+			r.res.TermBefore = maxTerm(st) // a new cluster has no term until its first leader
+		}
+		if !r.planned {
+			r.planned = true
+			e.emit(Step{}, "plan: %s", plan)
+		}
+		return plan, true, nil
+	}
+	limit, what := e.cfg.HealthTimeout, "health timeout"
+	if !r.disrupted {
+		limit, what = e.cfg.ReadyTimeout, "ready timeout"
+	}
+	if r.blockedSince.IsZero() {
+		r.blockedSince = time.Now()
+		e.emit(Step{}, "holding: %v (waiting up to the %s, %s)", err, what, limit)
+	}
+	if time.Since(r.blockedSince) > limit {
+		return plan, false, fmt.Errorf("rolling %s/%s: still blocked after %s (the %s): %w", e.cfg.Namespace, e.cfg.StatefulSet, limit, what, err)
+	}
+	if serr := sleep(ctx, e.pollEvery); serr != nil {
+		return plan, false, fmt.Errorf("while holding (%v): %w", err, serr)
+	}
+	return plan, false, nil
+}
+
+// coolDown sleeps the cool-down owed after a member; again says the caller must look again first.
+func (r *run) coolDown(ctx context.Context) (again bool, err error) {
+	e := r.e
+	if !r.cooldownDue {
+		return false, nil
+	}
+	r.cooldownDue = false
+	if e.cfg.Cooldown <= 0 {
+		return false, nil
+	}
+	e.emit(Step{Kind: StepCooldown}, "cooling down %s", e.cfg.Cooldown)
+	if err := sleep(ctx, e.cfg.Cooldown); err != nil {
+		return true, fmt.Errorf("during cool-down: %w", err)
+	}
+	return true, nil
+}
+
+// step runs the plan's first step. Steps that found live state moved under them (an aborted transfer, a
+// leader back on the member about to restart) return nil to be re-planned, up to maxStepRetries times.
+func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
+	e := r.e
+	switch step.Kind {
+	case StepLock:
+		return r.lock(ctx, st.Replicas)
+	case StepTransferLeader:
+		from, to := st.Members[step.From].Pod, st.Members[step.To].Pod
+		e.emit(step, "moving leader %s → %s", from, to)
+		r.disrupted = true
+		if err := e.transferLeader(ctx, st, step); err != nil {
+			if r.retries++; r.retries > maxStepRetries || ctx.Err() != nil {
+				return err
+			}
+			e.emit(step, "%v; looking again", err)
+			return nil
+		}
+		r.res.LeaderTransfers++
+		e.emit(step, "leader moved %s → %s", from, to)
+		e.record(ctx, r.uid, corev1.EventTypeNormal, ReasonLeaderTransferred, fmt.Sprintf("Moved the etcd leader from %s to %s before restarting a member", from, to))
+	case StepLowerPartition:
+		isLeader, err := e.leaderIs(ctx, st, step.Ordinal)
+		if err != nil {
+			return fmt.Errorf("rolling %s: %w", st.Members[step.Ordinal].Pod, err)
+		}
+		if isLeader {
+			if r.retries++; r.retries > maxStepRetries {
+				return fmt.Errorf("rolling %s: it became leader again %d times; stopping", st.Members[step.Ordinal].Pod, r.retries)
+			}
+			e.emit(step, "%s leads again; planning a transfer first", st.Members[step.Ordinal].Pod)
+			return nil
+		}
+		if err := r.rollMember(ctx, st, step); err != nil {
 			return err
 		}
+		r.cooldownDue, r.retries = true, 0
+	case StepWaitMember:
+		pod := st.Members[step.Ordinal].Pod
+		e.emit(step, "waiting for %s to pass its gates", pod)
+		if err := e.waitMember(ctx, st, step.Ordinal, expectedSpec{Partition: st.Partition, Generation: r.gen}, time.Now()); err != nil {
+			return err
+		}
+		e.emit(step, "%s healthy", pod)
+		r.cooldownDue, r.retries = true, 0
+	default:
+		return fmt.Errorf("internal: plan starts with %s", step.Kind)
 	}
-	plan, err := PlanRollout(st, e.cfg.LeaderPolicy)
-	plan.Cooldown = e.cfg.Cooldown
-	if err != nil {
-		return fmt.Errorf("rolling %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err)
-	}
-	e.emit(Step{}, "plan: %s", plan)
-	r.res.UpdateRevision = st.UpdateRevision
-	r.res.TermBefore = maxTerm(st)
-	r.gen = st.Generation
-	startRev := st.UpdateRevision
+	return nil
+}
 
-	cooldownDue, retries := false, 0
-	var blockedSince time.Time
-	for first := true; ; first = false {
-		if !first {
-			if st, err = e.Observe(ctx); err != nil {
-				return err
-			}
-			// An unknown updateRevision (the controller has not observed the latest generation yet) is not
-			// a change: the planner holds until it is known.
-			if st.Generation != r.gen || (st.UpdateRevision != "" && st.UpdateRevision != startRev) {
-				return fmt.Errorf("%w during the rollout: generation %d (expected %d), updateRevision %q (started with %q), partition %d; stopping rather than racing it: find who changed it (the StatefulSet's managedFields name the writer), then run again to roll to its current template",
-					ErrInterference, st.Generation, r.gen, st.UpdateRevision, startRev, st.Partition)
-			}
-			plan, err = PlanRollout(st, e.cfg.LeaderPolicy)
-			if errors.Is(err, ErrBlocked) {
-				// Mid-run, a blocked state (a member that is not being rolled went down, the leader is
-				// being re-elected) is waited out for up to the health timeout, disrupting nothing.
-				if blockedSince.IsZero() {
-					blockedSince = time.Now()
-					e.emit(Step{}, "holding: %v", err)
-				}
-				if time.Since(blockedSince) > e.cfg.HealthTimeout {
-					return fmt.Errorf("rolling %s/%s: still blocked after %s: %w", e.cfg.Namespace, e.cfg.StatefulSet, e.cfg.HealthTimeout, err)
-				}
-				if serr := sleep(ctx, e.pollEvery); serr != nil {
-					return fmt.Errorf("while holding (%v): %w", err, serr)
-				}
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("rolling %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err)
-			}
-			if !blockedSince.IsZero() {
-				e.emit(Step{}, "unblocked after %s", time.Since(blockedSince).Round(100*time.Millisecond))
-				blockedSince = time.Time{}
-			}
-			plan.Cooldown = e.cfg.Cooldown
-		}
-		if len(plan.Roll) == 0 && len(plan.Wait) == 0 {
-			if len(plan.Steps) > 0 && plan.Steps[0].Kind == StepLock {
-				if err := r.lock(ctx, st.Replicas); err != nil {
-					return err
-				}
-			}
-			break
-		}
-		if cooldownDue {
-			cooldownDue = false
-			if e.cfg.Cooldown > 0 {
-				e.emit(Step{Kind: StepCooldown}, "cooling down %s", e.cfg.Cooldown)
-				if err := sleep(ctx, e.cfg.Cooldown); err != nil {
-					return fmt.Errorf("during cool-down: %w", err)
-				}
-				continue // the cluster may have moved while we waited
-			}
-		}
-		step := plan.Steps[0]
-		switch step.Kind {
-		case StepLock:
-			if err := r.lock(ctx, st.Replicas); err != nil {
-				return err
-			}
-		case StepTransferLeader:
-			from, to := st.Members[step.From].Pod, st.Members[step.To].Pod
-			e.emit(step, "moving leader %s → %s", from, to)
-			if err := e.transferLeader(ctx, st, step); err != nil {
-				if retries++; retries > maxStepRetries || ctx.Err() != nil {
-					return err
-				}
-				e.emit(step, "%v; looking again", err)
-				continue
-			}
-			r.res.LeaderTransfers++
-			e.emit(step, "leader moved %s → %s", from, to)
-			e.record(ctx, r.uid, corev1.EventTypeNormal, ReasonLeaderTransferred, fmt.Sprintf("Moved the etcd leader from %s to %s before restarting a member", from, to))
-		case StepLowerPartition:
-			isLeader, err := e.leaderIs(ctx, st, step.Ordinal)
-			if err != nil {
-				return fmt.Errorf("rolling %s: %w", st.Members[step.Ordinal].Pod, err)
-			}
-			if isLeader {
-				if retries++; retries > maxStepRetries {
-					return fmt.Errorf("rolling %s: it became leader again %d times; stopping", st.Members[step.Ordinal].Pod, retries)
-				}
-				e.emit(step, "%s leads again; planning a transfer first", st.Members[step.Ordinal].Pod)
-				continue
-			}
-			if err := r.rollMember(ctx, st, step); err != nil {
-				return err
-			}
-			cooldownDue, retries = true, 0
-		case StepWaitMember:
-			pod := st.Members[step.Ordinal].Pod
-			e.emit(step, "waiting for %s to pass its gates", pod)
-			if err := e.waitMember(ctx, st, step.Ordinal, expectedSpec{Partition: st.Partition, Generation: r.gen}); err != nil {
-				return err
-			}
-			e.emit(step, "%s healthy", pod)
-			cooldownDue, retries = true, 0
-		default:
-			return fmt.Errorf("internal: plan starts with %s", step.Kind)
-		}
-	}
-
-	// Every path out of the loop ends with our own lock write: nothing left to re-lock.
+// finish records the outcome once every member passed its gates; every path out of the loop ended with
+// this run's own lock write, so there is nothing left to re-lock.
+func (r *run) finish(ctx context.Context) {
+	e := r.e
 	r.touched = false
 	after, err := e.Observe(ctx)
 	if err == nil {
 		r.res.TermAfter = maxTerm(after)
 	}
-	if r.res.TermAfter > r.res.TermBefore {
+	if r.res.TermAfter > r.res.TermBefore && r.res.TermBefore > 0 {
 		r.res.UnplannedElections = max(0, int(r.res.TermAfter-r.res.TermBefore)-r.res.LeaderTransfers)
 	}
 	e.emit(Step{Kind: StepRelock}, "done: %s", r.res.Summary())
 	if len(r.res.MembersRolled) > 0 {
 		e.record(ctx, r.uid, corev1.EventTypeNormal, ReasonRolloutDone, r.res.Summary())
 	}
-	return nil
 }
 
-// rollMember lowers the partition to the member's ordinal, waits for its gates, and locks again at once,
-// so the partition is below replicas only while exactly one member is in flight.
+// rollMember lowers the partition to the member's ordinal and locks it again as soon as the StatefulSet
+// controller has recreated that pod at the update revision, before the pod is Ready or etcd healthy: from
+// then on a template written by someone else (another stack, kubectl) cannot make the controller take a
+// second member while this one is still catching up. Then it waits for the member's gates.
 func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) error {
 	e, pod := r.e, st.Members[step.Ordinal].Pod
 	e.emit(step, "restarting %s (partition %d)", pod, step.Ordinal)
@@ -263,18 +342,22 @@ func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) error 
 		return fmt.Errorf("rolling %s: not lowering the partition: %w", pod, err)
 	}
 	e.etcd.Forget(pod)
-	r.touched = true
+	r.touched, r.disrupted = true, true
 	gen, err := e.setPartition(ctx, step.Ordinal)
 	if err != nil {
 		return fmt.Errorf("rolling %s: %w", pod, err)
 	}
 	r.gen = gen
-	e.emit(Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, "waiting for %s: revision %s, Ready, etcd healthy and caught up", pod, st.UpdateRevision)
-	if err := e.waitMember(ctx, st, step.Ordinal, expectedSpec{Partition: step.Ordinal, Generation: gen}); err != nil {
+	e.emit(Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, "partition lowered to %d; waiting for the controller to recreate %s at %s", step.Ordinal, pod, st.UpdateRevision)
+	if err := e.waitPodRecreated(ctx, st, step.Ordinal, expectedSpec{Partition: step.Ordinal, Generation: gen}, start); err != nil {
 		return fmt.Errorf("rolling %s: %w", pod, err)
 	}
 	if err := r.lock(ctx, st.Replicas); err != nil {
 		return err
+	}
+	e.emit(Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, "%s recreated at %s, partition locked again; waiting for it to be Ready, etcd healthy and caught up", pod, st.UpdateRevision)
+	if err := e.waitMember(ctx, st, step.Ordinal, expectedSpec{Partition: st.Replicas, Generation: r.gen}, start); err != nil {
+		return fmt.Errorf("rolling %s: %w", pod, err)
 	}
 	down := time.Since(start)
 	r.res.MembersRolled = append(r.res.MembersRolled, pod)

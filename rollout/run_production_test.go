@@ -1,0 +1,169 @@
+package rollout
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// A new cluster whose members start late has no leader (and pods the controller has not created yet) on
+// the engine's first look: the run waits for them, as the old Job waited for an elected leader, instead of
+// failing; and it fails naming what it waited for once the ready timeout has passed.
+func TestRunWaitsForANewClusterOnItsFirstLook(t *testing.T) {
+	tests := []struct {
+		name      string
+		upAfter   time.Duration
+		wantError string
+	}{
+		{name: "members come up within the ready timeout", upAfter: 150 * time.Millisecond},
+		{name: "members never come up", upAfter: time.Hour,
+			wantError: "still blocked after 400ms (the ready timeout)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newFakeCluster(t, 3, 0, 0, 1, 2)
+			for _, pod := range []string{"etcd-0", "etcd-1", "etcd-2"} {
+				c.etcd.stop(pod)
+			}
+			require.NoError(t, c.kube.Tracker().Delete(podGVR, "db", "etcd-2"))
+			timer := time.AfterFunc(tt.upAfter, func() {
+				c.addPod(2, newRev)
+				c.etcd.mu.Lock()
+				c.etcd.down = map[string]bool{}
+				c.etcd.mu.Unlock()
+			})
+			t.Cleanup(func() { timer.Stop() })
+			var lines []string
+			var mu sync.Mutex
+			res, err := c.engine(t, func(cfg *Config, o *Options) {
+				cfg.ReadyTimeout = 400 * time.Millisecond
+				o.OnEvent = func(ev Event) { mu.Lock(); lines = append(lines, ev.Message); mu.Unlock() }
+			}).Run(context.Background())
+			mu.Lock()
+			log := strings.Join(lines, "\n")
+			mu.Unlock()
+			assert.Contains(t, log, "holding: rollout blocked: etcd-2 does not exist yet: waiting for the StatefulSet controller to create it")
+			assert.Equal(t, 3, c.partition())
+			assert.Empty(t, res.MembersRolled, "nothing restarts: the controller creates members on its own")
+			if tt.wantError != "" {
+				require.ErrorIs(t, err, ErrBlocked)
+				assert.Contains(t, err.Error(), tt.wantError)
+				return
+			}
+			require.NoError(t, err)
+			assert.Zero(t, c.stsPatches(), "a healthy new cluster at its update revision needs no partition write")
+		})
+	}
+}
+
+// The partition is locked again as soon as the restarted pod exists at the update revision, before it is
+// Ready or etcd healthy: a template written while the member catches up cannot make the controller take a
+// second member.
+func TestRunRelocksBeforeTheMemberGates(t *testing.T) {
+	c := newFakeCluster(t, 3, 0)
+	partitionAt := map[string]int{}
+	e := c.engine(t, func(_ *Config, o *Options) {
+		o.OnEvent = func(ev Event) {
+			for _, pod := range []string{"etcd-2", "etcd-1", "etcd-0"} {
+				if strings.HasPrefix(ev.Message, pod+" is Ready at") {
+					partitionAt[pod] = c.partition()
+				}
+			}
+		}
+	})
+	res, err := e.Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"etcd-2", "etcd-1", "etcd-0"}, res.MembersRolled)
+	assert.Equal(t, map[string]int{"etcd-2": 3, "etcd-1": 3, "etcd-0": 3}, partitionAt, "locked while each member's gates ran")
+}
+
+// The engine checks the version path itself, before its first disruption: the CLI has no Check, and a
+// preview may have judged an older template.
+func TestRunRefusesAnUnsupportedVersionPathBeforeTouchingAnything(t *testing.T) {
+	c := newFakeCluster(t, 3, 2)
+	c.setImages("registry.k8s.io/etcd:3.5.21-0", "registry.k8s.io/etcd:3.6.8-0")
+	res, err := c.engine(t, nil).Run(context.Background())
+	require.ErrorIs(t, err, ErrVersionPath)
+	assert.Contains(t, err.Error(), "the pod template's image registry.k8s.io/etcd:3.6.8-0 cannot be rolled onto etcd-0, which runs registry.k8s.io/etcd:3.5.21-0")
+	assert.Contains(t, err.Error(), "etcd supports upgrading to 3.6 only from 3.5.26 or later")
+	assert.Empty(t, res.MembersRolled)
+	assert.Zero(t, res.LeaderTransfers, "the leader on etcd-2 was not moved either")
+	assert.Zero(t, c.stsPatches())
+	assert.Equal(t, []string{oldRev, oldRev, oldRev}, c.revisions())
+}
+
+func TestCheckVersionPathsJudgesOnlyMembersStillToRoll(t *testing.T) {
+	st := ClusterState{UpdateRevision: newRev, TemplateImage: "etcd:3.6.8", Members: []MemberState{
+		{Pod: "etcd-0", Revision: newRev, Image: "etcd:3.6.8"},
+		{Pod: "etcd-1", Revision: oldRev, Image: "etcd:3.5.26"},
+		{Pod: "etcd-2", Revision: oldRev, Image: "sha256-pinned@sha256:abc"},
+	}}
+	require.NoError(t, checkVersionPaths(st))
+	st.Members[1].Image = "etcd:3.4.30"
+	require.ErrorIs(t, checkVersionPaths(st), ErrVersionPath)
+	require.ErrorIs(t, checkVersionPaths(st), ErrBlocked)
+}
+
+func TestWithoutManagerDropsOnlyTheEngineEntry(t *testing.T) {
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "42", ManagedFields: []metav1.ManagedFieldsEntry{
+		{Manager: "pulumi-kubernetes-1234", Operation: metav1.ManagedFieldsOperationApply},
+		{Manager: "etcd-rollout", Operation: metav1.ManagedFieldsOperationUpdate},
+		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status"},
+	}}}
+	patch, ok := withoutManager(sts, "etcd-rollout")
+	require.True(t, ok)
+	var ops []struct {
+		Op, Path string
+		Value    json.RawMessage
+	}
+	require.NoError(t, json.Unmarshal(patch, &ops))
+	require.Len(t, ops, 2)
+	assert.Equal(t, []string{"test", "/metadata/resourceVersion", `"42"`}, []string{ops[0].Op, ops[0].Path, string(ops[0].Value)})
+	assert.Equal(t, "replace", ops[1].Op)
+	assert.NotContains(t, string(ops[1].Value), "etcd-rollout")
+	assert.Contains(t, string(ops[1].Value), "pulumi-kubernetes-1234")
+	assert.Contains(t, string(ops[1].Value), "kube-controller-manager")
+
+	only := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "etcd-rollout"}}}}
+	patch, ok = withoutManager(only, "etcd-rollout")
+	require.True(t, ok)
+	assert.Contains(t, string(patch), `"value":[{}]`, "an empty list would leave managedFields alone")
+
+	_, ok = withoutManager(&appsv1.StatefulSet{}, "etcd-rollout")
+	assert.False(t, ok, "nothing to release")
+}
+
+// addPod creates the member pod the controller would, at rev.
+func (c *fakeCluster) addPod(ordinal int, rev string) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: podName("etcd", ordinal), Namespace: "db", UID: "pod-uid",
+			Labels: map[string]string{appsv1.ControllerRevisionHashLabelKey: rev}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+	}
+	require.NoError(c.t, c.kube.Tracker().Add(pod))
+}
+
+// setImages gives every pod the members image and the StatefulSet's template the template image.
+func (c *fakeCluster) setImages(members, template string) {
+	obj, err := c.kube.Tracker().Get(stsGVR, "db", "etcd")
+	require.NoError(c.t, err)
+	sts := obj.(*appsv1.StatefulSet).DeepCopy()
+	sts.Spec.Template.Spec.Containers = []corev1.Container{{Name: "etcd", Image: template}}
+	require.NoError(c.t, c.kube.Tracker().Update(stsGVR, sts, "db"))
+	for i := 0; i < c.n; i++ {
+		obj, err := c.kube.Tracker().Get(podGVR, "db", podName("etcd", i))
+		require.NoError(c.t, err)
+		pod := obj.(*corev1.Pod).DeepCopy()
+		pod.Spec.Containers = []corev1.Container{{Name: "etcd", Image: members}}
+		require.NoError(c.t, c.kube.Tracker().Update(podGVR, pod, "db"))
+	}
+}
