@@ -7,7 +7,8 @@ import (
 )
 
 // engineConfig maps the resource's inputs onto the engine's Config, filling the engine's defaults for what
-// the program left out. holder names this rollout in the StatefulSet's lease; empty keeps the engine's host/pid name.
+// the program left out. holder names this rollout in the StatefulSet's lease; empty keeps NewConfig's
+// etcd-rollout@host/pid/random.
 func engineConfig(in RolloutArgs, holder string) rollout.Config {
 	cfg := rollout.NewConfig(in.StsName, in.Namespace, in.ServiceName)
 	if holder != "" {

@@ -45,7 +45,7 @@ func (r *Rollout) Update(ctx context.Context, req infer.UpdateRequest[RolloutArg
 // customTimeouts deadline: both cancel ctx) it returns infer.ResourceInitFailedError with st holding the
 // partial result, so Pulumi keeps that state and the next `pulumi up` calls Update, which resumes.
 func (r *Rollout) roll(ctx context.Context, id string, in RolloutArgs, st *RolloutState) error {
-	holder := "pulumi-etcd-rollout " + id
+	holder := "pulumi-etcd-rollout " + id + " @" + rollout.RunIdentity() // unique to this run: see rollout.RunIdentity
 	log := p.GetLogger(ctx)
 	target := in.Namespace + "/" + in.StsName
 	st.Complete, st.FinishedAt, st.MembersRolled = false, "", []string{}

@@ -3,20 +3,16 @@ package rollout
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // NewConfig returns a Config for one StatefulSet with the old Job's defaults: client port 2379, 30s
-// cool-down, 300s ready timeout, 60s health timeout, lazy leader placement, and a holder name made of the
-// host name and process id so a refused second rollout can tell a person where the first one runs.
+// cool-down, 300s ready timeout, 60s health timeout, lazy leader placement, and a holder name unique to
+// this Config ("etcd-rollout@host/pid/random", see RunIdentity) so a refused second rollout can tell a
+// person where the first one runs, and a run never mistakes a dead predecessor's Lease for its own.
 func NewConfig(sts, namespace, service string) Config {
-	host, _ := os.Hostname()
-	if host == "" {
-		host = "unknown-host"
-	}
 	return Config{
 		StatefulSet:   sts,
 		Namespace:     namespace,
@@ -26,7 +22,7 @@ func NewConfig(sts, namespace, service string) Config {
 		ReadyTimeout:  DefaultReadyTimeout,
 		HealthTimeout: DefaultHealthTimeout,
 		LeaderPolicy:  LeaderLazy,
-		Holder:        fmt.Sprintf("etcd-rollout@%s/%d", host, os.Getpid()),
+		Holder:        "etcd-rollout@" + RunIdentity(),
 	}
 }
 

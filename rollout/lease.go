@@ -8,28 +8,61 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 )
 
 // LeaseName is the coordination.k8s.io Lease that serialises rollouts of one StatefulSet.
 func LeaseName(sts string) string { return sts + "-etcd-rollout" }
 
-// rolloutLease is a Lease held for the duration of one run. A run that dies keeps it until it expires;
-// the next run then takes it over and knows a lowered partition is its predecessor's, not a stranger's.
+// rolloutLease is a Lease held for the duration of one run. A run that dies keeps it until another run has
+// watched it go unrenewed for its whole duration; that run then takes it over and knows a lowered
+// partition is its predecessor's, not a stranger's.
+//
+// The rules are client-go's tools/leaderelection ones: an identity unique to each run (Config.Holder,
+// see RunIdentity), expiry judged by what this process has seen change and never by comparing the
+// holder's renewTime with the local clock (two machines' clocks may be minutes or hours apart),
+// conditional writes so that of two runs racing for it exactly one wins, and a release on a clean exit.
+// LeaderElector itself is not used because a rollout needs three things it does not do:
+//   - refuse: LeaderElector.Run blocks until it leads, while a second `pulumi up` must fail within
+//     seconds, naming the run that holds the StatefulSet (*LockedError);
+//   - say whose stale lease it took over: the partition a dead run left lowered is this run's to re-lock
+//     and resume (leaseState.TookOverFrom), while a lowered partition without a predecessor is
+//     interference; LeaderElector reports only the new leader;
+//   - stay the holder through an API server outage longer than the lease: LeaderElector gives up after
+//     RenewDeadline without a renewal, which would end a rollout with a member in flight; this lease keeps
+//     trying (keepRenewed) and renews conditionally before each disruption (confirm).
+//
+// resourcelock.LeaseLock is not used as the record layer either: it keeps the last Lease it read in an
+// unguarded field that Get and Update share, while here the renewing goroutine and the run's confirm
+// both write the Lease. Three direct API calls are simpler than guarding it.
 type rolloutLease struct {
 	kube      kubernetes.Interface
 	namespace string
 	name      string
 	holder    string
 	duration  time.Duration
+	// clock measures how long acquire has watched a lease; nil is the real, monotonic clock. Unit tests
+	// pass one that advances without waiting.
+	clock leaseClock
+	// watching, when set, hears that acquire is watching a lease someone else holds and for how long at
+	// most, so a person knows why the run waits before it starts.
+	watching func(holder string, upTo time.Duration)
 
 	mu      sync.Mutex
 	current *coordinationv1.Lease
 	// renewed is when this process last wrote the lease successfully.
 	renewed time.Time
+}
+
+// leaseClock is the local clock a lease held by someone else is judged by.
+type leaseClock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
 }
 
 // leaseState is what acquire found before it took the lease.
@@ -40,51 +73,144 @@ type leaseState struct {
 
 func (l *rolloutLease) id() string { return l.namespace + "/" + l.name }
 
-// acquire takes the lease or returns a *LockedError naming the live holder. Create and Update are
-// conditional, so of two runs racing for it exactly one wins.
+// acquire takes the lease or returns a *LockedError naming the live holder.
+//
+// A lease that is missing, released (no holder) or already this run's is taken at once. A lease held by
+// someone else is watched: if it changes while watched (a renewal, a new holder), its holder is alive and
+// the run is refused at once; a holder renews every third of its duration, so a refusal comes within
+// about a third of the duration. If it stays the same for its whole leaseDurationSeconds, measured on this
+// process's monotonic clock, its holder is gone and the lease is taken over. The holder's own timestamps
+// are not trusted even when they say the lease expired long ago: with clocks apart they would hand a live
+// lease over. So a takeover always costs one lease duration of watching (15s by default), the price of not
+// trusting another machine's clock.
 func (l *rolloutLease) acquire(ctx context.Context) (leaseState, error) {
-	now := metav1.NewMicroTime(time.Now())
-	leases := l.kube.CoordinationV1().Leases(l.namespace)
-	existing, err := leases.Get(ctx, l.name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		created, err := leases.Create(ctx, &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: l.name, Namespace: l.namespace,
-				Labels: map[string]string{"app.kubernetes.io/managed-by": "etcd-rollout"}},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(l.holder), LeaseDurationSeconds: ptr.To(l.seconds()),
-				AcquireTime: &now, RenewTime: &now},
-		}, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return l.acquire(ctx) // lost the race to create: report whoever won
+	clk := l.clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	var (
+		seen   *coordinationv1.Lease // someone else's record as first read
+		seenAt time.Time
+		// written says someone else wrote the lease between this run's read and its write (a create or
+		// an update that conflicted): whoever holds it now is alive.
+		written bool
+	)
+	for {
+		cur, err := l.get(ctx)
+		if apierrors.IsNotFound(err) {
+			created, err := l.create(ctx)
+			if apierrors.IsAlreadyExists(err) {
+				written = true
+				continue
+			}
+			if err != nil {
+				return leaseState{}, fmt.Errorf("creating lease %s: %w", l.id(), err)
+			}
+			l.set(created)
+			return leaseState{}, nil
 		}
 		if err != nil {
-			return leaseState{}, fmt.Errorf("creating lease %s: %w", l.id(), err)
+			return leaseState{}, fmt.Errorf("reading lease %s: %w", l.id(), err)
 		}
-		l.set(created)
-		return leaseState{}, nil
-	}
-	if err != nil {
-		return leaseState{}, fmt.Errorf("reading lease %s: %w", l.id(), err)
-	}
-	var state leaseState
-	if holder := ptr.Deref(existing.Spec.HolderIdentity, ""); holder != "" && holder != l.holder {
-		if expiresIn := leaseExpiresIn(existing, time.Now()); expiresIn > 0 {
-			return leaseState{}, &LockedError{Lease: l.id(), Holder: holder, Renewed: renewTime(existing), ExpiresIn: expiresIn}
+		holder := ptr.Deref(cur.Spec.HolderIdentity, "")
+		var state leaseState
+		switch {
+		case holder == "" || holder == l.holder:
+			// Free, or this run's own: nothing to wait for.
+		case written || seen != nil && !sameRecord(seen, cur):
+			return leaseState{}, l.locked(cur)
+		default:
+			if seen == nil {
+				seen, seenAt = cur, clk.Now()
+				if l.watching != nil {
+					l.watching(holder, recordDuration(seen, l.duration))
+				}
+			}
+			d := recordDuration(seen, l.duration)
+			if left := d - clk.Now().Sub(seenAt); left > 0 {
+				select {
+				case <-ctx.Done():
+					return leaseState{}, fmt.Errorf("watching lease %s (held by %s) for a renewal: %w", l.id(), holder, context.Cause(ctx))
+				case <-clk.After(min(watchInterval(d), left)):
+				}
+				continue
+			}
+			state.TookOverFrom = holder
 		}
-		state.TookOverFrom = holder
+		taken, err := l.take(ctx, cur)
+		if apierrors.IsConflict(err) {
+			// Written since it was read. A takeover finds the change on the next look (sameRecord); a
+			// free lease's new holder has just written it.
+			written = written || seen == nil
+			continue
+		}
+		if err != nil {
+			return leaseState{}, fmt.Errorf("taking lease %s: %w", l.id(), err)
+		}
+		l.set(taken)
+		return state, nil
 	}
-	next := existing.DeepCopy()
+}
+
+// get reads the lease, riding out a briefly unreachable API server.
+func (l *rolloutLease) get(ctx context.Context) (*coordinationv1.Lease, error) {
+	var lease *coordinationv1.Lease
+	err := withAPIRetry(ctx, func(ctx context.Context) error {
+		var err error
+		lease, err = l.kube.CoordinationV1().Leases(l.namespace).Get(ctx, l.name, metav1.GetOptions{})
+		return err
+	})
+	return lease, err
+}
+
+func (l *rolloutLease) create(ctx context.Context) (*coordinationv1.Lease, error) {
+	now := metav1.NewMicroTime(time.Now())
+	return l.kube.CoordinationV1().Leases(l.namespace).Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: l.name, Namespace: l.namespace,
+			Labels: map[string]string{"app.kubernetes.io/managed-by": "etcd-rollout"}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(l.holder), LeaseDurationSeconds: ptr.To(l.seconds()),
+			AcquireTime: &now, RenewTime: &now},
+	}, metav1.CreateOptions{})
+}
+
+// take writes this run as the holder of cur, conditionally on cur's resourceVersion.
+func (l *rolloutLease) take(ctx context.Context, cur *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	now := metav1.NewMicroTime(time.Now())
+	next := cur.DeepCopy()
+	if ptr.Deref(cur.Spec.HolderIdentity, "") != l.holder {
+		next.Spec.LeaseTransitions = ptr.To(ptr.Deref(cur.Spec.LeaseTransitions, 0) + 1)
+	}
 	next.Spec.HolderIdentity = ptr.To(l.holder)
 	next.Spec.LeaseDurationSeconds = ptr.To(l.seconds())
 	next.Spec.AcquireTime, next.Spec.RenewTime = &now, &now
-	updated, err := leases.Update(ctx, next, metav1.UpdateOptions{})
-	if apierrors.IsConflict(err) {
-		return l.acquire(ctx)
+	return l.kube.CoordinationV1().Leases(l.namespace).Update(ctx, next, metav1.UpdateOptions{})
+}
+
+// locked is the refusal for a holder seen alive just now.
+func (l *rolloutLease) locked(cur *coordinationv1.Lease) *LockedError {
+	return &LockedError{Lease: l.id(), Holder: ptr.Deref(cur.Spec.HolderIdentity, ""),
+		Renewed: time.Now(), ExpiresIn: recordDuration(cur, l.duration)}
+}
+
+// sameRecord says nobody renewed, took or released the lease between two reads. Only the spec counts: a
+// label edited by a person is no sign of life.
+func sameRecord(a, b *coordinationv1.Lease) bool {
+	return apiequality.Semantic.DeepEqual(a.Spec, b.Spec)
+}
+
+// recordDuration is how long the lease's holder promised to go at most without renewing it; fallback when
+// the record does not say.
+func recordDuration(l *coordinationv1.Lease, fallback time.Duration) time.Duration {
+	if s := ptr.Deref(l.Spec.LeaseDurationSeconds, 0); s > 0 {
+		return time.Duration(s) * time.Second
 	}
-	if err != nil {
-		return leaseState{}, fmt.Errorf("taking lease %s: %w", l.id(), err)
-	}
-	l.set(updated)
-	return state, nil
+	return fallback
+}
+
+// watchInterval is how often a watched lease is read: a tenth of its duration, so a renewal (every third)
+// is seen soon after it happens, and at most once a second.
+func watchInterval(d time.Duration) time.Duration {
+	return min(max(d/10, 10*time.Millisecond), time.Second)
 }
 
 // renew extends the lease; it fails when somebody else has taken it meanwhile.
@@ -222,14 +348,10 @@ func renewTime(l *coordinationv1.Lease) time.Time {
 	return l.CreationTimestamp.Time
 }
 
-// leaseExpiresIn is how long the lease stays valid if nobody renews it; zero or less means stale.
-func leaseExpiresIn(l *coordinationv1.Lease, now time.Time) time.Duration {
-	d := time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second
-	return renewTime(l).Add(d).Sub(now)
-}
-
-// LeaseHolder says who holds the StatefulSet's rollout Lease and for how long it stays valid without
-// renewal; "" when no rollout holds it (or it was never created). A holder with expiresIn <= 0 is gone.
+// LeaseHolder says who holds the StatefulSet's rollout Lease; "" when no rollout holds it (or it was never
+// created). expiresIn is an estimate for display only: the holder's renewTime plus the lease duration,
+// minus the local clock, so clocks that disagree skew it, and <= 0 means "looks stale". Whether a lease
+// may be taken over is decided by watching it (acquire, which Run and Unlock use), never by this.
 func (e *Engine) LeaseHolder(ctx context.Context) (holder string, expiresIn time.Duration, err error) {
 	l, err := e.kube.CoordinationV1().Leases(e.cfg.Namespace).Get(ctx, e.lease.name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -238,5 +360,6 @@ func (e *Engine) LeaseHolder(ctx context.Context) (holder string, expiresIn time
 	if err != nil {
 		return "", 0, fmt.Errorf("reading lease %s: %w", e.lease.id(), err)
 	}
-	return ptr.Deref(l.Spec.HolderIdentity, ""), leaseExpiresIn(l, time.Now()), nil
+	d := recordDuration(l, e.lease.duration)
+	return ptr.Deref(l.Spec.HolderIdentity, ""), renewTime(l).Add(d).Sub(time.Now()), nil
 }
