@@ -30,9 +30,20 @@ type Etcd struct {
 	c   *Cluster
 }
 
-// CreateEtcd applies spec in namespace — the TLS Secret (when spec.TLS), the Service and the StatefulSet,
-// locked at partition = replicas with pulumi.com/skipAwait — and waits until every member is healthy.
+// CreateEtcd applies spec in namespace (see ApplyEtcd) and waits until every member is healthy, except for a
+// spec whose members never stay healthy (Broken, CrashAfter): that one it returns at once.
 func (c *Cluster) CreateEtcd(ctx context.Context, namespace string, spec EtcdSpec) (*Etcd, error) {
+	e, err := c.ApplyEtcd(ctx, namespace, spec)
+	if err != nil || e.Spec.Broken || e.Spec.CrashAfter > 0 {
+		return e, err
+	}
+	return e, e.WaitHealthy(ctx)
+}
+
+// ApplyEtcd creates spec's objects in namespace — the TLS Secret (when spec.TLS), the Service and the
+// StatefulSet, locked at partition = replicas with pulumi.com/skipAwait — and returns without waiting, so
+// a test can watch the members come up.
+func (c *Cluster) ApplyEtcd(ctx context.Context, namespace string, spec EtcdSpec) (*Etcd, error) {
 	spec, err := spec.WithDefaults()
 	if err != nil {
 		return nil, err
@@ -42,7 +53,7 @@ func (c *Cluster) CreateEtcd(ctx context.Context, namespace string, spec EtcdSpe
 	}
 	e := &Etcd{Spec: spec, Namespace: namespace, c: c}
 	if spec.TLS {
-		m, err := GenerateTLS(spec, namespace)
+		m, err := GenerateTLSWith(spec, namespace, spec.Certs)
 		if err != nil {
 			return nil, fmt.Errorf("TLS material for %s/%s: %w", namespace, spec.Name, err)
 		}
@@ -66,10 +77,7 @@ func (c *Cluster) CreateEtcd(ctx context.Context, namespace string, spec EtcdSpe
 	if _, err := c.Kube.AppsV1().StatefulSets(namespace).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("creating statefulset %s/%s: %w", namespace, sts.Name, err)
 	}
-	if spec.Broken {
-		return e, nil
-	}
-	return e, e.WaitHealthy(ctx)
+	return e, nil
 }
 
 // PodName is the pod of an ordinal.
@@ -142,11 +150,15 @@ func (e *Etcd) Client(ctx context.Context, ordinals ...int) (*clientv3.Client, e
 }
 
 // NewClient is an etcd client for the given endpoints with the cluster's TLS (if any): for endpoints the
-// caller found another way, such as port-forwards.
+// caller found another way, such as port-forwards. It is the harness's view: it also trusts the foreign CA
+// of CertOptions.ForeignCA, which ClientTLS (the users' view) does not.
 func (e *Etcd) NewClient(endpoints ...string) (*clientv3.Client, error) {
-	tc, err := e.ClientTLS()
-	if err != nil {
-		return nil, err
+	var tc *tls.Config
+	if e.TLS != nil {
+		var err error
+		if tc, err = e.TLS.harnessClientConfig(); err != nil {
+			return nil, err
+		}
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, TLS: tc, DialTimeout: 3 * time.Second,
 		Logger: zap.NewNop()})
@@ -160,7 +172,7 @@ func (e *Etcd) NewClient(endpoints ...string) (*clientv3.Client, error) {
 // process runs for that very pod, every member answers a linearizable read, and all agree on one leader
 // with no learner.
 func (e *Etcd) WaitHealthy(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second+e.Spec.worstStart(e.Spec.Replicas))
 	defer cancel()
 	var last error
 	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {

@@ -37,6 +37,11 @@ type EtcdSpec struct {
 	// GracePeriod is terminationGracePeriodSeconds; default 30s.
 	GracePeriod time.Duration
 	NodeName    string // default the cluster's kwok node
+	// StartFaults make every member of the template start late, slowly or crash-looping
+	// (spec.StartDelay = 20*time.Second); zero: at once.
+	StartFaults
+	// Certs chooses how GenerateTLS mints the server and peer certificates (with TLS); zero: every name.
+	Certs CertOptions
 }
 
 // SecretName is the TLS Secret the pods mount, named as the keyspace-etcd-group manifests name theirs.
@@ -83,6 +88,9 @@ func (s EtcdSpec) WithDefaults() (EtcdSpec, error) {
 		return s, fmt.Errorf("etcd spec %s: readiness %q: want %q or %q", s.Name, s.Readiness, memberapi.ReadyOnStart, memberapi.ReadyOnProbe)
 	case s.GracePeriod < 0 || s.GracePeriod%time.Second != 0:
 		return s, fmt.Errorf("etcd spec %s: grace period %s: want whole seconds", s.Name, s.GracePeriod)
+	}
+	if err := s.StartFaults.validate(); err != nil {
+		return s, fmt.Errorf("etcd spec %s: %w", s.Name, err)
 	}
 	return s, nil
 }

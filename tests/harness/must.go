@@ -92,11 +92,11 @@ func (m MustEtcd) PlaceLeader(ordinal int) {
 	require.NoError(m.t, m.e.MoveLeader(ctx, ordinal))
 }
 
-// MustCreateEtcd creates spec's etcd in ns and waits until every member is healthy (two minutes at most),
-// logging how long that took, or fails the test.
+// MustCreateEtcd creates spec's etcd in ns and waits until every member is healthy (two minutes at most, plus
+// what its start faults add), logging how long that took, or fails the test.
 func (c *Cluster) MustCreateEtcd(t testing.TB, ns string, spec EtcdSpec) *Etcd {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute+spec.worstStart(max(spec.Replicas, 3)))
 	defer cancel()
 	start := time.Now()
 	e, err := c.CreateEtcd(ctx, ns, spec)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness/memberapi"
@@ -21,19 +22,37 @@ import (
 // manifests), so the server and peer certificates name every member.
 type TLSMaterial struct {
 	CA, ServerCert, ServerKey, PeerCert, PeerKey, ClientCert, ClientKey []byte
+	// ForeignCA is the CA that signed the server certificate when it is not CA (CertOptions.ForeignCA).
+	// It travels in the Secret under memberapi.SecretForeignCA, which only the harness and the member
+	// daemon read, so that they can still check a member whose clients (the engine) must refuse it.
+	ForeignCA []byte
 }
 
 // SecretData is the material under the key names the manifests mount.
 func (m TLSMaterial) SecretData() map[string][]byte {
-	return map[string][]byte{
+	data := map[string][]byte{
 		memberapi.SecretCA: m.CA, memberapi.SecretServerCert: m.ServerCert, memberapi.SecretServerKey: m.ServerKey,
 		memberapi.SecretPeerCert: m.PeerCert, memberapi.SecretPeerKey: m.PeerKey,
 		memberapi.SecretClientCert: m.ClientCert, memberapi.SecretClientKey: m.ClientKey,
 	}
+	if len(m.ForeignCA) > 0 {
+		data[memberapi.SecretForeignCA] = m.ForeignCA
+	}
+	return data
 }
 
-// ClientConfig is a client-side tls.Config for the cluster: the CA and the client certificate.
+// ClientConfig is a client-side tls.Config for the cluster as its users have it: the CA and the client
+// certificate.
 func (m TLSMaterial) ClientConfig() (*tls.Config, error) {
+	return m.clientConfig(m.CA)
+}
+
+// harnessClientConfig also trusts ForeignCA: the harness checks members whatever certificate they serve.
+func (m TLSMaterial) harnessClientConfig() (*tls.Config, error) {
+	return m.clientConfig(m.CA, m.ForeignCA)
+}
+
+func (m TLSMaterial) clientConfig(cas ...[]byte) (*tls.Config, error) {
 	cert, err := tls.X509KeyPair(m.ClientCert, m.ClientKey)
 	if err != nil {
 		return nil, fmt.Errorf("client certificate: %w", err)
@@ -41,6 +60,9 @@ func (m TLSMaterial) ClientConfig() (*tls.Config, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(m.CA) {
 		return nil, fmt.Errorf("no CA certificate in the TLS material")
+	}
+	for _, ca := range cas[1:] {
+		pool.AppendCertsFromPEM(ca)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
@@ -61,27 +83,79 @@ func MemberDNSNames(spec EtcdSpec, namespace string) []string {
 		"localhost")
 }
 
+// CertOptions choose how GenerateTLSWith mints the server and peer certificates, for tests of what a client
+// must accept and refuse. The zero value is GenerateTLS: every name shape, one CA.
+type CertOptions struct {
+	// Shape, when set, gives the server and peer certificates the DNS names of this one shape and no other
+	// (no localhost). They keep the IP SAN 127.0.0.1, where members, port-forwards and the harness dial
+	// here; a client that checks names must not accept it.
+	Shape CertShape
+	// OnlyPod, when set, makes the server certificate name this pod alone (in Shape, default
+	// CertShapePodSvc): every other member then serves the certificate of another member.
+	OnlyPod string
+	// ForeignCA signs the server certificate with a CA other than the one in ca.crt: a client that trusts
+	// ca.crt must refuse every member. Peers keep the cluster CA, so the members still form a cluster.
+	ForeignCA bool
+}
+
 // GenerateTLS creates fresh material for spec in namespace (ECDSA P-256, valid one week). The server and peer
 // certificates carry the member DNS names and 127.0.0.1, where the members and port-forwards listen here.
 func GenerateTLS(spec EtcdSpec, namespace string) (TLSMaterial, error) {
+	return GenerateTLSWith(spec, namespace, CertOptions{})
+}
+
+// GenerateTLSWith creates fresh material for spec in namespace with the certificates o asks for.
+func GenerateTLSWith(spec EtcdSpec, namespace string, o CertOptions) (TLSMaterial, error) {
+	peerDNS, serverDNS, err := o.dnsNames(spec, namespace)
+	if err != nil {
+		return TLSMaterial{}, fmt.Errorf("certificates for %s/%s: %w", namespace, spec.Name, err)
+	}
 	now := time.Now().Add(-time.Hour)
 	caKey, caCertPEM, caCert, err := newCA("etcd-rollout-test-ca "+namespace+"/"+spec.Name, now)
 	if err != nil {
 		return TLSMaterial{}, err
 	}
-	dns, ips := MemberDNSNames(spec, namespace), []net.IP{net.ParseIP("127.0.0.1")}
+	ips := []net.IP{net.ParseIP("127.0.0.1")}
 	both := []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
-	var m TLSMaterial
-	m.CA = caCertPEM
-	if m.ServerCert, m.ServerKey, err = issue(caCert, caKey, spec.Name+"-server", dns, ips, both, now); err != nil {
+	m := TLSMaterial{CA: caCertPEM}
+	serverCA, serverCAKey := caCert, caKey
+	if o.ForeignCA {
+		if serverCAKey, m.ForeignCA, serverCA, err = newCA("etcd-rollout-foreign-ca "+namespace+"/"+spec.Name, now); err != nil {
+			return m, err
+		}
+	}
+	if m.ServerCert, m.ServerKey, err = issue(serverCA, serverCAKey, spec.Name+"-server", serverDNS, ips, both, now); err != nil {
 		return m, err
 	}
-	if m.PeerCert, m.PeerKey, err = issue(caCert, caKey, spec.Name+"-peer", dns, ips, both, now); err != nil {
+	if m.PeerCert, m.PeerKey, err = issue(caCert, caKey, spec.Name+"-peer", peerDNS, ips, both, now); err != nil {
 		return m, err
 	}
 	m.ClientCert, m.ClientKey, err = issue(caCert, caKey, "etcd-rollout-client", nil, nil,
 		[]x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, now)
 	return m, err
+}
+
+// dnsNames are the DNS SANs of the peer and the server certificate.
+func (o CertOptions) dnsNames(spec EtcdSpec, namespace string) (peer, server []string, err error) {
+	if o.Shape == "" && o.OnlyPod == "" {
+		all := MemberDNSNames(spec, namespace)
+		return all, all, nil
+	}
+	shape := o.Shape
+	if shape == "" {
+		shape = CertShapePodSvc
+	}
+	if peer, err = shape.Names(spec, namespace); err != nil {
+		return nil, nil, err
+	}
+	if o.OnlyPod == "" {
+		return peer, peer, nil
+	}
+	if !slices.Contains(spec.PodNames(), o.OnlyPod) {
+		return nil, nil, fmt.Errorf("OnlyPod %q is not a pod of %s (%v)", o.OnlyPod, spec.Name, spec.PodNames())
+	}
+	server, err = shape.Names(spec, namespace, o.OnlyPod)
+	return peer, server, err
 }
 
 func newCA(cn string, notBefore time.Time) (*ecdsa.PrivateKey, []byte, *x509.Certificate, error) {

@@ -18,7 +18,29 @@ const (
 	// AnnotationTLSDir names the mount path of the Secret volume with the member certificates
 	// (default DefaultTLSDir). A pod with a Secret volume mounted there runs client and peer mTLS.
 	AnnotationTLSDir = "etcd-rollout.test/tls-dir"
+
+	// The three below make a member start the ways production members do that the plain harness hides.
+	// Values are seconds (see ParseSeconds); every pod of a template that carries one behaves so, so a
+	// template change that adds one makes the new revision slow or crashing.
+
+	// AnnotationStartDelay keeps a new pod Pending (not Running, not Ready) that long after the daemon first
+	// sees it before its etcd process starts: an image pull or a volume attach. Once per pod: a container
+	// restart inside the same pod does not wait again.
+	AnnotationStartDelay = "etcd-rollout.test/start-delay"
+	// AnnotationServeDelay starts the container (pod Running, and Ready at once when it has no
+	// readinessProbe, as a kubelet would) but starts etcd, and so opens its ports, only that long later: a
+	// large database being opened. On every start of the container.
+	AnnotationServeDelay = "etcd-rollout.test/serve-delay"
+	// AnnotationCrashAfter kills the container (SIGKILL) that long after each start of it, counted from the
+	// container start (so a crash-after below the serve delay crashes before serving); the daemon restarts
+	// it with CrashLoopBackOff-like back-off (1 s doubling to 10 s).
+	AnnotationCrashAfter = "etcd-rollout.test/crash-after"
 )
+
+// AnnotationStarted is set by the daemon, never by a person, when it starts the pod's container; the member
+// kwok stage etcd-member-running makes the pod Running only then, so a start delay keeps the pod Pending.
+// It stays while the pod lives: a restarting container leaves the pod Running, as on a real node.
+const AnnotationStarted = "etcd-rollout.test/started"
 
 // AnnotationReady is set by the daemon, never by a person: the member kwok stages make the pod Ready exactly
 // while it is "true".
@@ -37,6 +59,10 @@ const (
 	SecretPeerKey    = "peer.key"
 	SecretClientCert = "client.crt"
 	SecretClientKey  = "client.key"
+	// SecretForeignCA, when present, is the CA that signed server.crt instead of ca.crt (a negative test of
+	// the clients): the daemon and the harness trust it too, to check the member's health; etcd does not
+	// use it.
+	SecretForeignCA = "harness-foreign-ca.crt"
 )
 
 // Container ports of the etcd container, as in the production manifests; PortForward rules map them to the

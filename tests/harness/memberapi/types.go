@@ -25,6 +25,8 @@ const (
 	StateTerminating State = "terminating" // the pod is being deleted; waiting for the process to exit
 	StateExited      State = "exited"      // crashed or failed to start; restarted with back-off while the pod lives
 	StateWaiting     State = "waiting"     // the pod exists but the process has not started (old one still exiting)
+	StatePending     State = "pending"     // the pod waits out its start delay: phase Pending, no process
+	StateLoading     State = "loading"     // the container started but etcd waits out its serve delay: ports closed
 )
 
 // Member is what the daemon knows of the etcd member behind one pod. URLs and ports are on 127.0.0.1; the
@@ -41,6 +43,11 @@ type Member struct {
 	TLS       bool      `json:"tls"`
 	Readiness Readiness `json:"readiness"`
 	Broken    bool      `json:"broken"`
+	// The start faults of the pod's annotations (AnnotationStartDelay, AnnotationServeDelay,
+	// AnnotationCrashAfter); zero when unset.
+	StartDelay time.Duration `json:"startDelay,omitempty"`
+	ServeDelay time.Duration `json:"serveDelay,omitempty"`
+	CrashAfter time.Duration `json:"crashAfter,omitempty"`
 
 	ClientPort  int    `json:"clientPort"`
 	PeerPort    int    `json:"peerPort"`
@@ -58,7 +65,7 @@ type Member struct {
 	// Starts counts the processes started for this member name since the daemon started; a test sees a
 	// restart as a higher count (and a new PID).
 	Starts     int       `json:"starts"`
-	StartedAt  time.Time `json:"startedAt,omitempty"`
+	StartedAt  time.Time `json:"startedAt,omitempty"` // when the container started (before any serve delay)
 	LastExit   string    `json:"lastExit,omitempty"`
 	HangOnTerm bool      `json:"hangOnTerm"`
 	Ready      bool      `json:"ready"`

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"syscall"
+	"time"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness/memberapi"
 )
@@ -20,6 +21,7 @@ func (m *member) info() memberapi.Member {
 		Namespace: m.namespace, Pod: m.pod, StatefulSet: m.sts, Ordinal: m.ordinal,
 		Version: m.launch.version, Binary: m.launch.binary, TLS: m.launch.tls, Readiness: m.launch.readiness,
 		Broken:     m.launch.broken,
+		StartDelay: m.launch.faults.startDelay, ServeDelay: m.launch.faults.serveDelay, CrashAfter: m.launch.faults.crashAfter,
 		ClientPort: m.ports.Client, PeerPort: m.ports.Peer, MetricsPort: m.ports.Metrics,
 		ClientURL:  fmt.Sprintf("%s://127.0.0.1:%d", scheme, m.ports.Client),
 		PeerURL:    fmt.Sprintf("%s://127.0.0.1:%d", scheme, m.ports.Peer),
@@ -40,9 +42,13 @@ func (m *member) info() memberapi.Member {
 			out.State, out.LastExit = memberapi.StateExited, p.exitReason()
 		case p.isFrozen():
 			out.State = memberapi.StateStopped
+		case !p.serving():
+			out.State = memberapi.StateLoading
 		default:
 			out.State = memberapi.StateRunning
 		}
+	} else if time.Now().Before(m.pendingUntil) {
+		out.State, out.PodUID, out.StartDelay = memberapi.StatePending, string(m.seenUID), m.startDelay
 	} else if m.lastExit != "" && !m.notBefore.IsZero() {
 		out.State = memberapi.StateExited
 	}

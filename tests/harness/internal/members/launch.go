@@ -27,6 +27,7 @@ type launch struct {
 	grace     time.Duration
 	tls       bool
 	secret    string // TLS Secret name
+	faults    startFaults
 
 	clientPort int // container ports, mapped by the PortForward rule
 	peerPort   int
@@ -83,6 +84,10 @@ func readLaunch(pod *corev1.Pod, sts *appsv1.StatefulSet, binDir string) (launch
 	default:
 		return launch{}, fmt.Errorf("pod %s/%s: annotation %s=%q: want 3.5 or 3.6", pod.Namespace, pod.Name, memberapi.AnnotationVersion, l.version)
 	}
+	var err error
+	if l.faults, err = readStartFaults(pod); err != nil {
+		return launch{}, err
+	}
 	if _, err := os.Stat(l.binary); err != nil {
 		return launch{}, fmt.Errorf("etcd %s binary: %w (run make tools)", l.version, err)
 	}
@@ -106,6 +111,31 @@ func readLaunch(pod *corev1.Pod, sts *appsv1.StatefulSet, binDir string) (launch
 	l.secret = tlsSecretName(pod, c)
 	l.tls = l.secret != ""
 	return l, nil
+}
+
+// startFaults are how the pod's annotations make its member start: late, slowly or crash-looping.
+type startFaults struct {
+	startDelay time.Duration // the pod stays Pending this long before its first start
+	serveDelay time.Duration // each start: the container runs this long before etcd does
+	crashAfter time.Duration // each start: the container is killed this long after it started
+}
+
+// readStartFaults parses the fault annotations. A bad value is an error, so the pod stays Pending with the
+// reason in the daemon log, as a kubelet keeps a pod with a bad spec from starting.
+func readStartFaults(pod *corev1.Pod) (startFaults, error) {
+	var f startFaults
+	for key, dst := range map[string]*time.Duration{
+		memberapi.AnnotationStartDelay: &f.startDelay,
+		memberapi.AnnotationServeDelay: &f.serveDelay,
+		memberapi.AnnotationCrashAfter: &f.crashAfter,
+	} {
+		d, err := memberapi.ParseSeconds(pod.Annotations[key])
+		if err != nil {
+			return f, fmt.Errorf("pod %s/%s: annotation %s: %w", pod.Namespace, pod.Name, key, err)
+		}
+		*dst = d
+	}
+	return f, nil
 }
 
 // tlsSecretName finds the Secret volume that the etcd container mounts at the TLS dir, if any.
@@ -146,6 +176,13 @@ func writeTLSFiles(ctx context.Context, d *Daemon, namespace, secret, dir string
 		if err := os.WriteFile(filepath.Join(dir, k), v, 0o600); err != nil {
 			return fmt.Errorf("writing %s: %w", k, err)
 		}
+	}
+	foreign := filepath.Join(dir, memberapi.SecretForeignCA) // optional: only for the daemon's own client
+	if v, ok := s.Data[memberapi.SecretForeignCA]; ok {
+		return os.WriteFile(foreign, v, 0o600)
+	}
+	if err := os.Remove(foreign); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("removing a stale %s: %w", memberapi.SecretForeignCA, err)
 	}
 	return nil
 }

@@ -73,6 +73,15 @@ func TestReadLaunch(t *testing.T) {
 			p.Annotations = map[string]string{memberapi.AnnotationTLSDir: "/etc/etcd/pki"}
 		}), want: launch{version: "3.6", binary: filepath.Join(bin, "etcd"),
 			readiness: memberapi.ReadyOnStart, grace: 7 * time.Second, clientPort: 12379, peerPort: 12380, replicas: 3}},
+		{name: "start faults", pod: memberPod(func(p *corev1.Pod) {
+			p.Annotations = map[string]string{memberapi.AnnotationStartDelay: "3", memberapi.AnnotationServeDelay: "0.5",
+				memberapi.AnnotationCrashAfter: "10"}
+		}), want: launch{version: "3.6", binary: filepath.Join(bin, "etcd"),
+			readiness: memberapi.ReadyOnStart, grace: 7 * time.Second, clientPort: 12379, peerPort: 12380, replicas: 3,
+			faults: startFaults{startDelay: 3 * time.Second, serveDelay: 500 * time.Millisecond, crashAfter: 10 * time.Second}}},
+		{name: "bad crash-after", pod: memberPod(func(p *corev1.Pod) {
+			p.Annotations = map[string]string{memberapi.AnnotationCrashAfter: "10s"}
+		}), errHas: "annotation etcd-rollout.test/crash-after"},
 		{name: "unknown version", pod: memberPod(func(p *corev1.Pod) {
 			p.Annotations = map[string]string{memberapi.AnnotationVersion: "3.4"}
 		}), errHas: "want 3.5 or 3.6"},
@@ -156,7 +165,7 @@ func TestPortAllocator(t *testing.T) {
 // is honoured.
 func TestTerminateHonoursGrace(t *testing.T) {
 	dir := t.TempDir()
-	p, err := startProcess("/bin/sleep", []string{"30"}, "uid", filepath.Join(dir, "log"), filepath.Join(dir, "pid"))
+	p, err := startProcess("/bin/sleep", []string{"30"}, "uid", filepath.Join(dir, "log"), filepath.Join(dir, "pid"), 0)
 	require.NoError(t, err)
 	var grace atomic.Int64
 	grace.Store(int64(10 * time.Second))

@@ -11,6 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness/memberapi"
 )
 
 // Restart back-off of a member whose process exited while its pod lives, like a kubelet's CrashLoopBackOff
@@ -49,6 +52,12 @@ type member struct {
 	backoff    time.Duration
 	notBefore  time.Time
 	removed    bool // the namespace is gone: stop and forget
+	// A start delay keeps the pod of seenUID Pending until pendingUntil; startedUID is the pod whose
+	// container started, which the daemon marks with memberapi.AnnotationStarted.
+	seenUID      types.UID
+	pendingUntil time.Time
+	startDelay   time.Duration
+	startedUID   types.UID
 }
 
 func (m *member) dataDir() string { return filepath.Join(m.dir, "data") }
@@ -157,12 +166,13 @@ func (m *member) reconcile(ctx context.Context) bool {
 			m.backoff = min(2*m.backoff, maxBackoff)
 		}
 		m.notBefore = time.Now().Add(m.backoff)
+		time.AfterFunc(m.backoff, m.poke)
 		slog.Warn("member exited; restarting after back-off", "pod", m.key(), "exit", m.lastExit, "backoff", m.backoff)
 	}
 	wait := time.Now().Before(m.notBefore)
 	m.mu.Unlock()
 
-	if proc == nil && !wait {
+	if proc == nil && !wait && m.startDelayLeft(pod) <= 0 {
 		if err := m.start(ctx, pod); err != nil {
 			slog.Error("starting member", "pod", m.key(), "err", err)
 			m.mu.Lock()
@@ -172,8 +182,29 @@ func (m *member) reconcile(ctx context.Context) bool {
 			m.mu.Unlock()
 		}
 	}
-	m.syncReadiness(ctx, pod)
+	m.syncPodAnnotations(ctx, pod)
 	return false
+}
+
+// startDelayLeft is how long pod must still stay Pending for its start-delay annotation, counted from when
+// the daemon first saw it. A pod whose container started once (also under an earlier daemon run: it carries
+// memberapi.AnnotationStarted) does not wait again: a container restart pulls no image.
+func (m *member) startDelayLeft(pod *corev1.Pod) time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if pod.UID == m.startedUID || pod.Annotations[memberapi.AnnotationStarted] == "true" {
+		return 0
+	}
+	delay, err := memberapi.ParseSeconds(pod.Annotations[memberapi.AnnotationStartDelay])
+	if err != nil || delay == 0 {
+		return 0 // a bad value: start reports it
+	}
+	if pod.UID != m.seenUID {
+		m.seenUID, m.startDelay, m.pendingUntil = pod.UID, delay, time.Now().Add(delay)
+		time.AfterFunc(delay, m.poke)
+		slog.Info("pod stays Pending for its start delay", "pod", m.key(), "uid", pod.UID, "delay", delay)
+	}
+	return time.Until(m.pendingUntil)
 }
 
 // stopProcess stops proc with the deleted pod's grace period, following the pod when a later deletion
@@ -261,17 +292,36 @@ func (m *member) start(ctx context.Context, pod *corev1.Pod) error {
 	}
 	token := m.namespace + "/" + stsName
 	args := etcdArgs(m.pod, m.dataDir(), m.tlsDir(), token, l, m.ports, cluster)
-	proc, err := startProcess(l.binary, args, pod.UID, m.logFile(), m.pidFile())
+	proc, err := startProcess(l.binary, args, pod.UID, m.logFile(), m.pidFile(), l.faults.serveDelay)
 	if err != nil {
 		return err
 	}
 	slog.Info("member started", "pod", m.key(), "uid", pod.UID, "pid", proc.pid(), "version", l.version,
-		"tls", l.tls, "readiness", l.readiness, "broken", l.broken, "client", m.ports.Client)
+		"tls", l.tls, "readiness", l.readiness, "broken", l.broken, "client", m.ports.Client,
+		"serveDelay", l.faults.serveDelay, "crashAfter", l.faults.crashAfter)
 	m.mu.Lock()
 	m.proc, m.launch, m.sts, m.ordinal = proc, l, stsName, ord
+	m.startedUID = pod.UID
 	m.starts++
 	m.mu.Unlock()
+	m.scheduleCrash(proc, l.faults.crashAfter)
+	go func() { <-proc.done; m.poke() }() // an exit starts its back-off now, not at the next probe tick
 	return nil
+}
+
+// scheduleCrash kills proc after d (a crash-after fault), so the member crash-loops through the restart
+// back-off of reconcile as a CrashLoopBackOff container does.
+func (m *member) scheduleCrash(proc *process, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	time.AfterFunc(d, func() {
+		if proc.exited() {
+			return
+		}
+		slog.Warn("crash-after fault: killing member", "pod", m.key(), "pid", proc.pid(), "after", d)
+		proc.crash("crash-after " + d.String())
+	})
 }
 
 func (m *member) key() string { return m.namespace + "/" + m.pod }

@@ -2,6 +2,7 @@ package members
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -15,28 +16,35 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness/memberapi"
 )
 
-// syncReadiness sets or removes the ready annotation, which the member kwok stages turn into the pod's
-// Ready condition.
-func (m *member) syncReadiness(ctx context.Context, pod *corev1.Pod) {
+// syncPodAnnotations sets or removes the ready annotation, which the member kwok stages turn into the pod's
+// Ready condition, and sets the started annotation once the pod's container started, which they turn into
+// phase Running (so a pod waiting out a start delay stays Pending).
+func (m *member) syncPodAnnotations(ctx context.Context, pod *corev1.Pod) {
 	want := m.wantReady()
 	m.mu.Lock()
 	m.ready = want
+	started := m.startedUID == pod.UID
 	m.mu.Unlock()
-	have := pod.Annotations[memberapi.AnnotationReady] == "true"
-	if want == have {
+	changes := map[string]any{}
+	if want != (pod.Annotations[memberapi.AnnotationReady] == "true") {
+		changes[memberapi.AnnotationReady] = nil // merge patch: remove
+		if want {
+			changes[memberapi.AnnotationReady] = "true"
+		}
+	}
+	if started && pod.Annotations[memberapi.AnnotationStarted] != "true" {
+		changes[memberapi.AnnotationStarted] = "true"
+	}
+	if len(changes) == 0 {
 		return
 	}
-	value := "null"
-	if want {
-		value = `"true"`
-	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, memberapi.AnnotationReady, value)
-	_, err := m.d.kube.CoreV1().Pods(m.namespace).Patch(ctx, m.pod, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": changes}})
+	_, err := m.d.kube.CoreV1().Pods(m.namespace).Patch(ctx, m.pod, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		slog.Error("setting readiness", "pod", m.key(), "ready", want, "err", err)
+		slog.Error("setting pod annotations", "pod", m.key(), "ready", want, "started", started, "err", err)
 		return
 	}
-	slog.Info("readiness", "pod", m.key(), "ready", want)
+	slog.Info("pod annotations", "pod", m.key(), "ready", want, "started", started)
 }
 
 func (m *member) wantReady() bool {

@@ -125,7 +125,8 @@ func memberStatus(ctx context.Context, mi memberapi.Member) (memberapi.Status, e
 		RaftIndex: s.RaftIndex, AppliedIndex: s.RaftAppliedIndex, IsLearner: s.IsLearner, Version: s.Version}, nil
 }
 
-// ClientTLS is the client side of a member's mTLS, from the files the daemon wrote into its TLS dir.
+// ClientTLS is the client side of a member's mTLS, from the files the daemon wrote into its TLS dir (also
+// trusting the foreign CA of a negative test, when there is one).
 func ClientTLS(dir string) (*tls.Config, error) {
 	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, memberapi.SecretClientCert), filepath.Join(dir, memberapi.SecretClientKey))
 	if err != nil {
@@ -138,6 +139,10 @@ func ClientTLS(dir string) (*tls.Config, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(ca) {
 		return nil, fmt.Errorf("no certificate in %s", filepath.Join(dir, memberapi.SecretCA))
+	}
+	// A server certificate from a foreign CA (a negative test of the engine) must not blind the daemon.
+	if foreign, err := os.ReadFile(filepath.Join(dir, memberapi.SecretForeignCA)); err == nil {
+		pool.AppendCertsFromPEM(foreign)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
