@@ -191,3 +191,40 @@ func TestCrashAfterLoopsWithGrowingBackoff(t *testing.T) {
 	assert.Greater(t, second, first+500*time.Millisecond, "the back-off grows")
 	assert.GreaterOrEqual(t, len(readyFlips), 4, "Ready flaps with each crash and start: %v", readyFlips)
 }
+
+// A template change that adds a serve delay to a pod with a readinessProbe: once rolled, the new pod is
+// Running but not Ready while etcd loads, and Ready only once /readyz answers.
+func TestServeDelayWithProbeWaitsForReadyz(t *testing.T) {
+	const delay = 3 * time.Second
+	c := harness.Connect(t)
+	ns := c.Namespace(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	e := c.MustCreateEtcd(t, ns, harness.EtcdSpec{Replicas: 1, Readiness: memberapi.ReadyOnProbe, GracePeriod: 5 * time.Second})
+	old, err := e.Pod(ctx, 0)
+	require.NoError(t, err)
+	e.Must(t).ChangeStartFaults(harness.StartFaults{ServeDelay: delay})
+	require.NoError(t, e.SetPartition(ctx, 0))
+
+	var running time.Time
+	sawLoading := false
+	require.NoError(t, sampleEvery(ctx, func() bool {
+		p := podOrNil(ctx, t, e, 0)
+		if p == nil || p.UID == old.UID || p.Status.Phase != corev1.PodRunning {
+			return false
+		}
+		if running.IsZero() {
+			running = time.Now()
+		}
+		if m, err := e.Member(ctx, 0); err == nil && m.PodUID == string(p.UID) && m.State == memberapi.StateLoading {
+			sawLoading = true
+			assert.False(t, isReady(p), "Ready while etcd loads")
+		}
+		return isReady(p)
+	}))
+	notReady := time.Since(running)
+	t.Logf("new pod Running and not Ready for %s", notReady.Round(time.Millisecond))
+	assert.True(t, sawLoading, "the daemon reported the member loading")
+	assert.GreaterOrEqual(t, notReady, delay-time.Second, "Ready before etcd served")
+	require.NoError(t, e.WaitHealthy(ctx))
+}
