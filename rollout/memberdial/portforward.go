@@ -23,11 +23,27 @@ import (
 type PortForward struct {
 	cfg  *rest.Config
 	kube kubernetes.Interface
+	// openForward opens one forward; it is PortForward.open, and a stand-in in unit tests.
+	openForward func(ctx context.Context, namespace, pod string, port int) (*forward, error)
 
 	mu       sync.Mutex
 	forwards map[string]*forward
-	closed   bool
+	// opening holds the forwards being opened, by key. Opening one can take up to 30 s (a slow kubelet, a
+	// pod being scheduled), so it happens without holding mu: callers for other pods go on meanwhile, and a
+	// caller for the same pod waits for that forward rather than open a second one.
+	opening map[string]*opening
+	closed  bool
 }
+
+// opening is one forward being opened; f or err is set when done is closed.
+type opening struct {
+	done   chan struct{}
+	cancel context.CancelFunc
+	f      *forward
+	err    error
+}
+
+var errClosed = errors.New("port-forward dialer is closed")
 
 // forward is one open port-forward; done is closed when its stream ends.
 type forward struct {
@@ -54,7 +70,14 @@ func NewPortForward(cfg *rest.Config) (*PortForward, error) {
 	if err != nil {
 		return nil, fmt.Errorf("port-forward client: %w", err)
 	}
-	return &PortForward{cfg: cfg, kube: kube, forwards: map[string]*forward{}}, nil
+	p := newPortForward(kube, nil)
+	p.cfg = cfg
+	p.openForward = p.open
+	return p, nil
+}
+
+func newPortForward(kube kubernetes.Interface, open func(ctx context.Context, namespace, pod string, port int) (*forward, error)) *PortForward {
+	return &PortForward{kube: kube, openForward: open, forwards: map[string]*forward{}, opening: map[string]*opening{}}
 }
 
 // Endpoint implements Dialer. It looks the pod up first: a new UID means the pod was recreated and the old
@@ -65,25 +88,79 @@ func (p *PortForward) Endpoint(ctx context.Context, namespace, pod string, port 
 		return "", fmt.Errorf("port-forward to %s/%s: %w", namespace, pod, err)
 	}
 	key := fmt.Sprintf("%s/%s:%d", namespace, pod, port)
+	failed := func(err error) (string, error) {
+		return "", fmt.Errorf("port-forward to %s/%s port %d: %w", namespace, pod, port, explainForbidden(err, namespace))
+	}
+
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return "", errClosed
+		}
+		if f, ok := p.forwards[key]; ok {
+			if f.alive() && f.uid == got.UID {
+				p.mu.Unlock()
+				return f.addr, nil
+			}
+			close(f.stop)
+			delete(p.forwards, key)
+		}
+		if o, ok := p.opening[key]; ok {
+			p.mu.Unlock()
+			select {
+			case <-o.done:
+			case <-ctx.Done():
+				return failed(ctx.Err())
+			}
+			if o.err == nil {
+				return o.f.addr, nil
+			}
+			// The caller that was opening it gave up (its context ended) or the dialer closed: look again,
+			// and open the forward ourselves if it is still wanted.
+			if ctx.Err() == nil && (errors.Is(o.err, context.Canceled) || errors.Is(o.err, context.DeadlineExceeded)) {
+				continue
+			}
+			return failed(o.err)
+		}
+		addr, err := p.openAs(ctx, key, namespace, pod, port, got.UID)
+		if err != nil && !errors.Is(err, errClosed) {
+			return failed(err)
+		}
+		return addr, err
+	}
+}
+
+// openAs opens the forward for key while the others wait for it (called with p.mu held; it unlocks), and
+// keeps it unless the dialer was closed meanwhile.
+func (p *PortForward) openAs(ctx context.Context, key, namespace, pod string, port int, uid types.UID) (string, error) {
+	openCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	o := &opening{done: make(chan struct{}), cancel: cancel}
+	p.opening[key] = o
+	p.mu.Unlock()
+
+	f, err := p.openForward(openCtx, namespace, pod, port)
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	delete(p.opening, key)
 	if p.closed {
-		return "", errors.New("port-forward dialer is closed")
-	}
-	if f, ok := p.forwards[key]; ok {
-		if f.alive() && f.uid == got.UID {
-			return f.addr, nil
+		// Close could not stop what was not open yet; this forward must not outlive the dialer.
+		if err == nil {
+			close(f.stop)
 		}
-		close(f.stop)
-		delete(p.forwards, key)
+		f, err = nil, errClosed
 	}
-	f, err := p.open(ctx, namespace, pod, port)
+	if err == nil {
+		f.uid = uid
+		p.forwards[key] = f
+	}
+	o.f, o.err = f, err
+	close(o.done)
 	if err != nil {
-		return "", fmt.Errorf("port-forward to %s/%s port %d: %w", namespace, pod, port, explainForbidden(err, namespace))
+		return "", err
 	}
-	f.uid = got.UID
-	p.forwards[key] = f
 	return f.addr, nil
 }
 
@@ -142,7 +219,9 @@ func (p *PortForward) open(ctx context.Context, namespace, pod string, port int)
 	return f, nil
 }
 
-// Release implements Dialer: it stops the pod's forward; the next Endpoint call opens a new one.
+// Release implements Dialer: it stops the pod's forward; the next Endpoint call opens a new one. A forward
+// still being opened is left to finish: its callers asked before the release, and it is checked like any
+// other (stream alive, same pod UID) before it is handed out again.
 func (p *PortForward) Release(namespace, pod string, port int) {
 	key := fmt.Sprintf("%s/%s:%d", namespace, pod, port)
 	p.mu.Lock()
@@ -160,6 +239,10 @@ func (p *PortForward) Close() error {
 	for key, f := range p.forwards {
 		close(f.stop)
 		delete(p.forwards, key)
+	}
+	// Forwards still being opened are abandoned; one that opens anyway is stopped by the caller opening it.
+	for _, o := range p.opening {
+		o.cancel()
 	}
 	p.closed = true
 	return nil
