@@ -64,9 +64,16 @@ type memberClients struct {
 	// once, on first use, because reading the material needs a pod to exist.
 	tlsConfig func(ctx context.Context) (*tls.Config, error)
 
-	mu      sync.Mutex
+	// tlsMu guards the one read of the TLS material, which may exec into a pod and take a while; it has its
+	// own lock so that the read never holds up members that already have a client, or Forget and Close.
+	tlsMu   sync.Mutex
 	tls     *tls.Config
 	tlsRead bool
+
+	// mu guards clients. Nothing slow runs under it: the dialer (a port-forward can take seconds) is asked
+	// before taking it, and clientv3.New does not wait for a connection (no grpc.WithBlock), so one slow
+	// member never stalls requests to the others.
+	mu      sync.Mutex
 	clients map[string]*memberClient
 }
 
@@ -79,14 +86,11 @@ func newMemberClients(dialer memberdial.Dialer, namespace, service string, port 
 	return &memberClients{dialer: dialer, namespace: namespace, service: service, port: port, tlsConfig: tlsConfig, clients: map[string]*memberClient{}}
 }
 
-// client returns the member's client, re-created when the dialer hands out a new address (a new forward).
-func (m *memberClients) client(ctx context.Context, pod string) (*clientv3.Client, error) {
-	endpoint, err := m.dialer.Endpoint(ctx, m.namespace, pod, m.port)
-	if err != nil {
-		return nil, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+// tlsBase returns the client TLS settings shared by every member, reading them on first use; nil means
+// plain HTTP.
+func (m *memberClients) tlsBase(ctx context.Context) (*tls.Config, error) {
+	m.tlsMu.Lock()
+	defer m.tlsMu.Unlock()
 	if !m.tlsRead && m.tlsConfig != nil {
 		t, err := m.tlsConfig(ctx)
 		if err != nil {
@@ -94,6 +98,26 @@ func (m *memberClients) client(ctx context.Context, pod string) (*clientv3.Clien
 		}
 		m.tls, m.tlsRead = t, true
 	}
+	return m.tls, nil
+}
+
+// identity is who pod must prove to be over TLS.
+func (m *memberClients) identity(pod string) memberIdentity {
+	return newMemberIdentity(pod, m.service, m.namespace)
+}
+
+// client returns the member's client, re-created when the dialer hands out a new address (a new forward).
+func (m *memberClients) client(ctx context.Context, pod string) (*clientv3.Client, error) {
+	endpoint, err := m.dialer.Endpoint(ctx, m.namespace, pod, m.port)
+	if err != nil {
+		return nil, err
+	}
+	base, err := m.tlsBase(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if c, ok := m.clients[pod]; ok {
 		if c.endpoint == endpoint {
 			return c.cli, nil
@@ -108,15 +132,14 @@ func (m *memberClients) client(ctx context.Context, pod string) (*clientv3.Clien
 		DialKeepAliveTimeout: 5 * time.Second,
 		Logger:               zap.NewNop(),
 	}
-	if m.tls != nil {
-		t := m.tls.Clone()
-		// Verification stays on: the member must present a certificate for its own DNS name even
-		// though we reach it through a local forward.
-		t.ServerName = m.memberServerName(pod)
+	if base != nil {
+		// Verification stays on: the member must present a certificate from the CA for one of its own DNS
+		// names even though we reach it through a local forward (memberTLSConfig).
+		t := memberTLSConfig(base, m.identity(pod))
 		cfg.TLS = t
-		// gRPC's TLS credentials verify the dial authority and overwrite ServerName with it, and the authority
-		// would be the forward's 127.0.0.1: a certificate valid for that address (kubeadm's are) would pass for
-		// any member, and a correct one without it would fail. The authority is the member's name instead.
+		// gRPC's TLS credentials overwrite ServerName with the dial authority, which would be the forward's
+		// 127.0.0.1; the member's name is announced instead. (The certificate check itself does not depend
+		// on ServerName: memberTLSConfig checks the names of the member it was built for.)
 		cfg.DialOptions = append(cfg.DialOptions, grpc.WithAuthority(t.ServerName))
 	}
 	cli, err := clientv3.New(cfg)

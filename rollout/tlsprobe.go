@@ -3,7 +3,6 @@ package rollout
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -12,12 +11,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
-
-// memberServerName is the name a member's certificate must be valid for: its stable StatefulSet DNS name,
-// whatever address the engine actually dials (a port-forward's 127.0.0.1).
-func (m *memberClients) memberServerName(pod string) string {
-	return fmt.Sprintf("%s.%s.%s.svc", pod, m.service, m.namespace)
-}
 
 // explainTLS finds out why a TLS member did not answer in time. The etcd client retries a refused handshake
 // until the deadline and then reports only "context deadline exceeded", which reads like a member that is
@@ -28,14 +21,17 @@ func (m *memberClients) explainTLS(pod string, err error) error {
 	if err == nil || !(errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded) {
 		return err
 	}
+	m.tlsMu.Lock()
+	base := m.tls
+	m.tlsMu.Unlock()
 	m.mu.Lock()
-	cfg, c := m.tls, m.clients[pod]
+	c := m.clients[pod]
 	m.mu.Unlock()
-	if cfg == nil || c == nil {
+	if base == nil || c == nil {
 		return err
 	}
-	probe := cfg.Clone()
-	probe.ServerName = m.memberServerName(pod)
+	// The very settings the member's client uses, so the probe refuses exactly what the client refuses.
+	probe := memberTLSConfig(base, m.identity(pod))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	d := tls.Dialer{NetDialer: &net.Dialer{}, Config: probe}
@@ -44,12 +40,9 @@ func (m *memberClients) explainTLS(pod string, err error) error {
 		_ = conn.Close()
 		return err
 	}
-	var verify *tls.CertificateVerificationError
-	var unknownCA x509.UnknownAuthorityError
-	var hostname x509.HostnameError
-	if errors.As(herr, &verify) || errors.As(herr, &unknownCA) || errors.As(herr, &hostname) {
-		return fmt.Errorf("the member's TLS certificate was refused (it must be signed by the CA in tls.caFile and be valid for %s): %v (%w)",
-			probe.ServerName, herr, err)
+	var refused *memberCertError
+	if errors.As(herr, &refused) {
+		return fmt.Errorf("the member's TLS certificate was refused: %v (%w)", refused, err)
 	}
 	return err
 }
