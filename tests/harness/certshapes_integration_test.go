@@ -34,6 +34,7 @@ func handshake(t *testing.T, e *harness.Etcd, ordinal int, serverName string) er
 // a client with the users' view (ca.crt, names checked) accepts exactly the name the certificate carries
 // and gets the verification failure the certificate is there to cause.
 func TestShapedCertificatesServe(t *testing.T) {
+	t.Parallel() // waits on delays, not on the CPU: overlapping them keeps make test lean
 	hostnameErr := func(err error) bool { var h x509.HostnameError; return errors.As(err, &h) }
 	tests := []struct {
 		name  string

@@ -53,6 +53,7 @@ func refused(port int) bool {
 // OrderedReady controller creates each next pod only once the previous one is Running and Ready, so the
 // members come up one delay after another, and then serve.
 func TestStartDelayKeepsPodsPending(t *testing.T) {
+	t.Parallel() // waits on delays, not on the CPU: overlapping them keeps make test lean
 	const delay = 3 * time.Second
 	c := harness.Connect(t)
 	ns := c.Namespace(t)
@@ -103,6 +104,7 @@ func TestStartDelayKeepsPodsPending(t *testing.T) {
 // With a serve delay and no readinessProbe the pod is Running and Ready at once while etcd refuses
 // connections; etcd serves only after the delay.
 func TestServeDelayReadyBeforeServing(t *testing.T) {
+	t.Parallel() // waits on delays, not on the CPU: overlapping them keeps make test lean
 	const delay = 4 * time.Second
 	c := harness.Connect(t)
 	ns := c.Namespace(t)
@@ -141,6 +143,7 @@ func TestServeDelayReadyBeforeServing(t *testing.T) {
 // A template change to a crash-looping revision: once rolled, the member is killed crash-after seconds after
 // each start and restarted with a growing back-off, and its pod (no readinessProbe) flaps Ready.
 func TestCrashAfterLoopsWithGrowingBackoff(t *testing.T) {
+	t.Parallel() // waits on delays, not on the CPU: overlapping them keeps make test lean
 	const crashAfter = 3 * time.Second
 	c := harness.Connect(t)
 	ns := c.Namespace(t)
@@ -195,6 +198,7 @@ func TestCrashAfterLoopsWithGrowingBackoff(t *testing.T) {
 // A template change that adds a serve delay to a pod with a readinessProbe: once rolled, the new pod is
 // Running but not Ready while etcd loads, and Ready only once /readyz answers.
 func TestServeDelayWithProbeWaitsForReadyz(t *testing.T) {
+	t.Parallel() // waits on delays, not on the CPU: overlapping them keeps make test lean
 	const delay = 3 * time.Second
 	c := harness.Connect(t)
 	ns := c.Namespace(t)
