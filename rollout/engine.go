@@ -94,6 +94,11 @@ func New(cfg Config, opts Options) (*Engine, error) {
 		d = 15 * time.Second
 	}
 	e.lease = &rolloutLease{kube: e.kube, namespace: cfg.Namespace, name: LeaseName(cfg.StatefulSet), holder: cfg.Holder, duration: d}
+	// A takeover waits a whole lease duration before anything happens: say why, so nobody thinks it hangs.
+	e.lease.watching = func(holder string, upTo time.Duration) {
+		e.emit(Step{}, "lease %s is held by %s: watching it for up to %s; it is taken over if nobody renews it, and the run is refused if someone does",
+			e.lease.id(), holder, upTo)
+	}
 	return e, nil
 }
 

@@ -135,8 +135,12 @@ func (r *run) execute(ctx context.Context) error {
 			}
 			break
 		}
-		if again, err := r.coolDown(ctx); again || err != nil {
-			return err // nil with again: the cluster may have moved while we waited; look again
+		again, err := r.coolDown(ctx)
+		if err != nil {
+			return err
+		}
+		if again {
+			continue // the cluster may have moved while we waited: look again
 		}
 		if err := r.step(ctx, st, plan.Steps[0]); err != nil {
 			return err

@@ -71,7 +71,8 @@ func TestRunWaitsForANewClusterOnItsFirstLook(t *testing.T) {
 func TestRunRelocksBeforeTheMemberGates(t *testing.T) {
 	c := newFakeCluster(t, 3, 0)
 	partitionAt := map[string]int{}
-	e := c.engine(t, func(_ *Config, o *Options) {
+	e := c.engine(t, func(cfg *Config, o *Options) {
+		cfg.Cooldown = 10 * time.Millisecond // after a cool-down the run looks again and goes on
 		o.OnEvent = func(ev Event) {
 			for _, pod := range []string{"etcd-2", "etcd-1", "etcd-0"} {
 				if strings.HasPrefix(ev.Message, pod+" is Ready at") {

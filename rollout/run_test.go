@@ -162,8 +162,8 @@ func TestRunLease(t *testing.T) {
 				RenewTime: ptr.To(metav1.NewMicroTime(renewed))},
 		}
 	}
-	// killedRunLeftPartitionAt2 is what a SIGKILLed run leaves: its Lease a minute stale and the partition
-	// lowered to 2 (etcd-2 was in flight), on a 3-member cluster with etcd-2 already updated.
+	// killedRunLeftPartitionAt2 is what a SIGKILLed run leaves: its Lease, which nobody renews any more, and
+	// the partition lowered to 2 (etcd-2 was in flight), on a 3-member cluster with etcd-2 already updated.
 	killedRunLeftPartitionAt2 := func(t *testing.T) *fakeCluster {
 		t.Helper()
 		c := newFakeCluster(t, 3, 0, 2)
@@ -176,9 +176,14 @@ func TestRunLease(t *testing.T) {
 	}
 	t.Run("a live holder refuses the run, naming it", func(t *testing.T) {
 		c := newFakeCluster(t, 3, 0)
-		_, err := c.kube.CoordinationV1().Leases("db").Create(context.Background(), lease("ci-runner-7", time.Now()), metav1.CreateOptions{})
+		// Its clock is an hour behind ours: by its renewTime the lease looks long expired, yet it renews.
+		_, err := c.kube.CoordinationV1().Leases("db").Create(context.Background(), lease("ci-runner-7", time.Now().Add(-time.Hour)), metav1.CreateOptions{})
 		require.NoError(t, err)
-		_, err = c.engine(t, nil).Run(context.Background())
+		e := c.engine(t, nil)
+		clk := newStepClock()
+		e.lease.clock = clk
+		liveHolder(c.kube, clk, -time.Hour)
+		_, err = e.Run(context.Background())
 		var locked *LockedError
 		require.ErrorAs(t, err, &locked)
 		assert.Equal(t, "ci-runner-7", locked.Holder)
@@ -187,7 +192,9 @@ func TestRunLease(t *testing.T) {
 	})
 	t.Run("a stale lease is taken over and its lowered partition re-locked", func(t *testing.T) {
 		c := killedRunLeftPartitionAt2(t)
-		res, err := c.engine(t, nil).Run(context.Background())
+		e := c.engine(t, nil)
+		e.lease.clock = newStepClock() // watching it go unrenewed for 15s costs no real time
+		res, err := e.Run(context.Background())
 		require.NoError(t, err)
 		assert.Equal(t, []string{"etcd-1", "etcd-0"}, res.MembersRolled)
 		assert.Equal(t, 3, c.partition())
@@ -196,15 +203,18 @@ func TestRunLease(t *testing.T) {
 		c := killedRunLeftPartitionAt2(t)
 		c.etcd.stop("etcd-0") // restarting etcd-1 would now lose quorum
 		var lines []string
-		_, err := c.engine(t, func(_ *Config, o *Options) {
+		e := c.engine(t, func(_ *Config, o *Options) {
 			o.OnEvent = func(ev Event) { lines = append(lines, ev.Message) }
-		}).Run(context.Background())
+		})
+		e.lease.clock = newStepClock()
+		_, err := e.Run(context.Background())
 		require.ErrorIs(t, err, ErrBlocked)
 		assert.Equal(t, 3, c.partition(), "re-locked before planning")
 		assert.Equal(t, []string{oldRev, oldRev, newRev}, c.revisions(), "etcd-1 was not restarted")
-		require.GreaterOrEqual(t, len(lines), 2)
-		assert.Equal(t, "took over the stale lease of killed-run", lines[0])
-		assert.Equal(t, "partition left at 2 by killed-run; re-locking it before anything else", lines[1])
+		require.GreaterOrEqual(t, len(lines), 3)
+		assert.Contains(t, lines[0], "lease db/etcd-etcd-rollout is held by killed-run: watching it for up to")
+		assert.Equal(t, "took over the stale lease of killed-run", lines[1])
+		assert.Equal(t, "partition left at 2 by killed-run; re-locking it before anything else", lines[2])
 	})
 	t.Run("two engines at once: exactly one proceeds", func(t *testing.T) {
 		c := newFakeCluster(t, 3, 0)

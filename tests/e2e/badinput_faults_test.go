@@ -108,8 +108,14 @@ func TestFaultsBadInput(t *testing.T) {
 			want: []string{"stsName", "StatefulSet " + ns + "/etcd-missing was not found on the cluster"}},
 		{name: "missing namespace", config: with(map[string]string{"namespace": "no-such-namespace"}),
 			want: []string{"namespace", `namespace "no-such-namespace" was not found on the cluster`}},
-		{name: "not etcd", config: with(map[string]string{"stsName": "not-etcd", "serviceName": "not-etcd"}),
-			want: []string{"stsName", "no member of StatefulSet " + ns + "/not-etcd answered as etcd on http port 2379"}},
+		// Pods Ready for less than readyTimeoutSeconds may be members still loading their database: only
+		// pods Ready for longer that nobody answers on are "not etcd".
+		{name: "not etcd", config: with(map[string]string{"stsName": "not-etcd", "serviceName": "not-etcd", "readyTimeoutSeconds": "2"}),
+			setup: func(t *testing.T) func() {
+				waitReadyFor(ctx, t, c, ns, 2*time.Second, "not-etcd-0", "not-etcd-1", "not-etcd-2")
+				return func() {}
+			},
+			want: []string{"stsName", "no member of StatefulSet " + ns + "/not-etcd answered as etcd on http port 2379 although 3 pod(s) have been Ready for over 2s"}},
 		{name: "0 replicas", config: with(map[string]string{"stsName": "zero", "serviceName": "zero"}),
 			want: []string{"stsName", "spec.replicas 0"}},
 		{name: "1 replica", config: with(map[string]string{"stsName": "one", "serviceName": "one"}),
@@ -210,6 +216,23 @@ func waitPodsReady(ctx context.Context, t *testing.T, c *harness.Cluster, ns str
 		}
 		return true
 	}, 2*time.Minute, 500*time.Millisecond, "pods %v Ready", pods)
+}
+
+// waitReadyFor waits until every pod has been Ready for at least d by its Ready condition's transition time.
+func waitReadyFor(ctx context.Context, t *testing.T, c *harness.Cluster, ns string, d time.Duration, pods ...string) {
+	t.Helper()
+	waitPodsReady(ctx, t, c, ns, pods...)
+	var latest time.Time
+	for _, name := range pods {
+		pod, err := c.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		for _, cond := range pod.Status.Conditions {
+			if cond.Type == corev1.PodReady && cond.LastTransitionTime.After(latest) {
+				latest = cond.LastTransitionTime.Time
+			}
+		}
+	}
+	time.Sleep(time.Until(latest.Add(d + time.Second)))
 }
 
 func podReady(pod *corev1.Pod) bool {
