@@ -24,19 +24,21 @@ func TestAPIServerRestartMidRollout(t *testing.T) {
 	f := newFixture(t)
 	rev := f.must.ChangeTemplate("")
 	restartErr := make(chan error, 1)
+	var back time.Time // when the API server answered again
 	started := false
 	res, err := f.engine(func(_ *rollout.Config, o *rollout.Options) {
 		log := o.OnEvent
 		o.OnEvent = func(e rollout.Event) {
 			log(e)
-			if strings.HasPrefix(e.Message, "waiting for etcd-1:") && !started {
+			if strings.HasPrefix(e.Message, "partition lowered to 1;") && !started { // etcd-1 in flight
 				started = true
 				go func() {
 					ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 					defer cancel()
 					t.Logf("%s restarting kube-apiserver", time.Now().Format("15:04:05.000"))
 					err := f.c.RestartAPIServer(ctx, 2*time.Second)
-					t.Logf("%s kube-apiserver back (err %v)", time.Now().Format("15:04:05.000"), err)
+					back = time.Now()
+					t.Logf("%s kube-apiserver back (err %v)", back.Format("15:04:05.000"), err)
 					restartErr <- err
 				}()
 			}
@@ -48,6 +50,10 @@ func TestAPIServerRestartMidRollout(t *testing.T) {
 	assert.Equal(t, []string{"etcd-2", "etcd-1", "etcd-0"}, res.MembersRolled)
 	assert.Zero(t, res.UnplannedElections)
 	f.requireState(rev)
+	// The background client dials the members directly (not through port-forwards, so not through the API
+	// server): it must have kept a history across the restart long enough to judge, whatever the timing.
+	require.True(t, f.waitHistory(back, minAckedPuts, 30*time.Second),
+		"the background client made fewer than %d acknowledged puts (or no get) after the API server came back", minAckedPuts)
 
 	// The other cases start right after this one, each with a new cluster: wait until the members of a new
 	// cluster are reachable through the engine's port-forwards (kwok takes a while to watch the forwards of

@@ -45,7 +45,13 @@ type fixture struct {
 	etcd *harness.Etcd
 	must harness.MustEtcd
 	rec  *harness.Recorder
+	// recStart is taken just before the recorder starts: a history op happened at recStart + its Call.
+	recStart time.Time
 }
+
+// minAckedPuts is how many acknowledged puts a history needs before it is judged: with fewer, the check
+// (and its stale-read control) says little.
+const minAckedPuts = 20
 
 // newFixture creates a 3-member etcd in a fresh namespace and starts the background client, whose history
 // is checked for linearizability when the test ends (before the namespace goes).
@@ -58,14 +64,44 @@ func newFixture(t *testing.T) *fixture {
 	defer cancel()
 	cli, err := e.Client(ctx)
 	require.NoError(t, err)
-	f := &fixture{t: t, c: c, etcd: e, must: e.Must(t), rec: harness.StartRecorder(context.Background(), cli, harness.RecorderOptions{})}
+	f := &fixture{t: t, c: c, etcd: e, must: e.Must(t), recStart: time.Now()}
+	f.rec = harness.StartRecorder(context.Background(), cli, harness.RecorderOptions{})
 	t.Cleanup(func() {
+		// A case that ends quickly has not given the client much time: let it run until its history can be
+		// judged (the stale-read control needs a get after two sequential acknowledged puts on one key), so
+		// no verdict depends on how fast the case was.
+		f.waitHistory(time.Time{}, minAckedPuts, 30*time.Second)
 		ops := f.rec.Stop()
 		_ = cli.Close()
 		f.checkHistory(t, ops)
 	})
 	f.waitReachable()
 	return f
+}
+
+// waitHistory waits up to limit until the background client has recorded, since since (zero: since it
+// started), at least puts acknowledged puts and a get, and a history the stale-read control can use. It
+// says whether it got there.
+func (f *fixture) waitHistory(since time.Time, puts int, limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	for {
+		ops := f.rec.Ops()
+		var recent []harness.HistoryOp
+		for _, op := range ops {
+			if f.recStart.Add(op.Call).After(since) {
+				recent = append(recent, op)
+			}
+		}
+		sum := harness.SummarizeHistory(recent)
+		_, judgeable := withStaleRead(ops)
+		if sum.Puts >= puts && sum.Gets > 0 && judgeable {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // waitReachable waits until the engine's own path (port-forwards through the API server and kwok) reaches
