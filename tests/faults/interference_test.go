@@ -15,6 +15,10 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
 )
 
+// etcd1InFlight is the progress line of a run that has lowered the partition to 1 and waits for the
+// controller to recreate etcd-1 (it locks the partition again once etcd-1 exists at the update revision).
+const etcd1InFlight = "partition lowered to 1;"
+
 // Someone else writes the StatefulSet while a rollout runs: the engine notices at its next look, stops
 // with an error that says what changed and what to do, re-locks, and never rolls another member.
 func TestSomeoneElseChangesTheStatefulSet(t *testing.T) {
@@ -38,7 +42,7 @@ func TestSomeoneElseChangesTheStatefulSet(t *testing.T) {
 		// etcd-1 hangs on its SIGTERM for the 5 s grace period, so it cannot be Ready again for that long,
 		// and the StatefulSet controller (OrderedReady) will not touch etcd-0 before it is: the run must
 		// notice the lowered partition and re-lock within that time, which it does at its next poll.
-		{"the partition is lowered to 0 while etcd-1 is in flight", "waiting for etcd-1:", func(ctx context.Context) error {
+		{"the partition is lowered to 0 while etcd-1 is in flight", etcd1InFlight, func(ctx context.Context) error {
 			return f.etcd.SetPartition(ctx, 0)
 		}, "while waiting for etcd-1: partition 0 (this run set 1)"},
 	}
@@ -47,7 +51,7 @@ func TestSomeoneElseChangesTheStatefulSet(t *testing.T) {
 			f.t = t
 			f.must.ChangeTemplate("")
 			f.must.PlaceLeader(0)
-			if tc.when == "waiting for etcd-1:" {
+			if tc.when == etcd1InFlight {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
 				require.NoError(t, f.etcd.HangOnTerm(ctx, 1, true))
@@ -72,7 +76,7 @@ func TestSomeoneElseChangesTheStatefulSet(t *testing.T) {
 			require.Equal(t, 3, f.must.Partition(), "re-locked")
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			if tc.when == "waiting for etcd-1:" {
+			if tc.when == etcd1InFlight {
 				_, err := f.etcd.WaitPodRecreated(ctx, 1, uidsBefore[1]) // it was on its way already
 				require.NoError(t, err)
 			}
