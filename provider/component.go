@@ -131,10 +131,19 @@ func (c component) construct(ctx *pulumi.Context, name string, args EtcdRollingU
 	return comp, nil
 }
 
-// clusterAccess resolves, in order: the kubernetes provider passed in the options (its kubeconfig, context
-// and cluster, read from its state); the explicit kubeconfig/context inputs; nothing, which leaves the
-// Rollout on client-go's default loading rules. It also returns the kubernetes provider a StatefulSet child
-// must use, when the component has to make one from the kubeconfig input.
+// clusterAccess resolves the Rollout's cluster access so that it reaches the cluster the StatefulSet is
+// applied to. In order:
+//  1. the kubernetes provider passed in the options: its kubeconfig, context and cluster, read from its state;
+//  2. the explicit kubeconfig input, with the context input;
+//  3. what pulumi-kubernetes' default provider uses (stackClusterAccess): the stack config
+//     kubernetes:kubeconfig, kubernetes:context and kubernetes:cluster, a context input overriding
+//     kubernetes:context; with no kubernetes:kubeconfig either, the Rollout falls back to client-go's default
+//     loading rules ($KUBECONFIG, ~/.kube/config), as that provider does. A stack that configures
+//     kubernetes:kubeconfig thus never has its StatefulSet applied to one cluster and rolled on the one
+//     $KUBECONFIG names.
+//
+// It also returns the kubernetes provider a StatefulSet child must use, when the component has to make one
+// from the kubeconfig input; otherwise that child gets the default provider, whose access is step 3's.
 func (c component) clusterAccess(ctx *pulumi.Context, name string, args EtcdRollingUpgradeArgs, comp *EtcdRollingUpgrade,
 ) (accessOutputs, pulumi.ProviderResource, error) {
 	if ref, ok := kubeProviderRef(ctx); ok {
@@ -144,13 +153,20 @@ func (c component) clusterAccess(ctx *pulumi.Context, name string, args EtcdRoll
 		}
 		return access, nil, nil
 	}
+	if args.Kubeconfig == nil {
+		access := stackClusterAccess(ctx)
+		if args.Context != nil {
+			access.Context = optionalString(args.Context)
+		}
+		return access, nil, nil
+	}
 	access := accessOutputs{
 		Kubeconfig: optionalString(args.Kubeconfig),
 		Context:    optionalString(args.Context),
-		Cluster:    pulumi.StringPtrOutput(pulumi.ToOutput((*string)(nil)).(pulumi.StringPtrOutput)),
+		Cluster:    pulumi.ToOutput((*string)(nil)).(pulumi.StringPtrOutput),
 	}
 	var kubeProvider pulumi.ProviderResource
-	if args.StatefulSet != nil && args.Kubeconfig != nil {
+	if args.StatefulSet != nil {
 		kp, err := newKubeProvider(ctx, name, args, comp)
 		if err != nil {
 			return accessOutputs{}, nil, err
