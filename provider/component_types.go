@@ -39,8 +39,10 @@ func (a *EtcdRollingUpgradeArgs) Annotate(an infer.Annotator) {
 	an.Describe(&a.HealthTimeoutSeconds, "Per member, how long etcd may take to call the member healthy and caught up. Default 60.")
 	an.Describe(&a.DependsOnSts, "The resource that applies the StatefulSet (any resource); the rollout runs after it.")
 	an.Describe(&a.Kubeconfig, "Kubeconfig path or document, used when no kubernetes provider is passed in the resource "+
-		"options. Without either, client-go's default loading rules apply.")
-	an.Describe(&a.Context, "Kubeconfig context, used with kubeconfig or the default loading rules.")
+		"options. Without either, the rollout uses what the default kubernetes provider uses: the stack config "+
+		"kubernetes:kubeconfig, kubernetes:context and kubernetes:cluster, then client-go's default loading rules "+
+		"($KUBECONFIG, ~/.kube/config).")
+	an.Describe(&a.Context, "Kubeconfig context, used with kubeconfig or, without it, instead of kubernetes:context.")
 	an.Describe(&a.StatefulSet, "A StatefulSet manifest (apiVersion apps/v1). When given, the component creates it as its "+
 		"own child with the annotation pulumi.com/skipAwait: \"true\" and updateStrategy.rollingUpdate.partition = "+
 		"spec.replicas forced, and computes versionHash from spec.template when none is given.")

@@ -109,7 +109,7 @@ export interface EtcdRollingUpgradeArgs {
      */
     clientPort?: pulumi.Input<number | undefined>;
     /**
-     * Kubeconfig context, used with kubeconfig or the default loading rules.
+     * Kubeconfig context, used with kubeconfig or, without it, instead of kubernetes:context.
      */
     context?: pulumi.Input<string | undefined>;
     /**
@@ -125,7 +125,7 @@ export interface EtcdRollingUpgradeArgs {
      */
     healthTimeoutSeconds?: pulumi.Input<number | undefined>;
     /**
-     * Kubeconfig path or document, used when no kubernetes provider is passed in the resource options. Without either, client-go's default loading rules apply.
+     * Kubeconfig path or document, used when no kubernetes provider is passed in the resource options. Without either, the rollout uses what the default kubernetes provider uses: the stack config kubernetes:kubeconfig, kubernetes:context and kubernetes:cluster, then client-go's default loading rules ($KUBECONFIG, ~/.kube/config).
      */
     kubeconfig?: pulumi.Input<string | undefined>;
     /**

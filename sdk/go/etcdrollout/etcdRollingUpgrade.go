@@ -61,7 +61,7 @@ func NewEtcdRollingUpgrade(ctx *pulumi.Context,
 type etcdRollingUpgradeArgs struct {
 	// etcd client port on each pod. Default 2379.
 	ClientPort *int `pulumi:"clientPort"`
-	// Kubeconfig context, used with kubeconfig or the default loading rules.
+	// Kubeconfig context, used with kubeconfig or, without it, instead of kubernetes:context.
 	Context *string `pulumi:"context"`
 	// Pause after each member passes its health gate. Default 30.
 	CooldownSeconds *int `pulumi:"cooldownSeconds"`
@@ -69,7 +69,7 @@ type etcdRollingUpgradeArgs struct {
 	DependsOnSts interface{} `pulumi:"dependsOnSts"`
 	// Per member, how long etcd may take to call the member healthy and caught up. Default 60.
 	HealthTimeoutSeconds *int `pulumi:"healthTimeoutSeconds"`
-	// Kubeconfig path or document, used when no kubernetes provider is passed in the resource options. Without either, client-go's default loading rules apply.
+	// Kubeconfig path or document, used when no kubernetes provider is passed in the resource options. Without either, the rollout uses what the default kubernetes provider uses: the stack config kubernetes:kubeconfig, kubernetes:context and kubernetes:cluster, then client-go's default loading rules ($KUBECONFIG, ~/.kube/config).
 	Kubeconfig *string `pulumi:"kubeconfig"`
 	// Namespace of the StatefulSet.
 	Namespace string `pulumi:"namespace"`
@@ -91,7 +91,7 @@ type etcdRollingUpgradeArgs struct {
 type EtcdRollingUpgradeArgs struct {
 	// etcd client port on each pod. Default 2379.
 	ClientPort pulumi.IntPtrInput
-	// Kubeconfig context, used with kubeconfig or the default loading rules.
+	// Kubeconfig context, used with kubeconfig or, without it, instead of kubernetes:context.
 	Context pulumi.StringPtrInput
 	// Pause after each member passes its health gate. Default 30.
 	CooldownSeconds pulumi.IntPtrInput
@@ -99,7 +99,7 @@ type EtcdRollingUpgradeArgs struct {
 	DependsOnSts pulumi.Input
 	// Per member, how long etcd may take to call the member healthy and caught up. Default 60.
 	HealthTimeoutSeconds pulumi.IntPtrInput
-	// Kubeconfig path or document, used when no kubernetes provider is passed in the resource options. Without either, client-go's default loading rules apply.
+	// Kubeconfig path or document, used when no kubernetes provider is passed in the resource options. Without either, the rollout uses what the default kubernetes provider uses: the stack config kubernetes:kubeconfig, kubernetes:context and kubernetes:cluster, then client-go's default loading rules ($KUBECONFIG, ~/.kube/config).
 	Kubeconfig pulumi.StringPtrInput
 	// Namespace of the StatefulSet.
 	Namespace pulumi.StringInput

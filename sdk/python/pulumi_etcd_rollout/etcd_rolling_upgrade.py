@@ -41,11 +41,11 @@ class EtcdRollingUpgradeArgs:
         :param pulumi.Input[_builtins.str] service_name: The StatefulSet's governing (headless) Service.
         :param pulumi.Input[_builtins.str] sts_name: Name of the etcd StatefulSet.
         :param pulumi.Input[_builtins.int] client_port: etcd client port on each pod. Default 2379.
-        :param pulumi.Input[_builtins.str] context: Kubeconfig context, used with kubeconfig or the default loading rules.
+        :param pulumi.Input[_builtins.str] context: Kubeconfig context, used with kubeconfig or, without it, instead of kubernetes:context.
         :param pulumi.Input[_builtins.int] cooldown_seconds: Pause after each member passes its health gate. Default 30.
         :param Any depends_on_sts: The resource that applies the StatefulSet (any resource); the rollout runs after it.
         :param pulumi.Input[_builtins.int] health_timeout_seconds: Per member, how long etcd may take to call the member healthy and caught up. Default 60.
-        :param pulumi.Input[_builtins.str] kubeconfig: Kubeconfig path or document, used when no kubernetes provider is passed in the resource options. Without either, client-go's default loading rules apply.
+        :param pulumi.Input[_builtins.str] kubeconfig: Kubeconfig path or document, used when no kubernetes provider is passed in the resource options. Without either, the rollout uses what the default kubernetes provider uses: the stack config kubernetes:kubeconfig, kubernetes:context and kubernetes:cluster, then client-go's default loading rules ($KUBECONFIG, ~/.kube/config).
         :param pulumi.Input[_builtins.int] ready_timeout_seconds: Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
         :param pulumi.Input[Mapping[str, Any]] stateful_set: A StatefulSet manifest (apiVersion apps/v1). When given, the component creates it as its own child with the annotation pulumi.com/skipAwait: "true" and updateStrategy.rollingUpdate.partition = spec.replicas forced, and computes versionHash from spec.template when none is given.
         :param pulumi.Input['TLSArgs'] tls: Client TLS files as mounted inside the etcd container; all three or none. Plain HTTP when absent.
@@ -127,7 +127,7 @@ class EtcdRollingUpgradeArgs:
     @pulumi.getter
     def context(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        Kubeconfig context, used with kubeconfig or the default loading rules.
+        Kubeconfig context, used with kubeconfig or, without it, instead of kubernetes:context.
         """
         return pulumi.get(self, "context")
 
@@ -175,7 +175,7 @@ class EtcdRollingUpgradeArgs:
     @pulumi.getter
     def kubeconfig(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        Kubeconfig path or document, used when no kubernetes provider is passed in the resource options. Without either, client-go's default loading rules apply.
+        Kubeconfig path or document, used when no kubernetes provider is passed in the resource options. Without either, the rollout uses what the default kubernetes provider uses: the stack config kubernetes:kubeconfig, kubernetes:context and kubernetes:cluster, then client-go's default loading rules ($KUBECONFIG, ~/.kube/config).
         """
         return pulumi.get(self, "kubeconfig")
 
@@ -258,11 +258,11 @@ class EtcdRollingUpgrade(pulumi.ComponentResource):
         :param str resource_name: The name of the resource.
         :param pulumi.ResourceOptions opts: Options for the resource.
         :param pulumi.Input[_builtins.int] client_port: etcd client port on each pod. Default 2379.
-        :param pulumi.Input[_builtins.str] context: Kubeconfig context, used with kubeconfig or the default loading rules.
+        :param pulumi.Input[_builtins.str] context: Kubeconfig context, used with kubeconfig or, without it, instead of kubernetes:context.
         :param pulumi.Input[_builtins.int] cooldown_seconds: Pause after each member passes its health gate. Default 30.
         :param Any depends_on_sts: The resource that applies the StatefulSet (any resource); the rollout runs after it.
         :param pulumi.Input[_builtins.int] health_timeout_seconds: Per member, how long etcd may take to call the member healthy and caught up. Default 60.
-        :param pulumi.Input[_builtins.str] kubeconfig: Kubeconfig path or document, used when no kubernetes provider is passed in the resource options. Without either, client-go's default loading rules apply.
+        :param pulumi.Input[_builtins.str] kubeconfig: Kubeconfig path or document, used when no kubernetes provider is passed in the resource options. Without either, the rollout uses what the default kubernetes provider uses: the stack config kubernetes:kubeconfig, kubernetes:context and kubernetes:cluster, then client-go's default loading rules ($KUBECONFIG, ~/.kube/config).
         :param pulumi.Input[_builtins.str] namespace: Namespace of the StatefulSet.
         :param pulumi.Input[_builtins.int] ready_timeout_seconds: Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
         :param pulumi.Input[_builtins.str] service_name: The StatefulSet's governing (headless) Service.
