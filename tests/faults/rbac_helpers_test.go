@@ -113,12 +113,13 @@ func (s *rbacSubject) rbacCLI(t *testing.T, e *harness.Etcd, args ...string) (st
 	require.NoError(t, err, "%s is missing: run make etcd-rollout (make test-faults does)", bin)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	args = append(args, "--sts", e.Spec.Name, "-n", e.Namespace, "--kubeconfig", s.kubeconfig,
+	// The command first, then these defaults, then the caller's own flags, which override them.
+	full := append([]string{args[0]}, "--sts", e.Spec.Name, "-n", e.Namespace, "--kubeconfig", s.kubeconfig,
 		"--service", e.Spec.ServiceName, "--cooldown", "300ms", "--ready-timeout", "90s", "--health-timeout", "30s",
 		"--ca-file", memberapi.DefaultTLSDir+"/"+memberapi.SecretCA,
 		"--cert-file", memberapi.DefaultTLSDir+"/"+memberapi.SecretClientCert,
 		"--key-file", memberapi.DefaultTLSDir+"/"+memberapi.SecretClientKey)
-	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, bin, append(full, args[1:]...)...).CombinedOutput()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		return string(out), exit.ExitCode()

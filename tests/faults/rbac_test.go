@@ -105,7 +105,10 @@ func TestRBACMissingVerbIsNamed(t *testing.T) {
 	} {
 		t.Run(tc.verb+"-"+tc.resource, func(t *testing.T) {
 			sa.setRules(ctx, t, withoutVerb(t, role.Rules, tc.resource, tc.verb), tc.verb, tc.group, tc.resource, false)
-			out, code := sa.rbacCLI(t, e, "run")
+			// Before its first disruption the engine holds a blocked cluster for up to the ready timeout (a new
+			// cluster may still be electing its leader), and a refused read of pods or a refused port-forward
+			// looks blocked: a short one keeps the eight cases from waiting 90 s each.
+			out, code := sa.rbacCLI(t, e, "run", "--ready-timeout", "5s")
 			t.Logf("etcd-rollout run without %s %s (exit %d):\n%s", tc.verb, tc.resource, code, out)
 			require.NotEqual(t, 0, code, "the rollout must fail without %s %s", tc.verb, tc.resource)
 			for _, w := range tc.want {
