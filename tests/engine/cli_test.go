@@ -61,7 +61,8 @@ func TestCLI(t *testing.T) {
 	defer cancel()
 	require.NoError(t, f.etcd.Freeze(ctx, 0))
 	defer func() { require.NoError(t, f.etcd.Thaw(context.Background(), 0)) }()
-	out, code = cli("run")
+	// Before its first disruption a blocked run holds for up to the ready timeout (5 min by default).
+	out, code = cli("run", "--ready-timeout", "5s")
 	assert.Equal(t, 3, code, "blocked: %s", out)
 	assert.Contains(t, out, "rollout blocked")
 }

@@ -31,8 +31,10 @@ func TestQuorumGuardAndNoOp(t *testing.T) {
 		genBefore := f.must.StatefulSet().Generation
 		_, uidsBefore := f.must.Pods()
 
-		_, err := f.engine(nil).Run(runCtx(t))
+		// Before its first disruption a blocked run holds for up to the ready timeout (90 s in the tests).
+		_, err := f.engine(func(c *rollout.Config, _ *rollout.Options) { c.ReadyTimeout = 5 * time.Second }).Run(runCtx(t))
 		require.ErrorIs(t, err, rollout.ErrBlocked)
+		assert.Contains(t, err.Error(), "still blocked after 5s (the ready timeout)")
 		assert.Contains(t, err.Error(), "restarting etcd-2 would leave 1 healthy member(s), quorum is 2 of 3")
 		assert.Contains(t, err.Error(), "etcd-0 unhealthy")
 		assert.Equal(t, genBefore, f.must.StatefulSet().Generation, "the StatefulSet was not written")
