@@ -141,6 +141,7 @@ func TestComponentOwnsTheStatefulSet(t *testing.T) {
 	assert.Equal(t, "etcd", meta.Get("name").AsString())
 	assert.Equal(t, "db", meta.Get("namespace").AsString(), "the namespace input fills the manifest")
 	assert.Equal(t, "true", meta.Get("annotations").AsMap().Get("pulumi.com/skipAwait").AsString())
+	assert.Equal(t, "true", meta.Get("annotations").AsMap().Get("pulumi.com/patchForce").AsString(), "the next apply re-locks whatever a killed run left")
 	strategy := sts.Inputs.Get("spec").AsMap().Get("updateStrategy").AsMap()
 	assert.Equal(t, "RollingUpdate", strategy.Get("type").AsString())
 	assert.Equal(t, 3.0, strategy.Get("rollingUpdate").AsMap().Get("partition").AsNumber(), "partition = replicas")

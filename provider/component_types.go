@@ -44,7 +44,8 @@ func (a *EtcdRollingUpgradeArgs) Annotate(an infer.Annotator) {
 		"($KUBECONFIG, ~/.kube/config).")
 	an.Describe(&a.Context, "Kubeconfig context, used with kubeconfig or, without it, instead of kubernetes:context.")
 	an.Describe(&a.StatefulSet, "A StatefulSet manifest (apiVersion apps/v1). When given, the component creates it as its "+
-		"own child with the annotation pulumi.com/skipAwait: \"true\" and updateStrategy.rollingUpdate.partition = "+
+		"own child with the annotations pulumi.com/skipAwait: \"true\" and pulumi.com/patchForce: \"true\" (so its next "+
+		"apply re-locks whatever a killed run left) and updateStrategy.rollingUpdate.partition = "+
 		"spec.replicas forced, and computes versionHash from spec.template when none is given.")
 }
 

@@ -15,7 +15,20 @@ const (
 	skipAwaitValue      = "true"
 )
 
-// lockManifest returns a copy of a StatefulSet manifest that the component can own: skipAwait annotated,
+// patchForceAnnotation makes pulumi-kubernetes force its server-side apply of the StatefulSet the component
+// owns. The engine drops its field-manager claim on the partition right after each write (rollout's
+// releaseFieldOwnership), but a process killed between the two requests (a few milliseconds) leaves the
+// claim, and pulumi-kubernetes' next apply would then fail with `conflict with "etcd-rollout" ... partition`
+// until someone ran `etcd-rollout unlock`. Forced, the next `pulumi up` writes partition = replicas itself,
+// in the same request as any template change, so nothing rolls unwatched and no manual step is needed. The
+// component owns every field of that manifest, so forcing takes nothing that belongs to someone else.
+const (
+	patchForceAnnotation = "pulumi.com/patchForce"
+	patchForceValue      = "true"
+)
+
+// lockManifest returns a copy of a StatefulSet manifest that the component can own: skipAwait and patchForce
+// annotated,
 // RollingUpdate with partition = replicas (so a template change rolls nothing by itself), and name,
 // namespace and serviceName filled from the component's inputs or checked against them.
 func lockManifest(manifest map[string]any, stsName, namespace, serviceName string) (map[string]any, error) {
@@ -41,6 +54,7 @@ func lockManifest(manifest map[string]any, stsName, namespace, serviceName strin
 		return nil, err
 	}
 	object(meta, "annotations")[skipAwaitAnnotation] = skipAwaitValue
+	object(meta, "annotations")[patchForceAnnotation] = patchForceValue
 
 	spec := object(m, "spec")
 	if err := fillOrMatch(spec, "serviceName", serviceName, "statefulSet.spec.serviceName", "serviceName"); err != nil {

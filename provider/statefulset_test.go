@@ -54,7 +54,7 @@ func TestLockManifest(t *testing.T) {
 			meta := got["metadata"].(map[string]any)
 			assert.Equal(t, "etcd", meta["name"])
 			assert.Equal(t, "db", meta["namespace"])
-			assert.Equal(t, map[string]any{"team": "db", "pulumi.com/skipAwait": "true"}, meta["annotations"])
+			assert.Equal(t, map[string]any{"team": "db", "pulumi.com/skipAwait": "true", "pulumi.com/patchForce": "true"}, meta["annotations"])
 			assert.Equal(t, map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"partition": 3}},
 				got["spec"].(map[string]any)["updateStrategy"], "OnDelete is replaced by the partition lock")
 			assert.NotContains(t, in["metadata"].(map[string]any)["annotations"], "pulumi.com/skipAwait", "the input is not modified")

@@ -15,6 +15,9 @@ export interface EtcdOptions {
     /** Client and peer mTLS with the certificates of Secret etcd-cluster-secret mounted at /var/lib/etcd-tls. */
     tls?: boolean;
     nodeName?: string;
+    /** Extra pod-template annotations: the local cluster reads its fault modes from them (start-delay,
+     *  serve-delay, crash-after; see README's "Local cluster"). */
+    podAnnotations?: { [key: string]: string };
 }
 
 export function etcdService(namespace: string): k8s.core.v1.ServiceArgs {
@@ -67,6 +70,7 @@ export function etcdStatefulSet(o: EtcdOptions): k8s.apps.v1.StatefulSetArgs {
                     annotations: {
                         "etcd-rollout.test/etcd-version": "3.6", // local cluster
                         "example.etcd-rollout/pod-revision": o.podRevision,
+                        ...(o.podAnnotations ?? {}), // local cluster
                     },
                 },
                 spec: {

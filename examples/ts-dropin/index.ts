@@ -17,7 +17,8 @@ const createNamespace = config.getBoolean("createNamespace") ?? true;
 const provider = new k8s.Provider("cluster", { kubeconfig: config.require("kubeconfig") });
 const ns = createNamespace ? [new k8s.core.v1.Namespace(namespace, { metadata: { name: namespace } }, { provider })] : [];
 const svc = new k8s.core.v1.Service("etcd-headless", etcdService(namespace), { provider, dependsOn: ns });
-const stsArgs = etcdStatefulSet({ namespace, podRevision, tls, nodeName: config.get("nodeName") });
+const podAnnotations = config.getObject<{ [key: string]: string }>("podAnnotations"); // local cluster
+const stsArgs = etcdStatefulSet({ namespace, podRevision, tls, nodeName: config.get("nodeName"), podAnnotations });
 const sts = new k8s.apps.v1.StatefulSet("etcd", stsArgs, { provider, dependsOn: svc });
 
 // The old stacks hash the pod template; any change to it is a new version.

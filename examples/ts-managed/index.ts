@@ -20,8 +20,9 @@ const upgrade = new EtcdRollingUpgrade("etcd", {
     stsName: config.get("stsName") ?? "etcd",
     namespace,
     serviceName: "etcd-headless",
-    cooldownSeconds: 1,
-    statefulSet: etcdStatefulSet({ namespace, podRevision, nodeName }),
+    cooldownSeconds: config.getNumber("cooldownSeconds") ?? 1,
+    statefulSet: etcdStatefulSet({ namespace, podRevision, nodeName,
+        podAnnotations: config.getObject<{ [key: string]: string }>("podAnnotations") }), // local cluster
 }, { provider, dependsOn: svc });
 
 export const versionHash = upgrade.versionHash;

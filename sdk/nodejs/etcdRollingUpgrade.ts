@@ -141,7 +141,7 @@ export interface EtcdRollingUpgradeArgs {
      */
     serviceName: pulumi.Input<string>;
     /**
-     * A StatefulSet manifest (apiVersion apps/v1). When given, the component creates it as its own child with the annotation pulumi.com/skipAwait: "true" and updateStrategy.rollingUpdate.partition = spec.replicas forced, and computes versionHash from spec.template when none is given.
+     * A StatefulSet manifest (apiVersion apps/v1). When given, the component creates it as its own child with the annotations pulumi.com/skipAwait: "true" and pulumi.com/patchForce: "true" (so its next apply re-locks whatever a killed run left) and updateStrategy.rollingUpdate.partition = spec.replicas forced, and computes versionHash from spec.template when none is given.
      */
     statefulSet?: pulumi.Input<{[key: string]: any} | undefined>;
     /**

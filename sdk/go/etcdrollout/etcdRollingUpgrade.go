@@ -77,7 +77,7 @@ type etcdRollingUpgradeArgs struct {
 	ReadyTimeoutSeconds *int `pulumi:"readyTimeoutSeconds"`
 	// The StatefulSet's governing (headless) Service.
 	ServiceName string `pulumi:"serviceName"`
-	// A StatefulSet manifest (apiVersion apps/v1). When given, the component creates it as its own child with the annotation pulumi.com/skipAwait: "true" and updateStrategy.rollingUpdate.partition = spec.replicas forced, and computes versionHash from spec.template when none is given.
+	// A StatefulSet manifest (apiVersion apps/v1). When given, the component creates it as its own child with the annotations pulumi.com/skipAwait: "true" and pulumi.com/patchForce: "true" (so its next apply re-locks whatever a killed run left) and updateStrategy.rollingUpdate.partition = spec.replicas forced, and computes versionHash from spec.template when none is given.
 	StatefulSet map[string]interface{} `pulumi:"statefulSet"`
 	// Name of the etcd StatefulSet.
 	StsName string `pulumi:"stsName"`
@@ -107,7 +107,7 @@ type EtcdRollingUpgradeArgs struct {
 	ReadyTimeoutSeconds pulumi.IntPtrInput
 	// The StatefulSet's governing (headless) Service.
 	ServiceName pulumi.StringInput
-	// A StatefulSet manifest (apiVersion apps/v1). When given, the component creates it as its own child with the annotation pulumi.com/skipAwait: "true" and updateStrategy.rollingUpdate.partition = spec.replicas forced, and computes versionHash from spec.template when none is given.
+	// A StatefulSet manifest (apiVersion apps/v1). When given, the component creates it as its own child with the annotations pulumi.com/skipAwait: "true" and pulumi.com/patchForce: "true" (so its next apply re-locks whatever a killed run left) and updateStrategy.rollingUpdate.partition = spec.replicas forced, and computes versionHash from spec.template when none is given.
 	StatefulSet pulumi.MapInput
 	// Name of the etcd StatefulSet.
 	StsName pulumi.StringInput

@@ -47,7 +47,7 @@ class EtcdRollingUpgradeArgs:
         :param pulumi.Input[_builtins.int] health_timeout_seconds: Per member, how long etcd may take to call the member healthy and caught up. Default 60.
         :param pulumi.Input[_builtins.str] kubeconfig: Kubeconfig path or document, used when no kubernetes provider is passed in the resource options. Without either, the rollout uses what the default kubernetes provider uses: the stack config kubernetes:kubeconfig, kubernetes:context and kubernetes:cluster, then client-go's default loading rules ($KUBECONFIG, ~/.kube/config).
         :param pulumi.Input[_builtins.int] ready_timeout_seconds: Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
-        :param pulumi.Input[Mapping[str, Any]] stateful_set: A StatefulSet manifest (apiVersion apps/v1). When given, the component creates it as its own child with the annotation pulumi.com/skipAwait: "true" and updateStrategy.rollingUpdate.partition = spec.replicas forced, and computes versionHash from spec.template when none is given.
+        :param pulumi.Input[Mapping[str, Any]] stateful_set: A StatefulSet manifest (apiVersion apps/v1). When given, the component creates it as its own child with the annotations pulumi.com/skipAwait: "true" and pulumi.com/patchForce: "true" (so its next apply re-locks whatever a killed run left) and updateStrategy.rollingUpdate.partition = spec.replicas forced, and computes versionHash from spec.template when none is given.
         :param pulumi.Input['TLSArgs'] tls: Client TLS files as mounted inside the etcd container; all three or none. Plain HTTP when absent.
         :param pulumi.Input[_builtins.str] version_hash: A value that changes whenever the pod template changes; a change rolls the members. Required unless statefulSet is given, in which case it defaults to a hash of the pod template.
         """
@@ -199,7 +199,7 @@ class EtcdRollingUpgradeArgs:
     @pulumi.getter(name="statefulSet")
     def stateful_set(self) -> pulumi.Input[Optional[Mapping[str, Any]]]:
         """
-        A StatefulSet manifest (apiVersion apps/v1). When given, the component creates it as its own child with the annotation pulumi.com/skipAwait: "true" and updateStrategy.rollingUpdate.partition = spec.replicas forced, and computes versionHash from spec.template when none is given.
+        A StatefulSet manifest (apiVersion apps/v1). When given, the component creates it as its own child with the annotations pulumi.com/skipAwait: "true" and pulumi.com/patchForce: "true" (so its next apply re-locks whatever a killed run left) and updateStrategy.rollingUpdate.partition = spec.replicas forced, and computes versionHash from spec.template when none is given.
         """
         return pulumi.get(self, "stateful_set")
 
@@ -266,7 +266,7 @@ class EtcdRollingUpgrade(pulumi.ComponentResource):
         :param pulumi.Input[_builtins.str] namespace: Namespace of the StatefulSet.
         :param pulumi.Input[_builtins.int] ready_timeout_seconds: Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
         :param pulumi.Input[_builtins.str] service_name: The StatefulSet's governing (headless) Service.
-        :param pulumi.Input[Mapping[str, Any]] stateful_set: A StatefulSet manifest (apiVersion apps/v1). When given, the component creates it as its own child with the annotation pulumi.com/skipAwait: "true" and updateStrategy.rollingUpdate.partition = spec.replicas forced, and computes versionHash from spec.template when none is given.
+        :param pulumi.Input[Mapping[str, Any]] stateful_set: A StatefulSet manifest (apiVersion apps/v1). When given, the component creates it as its own child with the annotations pulumi.com/skipAwait: "true" and pulumi.com/patchForce: "true" (so its next apply re-locks whatever a killed run left) and updateStrategy.rollingUpdate.partition = spec.replicas forced, and computes versionHash from spec.template when none is given.
         :param pulumi.Input[_builtins.str] sts_name: Name of the etcd StatefulSet.
         :param pulumi.Input[Union['TLSArgs', 'TLSArgsDict', 'outputs.TLS']] tls: Client TLS files as mounted inside the etcd container; all three or none. Plain HTTP when absent.
         :param pulumi.Input[_builtins.str] version_hash: A value that changes whenever the pod template changes; a change rolls the members. Required unless statefulSet is given, in which case it defaults to a hash of the pod template.

@@ -1,7 +1,7 @@
 // Runs one pulumi operation on a TypeScript example through the Automation API with an inline program that
 // loads the example's index.ts, exactly as `pulumi up` would run it. One process per operation.
 //
-// usage: node driver.js <exampleDir> <project> <up|preview|destroy> <config JSON>
+// usage: node driver.js <exampleDir> <project> <up|preview|refresh|cancel|destroy> <config JSON>
 // env:   E2E_BACKEND (file:// URL), E2E_PLUGINS (JSON plugins.providers), E2E_WORK_DIR, plus pulumi's own.
 // Prints one line "E2E-RESULT {json}" with outputs, change summary, step events and the CLI's text.
 "use strict";
@@ -44,6 +44,13 @@ async function main() {
                 onEvent: (e) => { if (e.resourcePreEvent) result.steps.push(e.resourcePreEvent.metadata); },
             });
             result.summary = r.changeSummary || {};
+        } else if (op === "refresh") {
+            const r = await stack.refresh({ onOutput });
+            result.summary = r.summary.resourceChanges || {};
+        } else if (op === "cancel") {
+            // `pulumi cancel`: what README's recovery steps run after a killed `pulumi up` (the file backend
+            // keeps the dead run's lock).
+            await stack.cancel();
         } else if (op === "destroy") {
             await stack.destroy({ onOutput, continueOnError: true });
         } else {
