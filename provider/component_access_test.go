@@ -134,8 +134,8 @@ func TestComponentClusterAccessPrecedence(t *testing.T) {
 func TestComponentOwnedStatefulSetSharesTheDefaultProvidersAccess(t *testing.T) {
 	s, regs := constructServer(t, nil)
 	_, err := s.Construct(p.ConstructRequest{Urn: componentURN,
-		Inputs: componentInputs(map[string]property.Value{"statefulSet": manifest()}),
-		Config: map[pconfig.Key]string{pconfig.MustParseKey("kubernetes:kubeconfig"): "/stack/kubeconfig"},
+		Inputs:           componentInputs(map[string]property.Value{"statefulSet": manifest()}),
+		Config:           map[pconfig.Key]string{pconfig.MustParseKey("kubernetes:kubeconfig"): "/stack/kubeconfig"},
 		ConfigSecretKeys: []pconfig.Key{pconfig.MustParseKey("kubernetes:kubeconfig")},
 	})
 	require.NoError(t, err)
