@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -231,6 +232,9 @@ func (r *run) planOrHold(ctx context.Context, st ClusterState) (plan Plan, ready
 		}
 		return plan, true, nil
 	}
+	if hopeless := unfixableByWaiting(st); hopeless != "" {
+		return plan, false, fmt.Errorf("rolling %s/%s: %w (not waiting: %s)", e.cfg.Namespace, e.cfg.StatefulSet, err, hopeless)
+	}
 	limit, what := e.cfg.HealthTimeout, "health timeout"
 	if !r.disrupted {
 		limit, what = e.cfg.ReadyTimeout, "ready timeout"
@@ -246,6 +250,20 @@ func (r *run) planOrHold(ctx context.Context, st ClusterState) (plan Plan, ready
 		return plan, false, fmt.Errorf("while holding (%v): %w", err, serr)
 	}
 	return plan, false, nil
+}
+
+// unfixableByWaiting names a member problem that no amount of holding can cure: a permission the API server
+// refused (reading a pod, a port-forward) or a member certificate the engine refused. A blocked cluster
+// with one of those is bad input, reported at once rather than after the ready timeout.
+func unfixableByWaiting(st ClusterState) string {
+	for _, m := range st.Members {
+		for _, sign := range []string{" is forbidden", "may not create pods/portforward", "TLS certificate was refused"} {
+			if strings.Contains(m.Problem, sign) {
+				return m.Pod + ": " + m.Problem
+			}
+		}
+	}
+	return ""
 }
 
 // coolDown sleeps the cool-down owed after a member; again says the caller must look again first.

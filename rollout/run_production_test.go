@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -12,7 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // A new cluster whose members start late has no leader (and pods the controller has not created yet) on
@@ -167,4 +171,33 @@ func (c *fakeCluster) setImages(members, template string) {
 		pod.Spec.Containers = []corev1.Container{{Name: "etcd", Image: members}}
 		require.NoError(c.t, c.kube.Tracker().Update(podGVR, pod, "db"))
 	}
+}
+
+// A blocked cluster whose problem waiting cannot fix (a refused permission, a refused certificate) fails at
+// once instead of holding for the ready timeout.
+func TestRunDoesNotWaitOutWhatWaitingCannotFix(t *testing.T) {
+	tests := []struct{ name, problem string }{
+		{name: "pod read refused", problem: `reading pod: pods "etcd-0" is forbidden: User "ci" cannot get resource "pods"`},
+		{name: "port-forward refused", problem: "the rollout's credentials may not create pods/portforward in namespace db: upgrade failed"},
+		{name: "certificate refused", problem: "the member's TLS certificate was refused: signed by another CA"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := ClusterState{Members: []MemberState{{Pod: "etcd-0", Problem: tt.problem}, {Pod: "etcd-1"}}}
+			assert.Equal(t, "etcd-0: "+tt.problem, unfixableByWaiting(st))
+		})
+	}
+	assert.Empty(t, unfixableByWaiting(ClusterState{Members: []MemberState{{Pod: "etcd-0", Problem: "connection refused"}}}),
+		"a member that is down or still loading may come up")
+
+	c := newFakeCluster(t, 3, 0)
+	c.kube.PrependReactor("get", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(corev1.Resource("pods"), action.(k8stesting.GetAction).GetName(), errors.New(`User "ci" cannot get resource "pods"`))
+	})
+	start := time.Now()
+	_, err := c.engine(t, func(cfg *Config, _ *Options) { cfg.ReadyTimeout = time.Minute }).Run(context.Background())
+	require.ErrorIs(t, err, ErrBlocked)
+	assert.Contains(t, err.Error(), "not waiting: etcd-0: reading pod:")
+	assert.Contains(t, err.Error(), RBACHint)
+	assert.Less(t, time.Since(start), 10*time.Second, "failed without holding for the ready timeout")
 }
