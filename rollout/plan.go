@@ -66,12 +66,8 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 		return p, nil
 	}
 
-	for _, m := range s.Members {
-		if !m.PodExists {
-			// The controller creates it on its own (a new cluster, OrderedReady); until then nobody knows which
-			// revision it will run, and a partition lowered for it would be a restart of nothing.
-			return p, blocked("%s does not exist yet: waiting for the StatefulSet controller to create it (%s)", m.Pod, describeMembers(s))
-		}
+	if err := checkPodsExist(s); err != nil {
+		return p, err
 	}
 	leader, err := checkVoters(s)
 	if err != nil {
@@ -121,6 +117,18 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 	}
 	p.Steps = append(p.Steps, Step{Kind: StepRelock, Ordinal: s.Replicas})
 	return p, nil
+}
+
+// checkPodsExist holds the plan while a member's pod does not exist: the controller creates it on its own (a
+// new cluster, OrderedReady), and until then nobody knows which revision it will run; a partition lowered for
+// it would be a restart of nothing.
+func checkPodsExist(s ClusterState) error {
+	for _, m := range s.Members {
+		if !m.PodExists {
+			return blocked("%s does not exist yet: waiting for the StatefulSet controller to create it (%s)", m.Pod, describeMembers(s))
+		}
+	}
+	return nil
 }
 
 // checkVoters returns the leader's ordinal, or why the member set is not one a rollout may disturb.
