@@ -32,6 +32,10 @@ type Options struct {
 	// PollInterval is how often gates look again (default 200ms). Each look is two GETs; the time a
 	// member's gate passes after the member is ready is half of it on average, paid once per member.
 	PollInterval time.Duration
+	// StableFor is how long a member must answer healthy, without a break, before its etcd gate passes
+	// (default 3s): a revision that crash-loops answers for a moment after each start, and one good look
+	// would let the rollout take the next member while this one is about to die.
+	StableFor time.Duration
 
 	// etcd replaces the real member clients in unit tests.
 	etcd etcdAccess
@@ -47,6 +51,7 @@ type Engine struct {
 	etcd      etcdAccess
 	onEvent   func(Event)
 	pollEvery time.Duration
+	stableFor time.Duration
 	lease     *rolloutLease
 
 	ownDialer bool
@@ -59,6 +64,9 @@ func New(cfg Config, opts Options) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, kube: opts.Kube, rest: opts.RestConfig, dialer: opts.Dialer, etcd: opts.etcd,
 		onEvent: opts.OnEvent, pollEvery: opts.PollInterval}
+	if e.stableFor = opts.StableFor; e.stableFor <= 0 {
+		e.stableFor = defaultStableFor
+	}
 	if e.pollEvery <= 0 {
 		e.pollEvery = defaultPollInterval
 	}

@@ -13,16 +13,23 @@ var ErrInterference = errors.New("the StatefulSet was changed by someone else")
 // ErrLeaseLost is the cause when the run's Lease could not be renewed and another holder may now act.
 var ErrLeaseLost = errors.New("lost the rollout lease")
 
-// GateTimeoutError says which member did not pass which gate in time, and what was last seen of it, so an
-// operator can go straight to the right pod.
+// GateTimeoutError says which member did not pass which gate in time, or fell out of it after passing, and
+// what was last seen of it, so an operator can go straight to the right pod.
 type GateTimeoutError struct {
 	Pod      string
 	Gate     string // "pod ready" or "etcd health"
 	Timeout  time.Duration
 	LastSeen string
+	// PassedAt is set when the member had passed the gate and then did not stay healthy (a revision that
+	// crash-loops answers for a moment after each start).
+	PassedAt time.Time
 }
 
 func (e *GateTimeoutError) Error() string {
+	if !e.PassedAt.IsZero() {
+		return fmt.Sprintf("%s passed the %s gate at %s but did not stay healthy (a crash loop?); last seen: %s",
+			e.Pod, e.Gate, e.PassedAt.Format("15:04:05"), e.LastSeen)
+	}
 	return fmt.Sprintf("%s did not pass the %s gate within %s; last seen: %s", e.Pod, e.Gate, e.Timeout, e.LastSeen)
 }
 

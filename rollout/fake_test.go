@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -34,12 +35,18 @@ type fakeEtcd struct {
 	learner map[string]bool
 	// brokenAfterRestart names members that never come back once restarted (a bad revision).
 	brokenAfterRestart map[string]bool
-	elections          int
-	forgotten          []string
+	// crashLoopAfterRestart names members that, once restarted, answer for crashUp, then not for crashDown,
+	// over and over (a revision that crash-loops); crashStart is when each such member restarted.
+	crashLoopAfterRestart map[string]bool
+	crashUp, crashDown    time.Duration
+	crashStart            map[string]time.Time
+	elections             int
+	forgotten             []string
 }
 
 func newFakeEtcd(n, leader int) *fakeEtcd {
-	f := &fakeEtcd{ids: map[string]uint64{}, down: map[string]bool{}, learner: map[string]bool{}, brokenAfterRestart: map[string]bool{}, term: 2, index: 100}
+	f := &fakeEtcd{ids: map[string]uint64{}, down: map[string]bool{}, learner: map[string]bool{}, brokenAfterRestart: map[string]bool{},
+		crashLoopAfterRestart: map[string]bool{}, crashStart: map[string]time.Time{}, term: 2, index: 100}
 	for i := 0; i < n; i++ {
 		f.ids[podName("etcd", i)] = uint64(0xa0 + i)
 	}
@@ -50,7 +57,7 @@ func newFakeEtcd(n, leader int) *fakeEtcd {
 func (f *fakeEtcd) Status(_ context.Context, pod string) (memberStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.down[pod] {
+	if f.isDown(pod) {
 		return memberStatus{}, fmt.Errorf("status of %s: connection refused", pod)
 	}
 	var leader uint64
@@ -64,7 +71,7 @@ func (f *fakeEtcd) Status(_ context.Context, pod string) (memberStatus, error) {
 func (f *fakeEtcd) MemberList(_ context.Context, pod string) ([]memberInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.down[pod] {
+	if f.isDown(pod) {
 		return nil, errors.New("connection refused")
 	}
 	var out []memberInfo
@@ -98,7 +105,7 @@ func (f *fakeEtcd) MoveLeader(_ context.Context, leaderPod string, to uint64) er
 func (f *fakeEtcd) LinearizableRead(_ context.Context, pod string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.down[pod] || f.down[f.leader] {
+	if f.isDown(pod) || f.down[f.leader] {
 		return errors.New("context deadline exceeded")
 	}
 	return nil
@@ -132,6 +139,21 @@ func (f *fakeEtcd) restart(pod string) {
 	if f.brokenAfterRestart[pod] {
 		f.down[pod] = true
 	}
+	if f.crashLoopAfterRestart[pod] {
+		f.crashStart[pod] = time.Now()
+	}
+}
+
+// isDown says whether pod answers now; f.mu is held.
+func (f *fakeEtcd) isDown(pod string) bool {
+	if f.down[pod] {
+		return true
+	}
+	start, looping := f.crashStart[pod]
+	if !looping {
+		return false
+	}
+	return time.Since(start)%(f.crashUp+f.crashDown) >= f.crashUp
 }
 
 func (f *fakeEtcd) stop(pod string) {
@@ -267,7 +289,7 @@ func (c *fakeCluster) engine(t *testing.T, mutate func(*Config, *Options)) *Engi
 	cfg.Cooldown = 0
 	cfg.ReadyTimeout = 2e9
 	cfg.HealthTimeout = 2e9
-	opts := Options{Kube: c.kube, etcd: c.etcd, PollInterval: 5e6, LeaseDuration: 3e9}
+	opts := Options{Kube: c.kube, etcd: c.etcd, PollInterval: 5e6, LeaseDuration: 3e9, StableFor: 20e6}
 	if mutate != nil {
 		mutate(&cfg, &opts)
 	}

@@ -38,12 +38,13 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 		return err
 	}
 	e.emit(Step{Kind: StepWaitMember, Ordinal: ordinal}, "%s is Ready at %s after %s; checking etcd health", pod, st.UpdateRevision, time.Since(since).Round(10*time.Millisecond))
+	stable := &stability{stableFor: e.stableFor}
 	return e.poll(ctx, pod, GateEtcdHealth, e.cfg.HealthTimeout, time.Now(), func(ctx context.Context) (bool, string, error) {
 		if err := e.checkUnchanged(ctx, st, pod, want); err != nil {
 			return false, "", err
 		}
 		ok, seen := e.memberHealthy(ctx, st, ordinal)
-		return ok, seen, nil
+		return stable.observe(ok, seen)
 	})
 }
 

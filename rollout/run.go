@@ -35,7 +35,7 @@ func (e *Engine) Run(ctx context.Context) (res Result, err error) {
 	defer cancel(nil)
 	stopRenew := e.lease.keepRenewed(runCtx, cancel)
 
-	r := &run{e: e, res: &res, lease: lease}
+	r := &run{e: e, res: &res, lease: lease, passed: map[int]time.Time{}}
 	defer func() {
 		p := recover()
 		if p != nil {
@@ -98,6 +98,9 @@ type run struct {
 	// startRev is the updateRevision this run rolls to, once known.
 	startRev string
 
+	// passed is when each member this run restarted or waited for passed its gates: such a member that is
+	// unhealthy again did not stay up on the new revision, and the run stops instead of waiting for it anew.
+	passed map[int]time.Time
 	// planned is set once the plan has been reported.
 	planned      bool
 	cooldownDue  bool
@@ -266,7 +269,10 @@ func unfixableByWaiting(st ClusterState) string {
 	return ""
 }
 
-// coolDown sleeps the cool-down owed after a member; again says the caller must look again first.
+// coolDown waits the cool-down owed after a member, watching the members this run rolled: one that stops
+// answering meanwhile did not stay up on the new revision (a crash loop that outlasted the gate's stability
+// window), and the run stops there, before it disrupts another member. again says the caller must look
+// again first.
 func (r *run) coolDown(ctx context.Context) (again bool, err error) {
 	e := r.e
 	if !r.cooldownDue {
@@ -277,8 +283,16 @@ func (r *run) coolDown(ctx context.Context) (again bool, err error) {
 		return false, nil
 	}
 	e.emit(Step{Kind: StepCooldown}, "cooling down %s", e.cfg.Cooldown)
-	if err := sleep(ctx, e.cfg.Cooldown); err != nil {
-		return true, fmt.Errorf("during cool-down: %w", err)
+	for end := time.Now().Add(e.cfg.Cooldown); time.Now().Before(end); {
+		for ordinal, at := range r.passed {
+			pod := podName(e.cfg.StatefulSet, ordinal)
+			if ok, seen := e.stillAnswers(ctx, pod); !ok && ctx.Err() == nil {
+				return true, &GateTimeoutError{Pod: pod, Gate: GateEtcdHealth, PassedAt: at, LastSeen: seen + ", during the cool-down"}
+			}
+		}
+		if err := sleep(ctx, min(e.pollEvery, time.Until(end))); err != nil {
+			return true, fmt.Errorf("during cool-down: %w", err)
+		}
 	}
 	return true, nil
 }
@@ -322,11 +336,15 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 		r.cooldownDue, r.retries = true, 0
 	case StepWaitMember:
 		pod := st.Members[step.Ordinal].Pod
+		if at, ok := r.passed[step.Ordinal]; ok && !st.Members[step.Ordinal].Reachable {
+			return &GateTimeoutError{Pod: pod, Gate: GateEtcdHealth, PassedAt: at, LastSeen: st.Members[step.Ordinal].Problem}
+		}
 		e.emit(step, "waiting for %s to pass its gates", pod)
 		if err := e.waitMember(ctx, st, step.Ordinal, expectedSpec{Partition: st.Partition, Generation: r.gen}, time.Now()); err != nil {
 			return err
 		}
 		e.emit(step, "%s healthy", pod)
+		r.passed[step.Ordinal] = time.Now()
 		r.cooldownDue, r.retries = true, 0
 	default:
 		return fmt.Errorf("internal: plan starts with %s", step.Kind)
@@ -382,6 +400,7 @@ func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) error 
 		return fmt.Errorf("rolling %s: %w", pod, err)
 	}
 	down := time.Since(start)
+	r.passed[step.Ordinal] = time.Now()
 	r.res.MembersRolled = append(r.res.MembersRolled, pod)
 	r.res.Members = append(r.res.Members, MemberTiming{Pod: pod, Down: down, Finished: time.Now()})
 	e.emit(Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, "%s rolled in %s", pod, down.Round(10*time.Millisecond))

@@ -201,3 +201,63 @@ func TestRunDoesNotWaitOutWhatWaitingCannotFix(t *testing.T) {
 	assert.Contains(t, err.Error(), RBACHint)
 	assert.Less(t, time.Since(start), 10*time.Second, "failed without holding for the ready timeout")
 }
+
+// A revision that crash-loops answers for a moment after each start. One good look at it must not pass its
+// gate (the run would take the next member while this one is about to die); and a member that passed and then
+// stops answering during the cool-down stops the run before it disrupts another member.
+func TestRunStopsAtACrashLoopingMember(t *testing.T) {
+	tests := []struct {
+		name            string
+		up, down        time.Duration
+		cooldown        time.Duration
+		wantPassedFirst bool
+		want            string
+	}{
+		{name: "never healthy for the stability window", up: 40 * time.Millisecond, down: 40 * time.Millisecond,
+			want: "etcd-2 did not pass the etcd health gate within 1s; last seen: "},
+		{name: "passes, then dies during the cool-down", up: 150 * time.Millisecond, down: time.Hour, cooldown: time.Second,
+			wantPassedFirst: true, want: "etcd-2 passed the etcd health gate at "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newFakeCluster(t, 3, 0)
+			c.etcd.crashLoopAfterRestart["etcd-2"] = true
+			c.etcd.crashUp, c.etcd.crashDown = tt.up, tt.down
+			res, err := c.engine(t, func(cfg *Config, o *Options) {
+				cfg.HealthTimeout, cfg.Cooldown = time.Second, tt.cooldown
+				o.StableFor = 100 * time.Millisecond
+			}).Run(context.Background())
+			var gate *GateTimeoutError
+			require.ErrorAs(t, err, &gate)
+			assert.Equal(t, "etcd-2", gate.Pod)
+			assert.Equal(t, GateEtcdHealth, gate.Gate)
+			assert.Contains(t, err.Error(), tt.want)
+			assert.Contains(t, err.Error(), "the partition is locked again, so no other member restarts: look at etcd-2")
+			assert.Equal(t, tt.wantPassedFirst, !gate.PassedAt.IsZero())
+			if !tt.wantPassedFirst {
+				assert.Contains(t, gate.LastSeen, "time(s) since it started, never for 100ms", "the flapping is reported")
+			}
+			assert.Equal(t, []string{oldRev, oldRev, newRev}, c.revisions(), "etcd-1 and etcd-0 never restarted")
+			assert.Equal(t, 3, c.partition())
+			if tt.wantPassedFirst {
+				assert.Equal(t, []string{"etcd-2"}, res.MembersRolled, "it had passed its gates")
+			} else {
+				assert.Empty(t, res.MembersRolled)
+			}
+		})
+	}
+}
+
+func TestStabilityNeedsAnUnbrokenHealthyStretch(t *testing.T) {
+	s := &stability{stableFor: 50 * time.Millisecond}
+	ok, seen, _ := s.observe(true, "")
+	assert.False(t, ok, "one good look is not enough")
+	assert.Contains(t, seen, "healthy for 0s of the 50ms it must stay so")
+	ok, seen, _ = s.observe(false, "connection refused")
+	assert.False(t, ok)
+	assert.Equal(t, "connection refused (it was healthy 1 time(s) since it started, never for 50ms)", seen)
+	s.observe(true, "")
+	time.Sleep(60 * time.Millisecond)
+	ok, _, _ = s.observe(true, "")
+	assert.True(t, ok, "healthy without a break for the whole window")
+}
