@@ -3,11 +3,8 @@
 package faults_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -38,20 +35,7 @@ func TestKilledRunLeavesNoFieldConflictForTheNextApply(t *testing.T) {
 
 	args := []string{"run", "--sts", name, "-n", f.etcd.Namespace, "--kubeconfig", f.c.Kubeconfig,
 		"--cooldown", "0s", "--lease-duration", "4s"}
-	run := exec.CommandContext(ctx, bin, args...)
-	stdout, err := run.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, run.Start())
-	killed := false
-	for lines := bufio.NewScanner(stdout); lines.Scan(); {
-		if strings.Contains(lines.Text(), "partition lowered to 2") {
-			require.NoError(t, run.Process.Kill())
-			killed = true
-			break
-		}
-	}
-	_ = run.Wait()
-	require.True(t, killed, "the run ended before it lowered the partition")
+	killCLIAt(ctx, t, bin, args, "partition lowered to 2")
 	require.Equal(t, 2, f.must.Partition(), "the kill left the partition lowered")
 	for _, m := range f.must.StatefulSet().ManagedFields {
 		assert.NotEqual(t, "etcd-rollout", m.Manager, "the engine claims no field of the StatefulSet")

@@ -36,28 +36,14 @@ func TestSIGKILLedRunIsTakenOverAndRelockedFirst(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	run := exec.CommandContext(ctx, bin, append([]string{"run"}, args...)...)
-	stdout, err := run.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, run.Start())
-	lines := bufio.NewScanner(stdout)
-	killed := false
-	for lines.Scan() {
-		t.Log(lines.Text())
-		if strings.Contains(lines.Text(), "partition lowered to 1;") { // before etcd-1 is recreated and re-locked
-			require.NoError(t, run.Process.Kill())
-			killed = true
-			break
-		}
-	}
-	_ = run.Wait()
-	require.True(t, killed, "the run ended before etcd-1 was in flight")
+	// "partition lowered to 1;" comes before etcd-1 is recreated and the partition re-locked.
+	pid := killCLIAt(ctx, t, bin, append([]string{"run"}, args...), "partition lowered to 1;")
 	assert.Equal(t, 1, f.must.Partition(), "no re-lock after SIGKILL")
 	probe := f.engine(nil)
 	holder, _, err := probe.LeaseHolder(ctx)
 	require.NoError(t, err)
 	require.NotEmpty(t, holder, "the killed run's lease is still held")
-	assert.Contains(t, holder, "/"+strconv.Itoa(run.Process.Pid), "held by the killed process")
+	assert.Contains(t, holder, "/"+strconv.Itoa(pid), "held by the killed process")
 
 	out, code := runCLI(ctx, t, bin, append([]string{"run"}, args...)...)
 	require.Equal(t, 0, code, "%s", out)
@@ -75,6 +61,28 @@ func TestSIGKILLedRunIsTakenOverAndRelockedFirst(t *testing.T) {
 	f.requireState(rev)
 	_, uidsAfter := f.must.Pods()
 	assert.Equal(t, []int{0, 1, 2}, restarted(uidsBefore, uidsAfter))
+}
+
+// killCLIAt runs the CLI and SIGKILLs it as soon as it prints a line containing marker, so no deferred
+// clean-up of it runs; it returns the killed process's pid and fails the test if the marker never came.
+func killCLIAt(ctx context.Context, t *testing.T, bin string, args []string, marker string) int {
+	t.Helper()
+	run := exec.CommandContext(ctx, bin, args...)
+	stdout, err := run.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, run.Start())
+	killed := false
+	for lines := bufio.NewScanner(stdout); lines.Scan(); {
+		t.Log(lines.Text())
+		if strings.Contains(lines.Text(), marker) {
+			require.NoError(t, run.Process.Kill())
+			killed = true
+			break
+		}
+	}
+	_ = run.Wait()
+	require.True(t, killed, "the run ended before it printed %q", marker)
+	return run.Process.Pid
 }
 
 // cliBinary is bin/etcd-rollout as `make etcd-rollout` builds it (make test-faults builds it first).
