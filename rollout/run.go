@@ -255,12 +255,17 @@ func (r *run) planOrHold(ctx context.Context, st ClusterState) (plan Plan, ready
 	return plan, false, nil
 }
 
-// unfixableByWaiting names a member problem that no amount of holding can cure: a permission the API server
-// refused (reading a pod, a port-forward) or a member certificate the engine refused. A blocked cluster
-// with one of those is bad input, reported at once rather than after the ready timeout.
+// waitingCannotFix are the words of member problems that no amount of holding can cure: a permission the API
+// server refused (reading a pod, a port-forward), a member certificate the engine refused, and client TLS
+// material that is wrong (rollout/tlsmaterial.go).
+var waitingCannotFix = []string{" is forbidden", "may not create pods/portforward", "TLS certificate was refused",
+	"do not form a valid key pair", "holds no PEM certificate", "is not under any volume mounted", "has no key"}
+
+// unfixableByWaiting names the first member problem in waitingCannotFix. A blocked cluster with one of those
+// is bad input, reported at once rather than after the ready timeout.
 func unfixableByWaiting(st ClusterState) string {
 	for _, m := range st.Members {
-		for _, sign := range []string{" is forbidden", "may not create pods/portforward", "TLS certificate was refused"} {
+		for _, sign := range waitingCannotFix {
 			if strings.Contains(m.Problem, sign) {
 				return m.Pod + ": " + m.Problem
 			}

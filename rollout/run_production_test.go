@@ -180,6 +180,8 @@ func TestRunDoesNotWaitOutWhatWaitingCannotFix(t *testing.T) {
 		{name: "pod read refused", problem: `reading pod: pods "etcd-0" is forbidden: User "ci" cannot get resource "pods"`},
 		{name: "port-forward refused", problem: "the rollout's credentials may not create pods/portforward in namespace db: upgrade failed"},
 		{name: "certificate refused", problem: "the member's TLS certificate was refused: signed by another CA"},
+		{name: "client key pair wrong", problem: "reading TLS material: tls certFile /tls/client.crt and keyFile /tls/ca.crt do not form a valid key pair"},
+		{name: "CA file without a certificate", problem: "reading TLS material: tls caFile /tls/ca.crt holds no PEM certificate"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
