@@ -155,7 +155,8 @@ func descendants(root int) []int {
 	return out
 }
 
-// waitGone waits until pid has exited (or limit passes).
+// waitGone waits until pid has exited (or limit passes); a negative pid is a whole process group, as for
+// kill(2).
 func waitGone(pid int, limit time.Duration) {
 	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
@@ -202,12 +203,4 @@ func (s *driverProc) wait(ctx context.Context) (result, error) {
 }
 
 // waitForGroup waits until no process of group pgid is left (the pulumi CLI finishes after its driver).
-func waitForGroup(pgid int, limit time.Duration) {
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
+func waitForGroup(pgid int, limit time.Duration) { waitGone(-pgid, limit) }
