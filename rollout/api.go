@@ -44,6 +44,18 @@ const (
 	LeaderJobLike LeaderPolicy = "job-like"
 )
 
+// FailurePolicy decides what happens to a member that does not pass its gates on the new revision.
+type FailurePolicy string
+
+const (
+	// FailureRevert deletes the failed member's pod with the partition locked, so the StatefulSet controller
+	// recreates it at the current (old) revision, waits for it to pass every gate again, and then fails the
+	// run: the cluster is back on N healthy members instead of N-1 until a person acts.
+	FailureRevert FailurePolicy = "revert"
+	// FailureStop re-locks the partition and fails the run, leaving the member as it is for a person to look at.
+	FailureStop FailurePolicy = "stop"
+)
+
 // Config is one rollout of one StatefulSet. NewConfig fills the defaults; Validate says what is wrong with it.
 type Config struct {
 	StatefulSet string
@@ -60,6 +72,8 @@ type Config struct {
 	HealthTimeout time.Duration
 
 	LeaderPolicy LeaderPolicy
+	// OnFailure is what happens to a member that fails its gates on the new revision (default FailureRevert).
+	OnFailure FailurePolicy
 
 	// Holder names this rollout in the StatefulSet's Lease; it is shown to a second rollout that is refused.
 	Holder string
@@ -71,6 +85,9 @@ type MemberState struct {
 	Pod     string
 
 	PodExists bool
+	// PodUID tells the pod that was observed from one the controller created since, so a delete never hits a
+	// replacement.
+	PodUID string
 	// Revision is the pod's controller-revision-hash label.
 	Revision string
 	Ready    bool
@@ -120,7 +137,11 @@ const (
 	StepLowerPartition StepKind = "lower-partition" // partition = Ordinal: the StatefulSet controller recreates that pod
 	StepWaitMember     StepKind = "wait-member"     // pod at updateRevision and Ready, then etcd health gates
 	StepCooldown       StepKind = "cooldown"
-	StepRelock         StepKind = "relock" // partition = replicas
+	// StepRecreate deletes a member's pod while the partition is locked, so the controller recreates it at
+	// the current revision: the revert of a member that failed on the new revision, and the revival of a
+	// member that is already down on a revision it will not start from. It costs no quorum: the member is out.
+	StepRecreate StepKind = "recreate"
+	StepRelock   StepKind = "relock" // partition = replicas
 )
 
 // Step is one action. Ordinal is the member rolled or waited for; From and To are ordinals of a transfer.
@@ -129,6 +150,10 @@ type Step struct {
 	Ordinal int
 	From    int
 	To      int
+	// AlreadyDown marks a lower-partition step for a member that is down on an older revision: restarting it
+	// costs no quorum, and its pod is deleted if the controller does not replace it (OrderedReady never
+	// replaces a pod that is not Ready).
+	AlreadyDown bool
 }
 
 // Plan is the ordered list of steps for one observation. Its String form is what `pulumi preview` shows and
@@ -149,6 +174,16 @@ type Plan struct {
 	UpdateRevision string
 	// Cooldown is the pause between members, as configured; zero when the plan was made without a Config.
 	Cooldown time.Duration
+	// VersionMove is set when the roll changes etcd's minor version: the cluster version moves once the last
+	// old member has rolled, and from then on a failed member can only be fixed forward.
+	VersionMove *VersionMove
+}
+
+// VersionMove is a minor-version change of the cluster and the member after which it happens.
+type VersionMove struct {
+	From, To EtcdVersion
+	// After is the ordinal of the last member still on From: its restart is the point of no return.
+	After int
 }
 
 // Event is one line of progress, for a status line in `pulumi up` or the CLI.
@@ -177,6 +212,22 @@ type Result struct {
 	Members            []MemberTiming
 	StartedAt          time.Time
 	FinishedAt         time.Time
+	// Failure is the member that failed its gates on the new revision, when one did.
+	Failure *Failure
+}
+
+// Failure records a member that did not pass its gates on a revision, so the next preview can say so before
+// anybody re-runs a known-bad template.
+type Failure struct {
+	Pod      string
+	Revision string
+	Gate     string
+	LastSeen string
+	At       time.Time
+	// RevertedTo is the revision the member was brought back to; empty when it was not reverted.
+	RevertedTo string
+	// RevertError says why a revert was refused or did not finish; empty when it was not attempted or worked.
+	RevertError string
 }
 
 // The executor's surface (engine.go, run.go and their neighbours):

@@ -9,9 +9,10 @@ import (
 )
 
 // NewConfig returns a Config for one StatefulSet with the old Job's defaults: client port 2379, 30s
-// cool-down, 300s ready timeout, 60s health timeout, lazy leader placement, and a holder name unique to
-// this Config ("etcd-rollout@host/pid/random", see RunIdentity) so a refused second rollout can tell a
-// person where the first one runs, and a run never mistakes a dead predecessor's Lease for its own.
+// cool-down, 300s ready timeout, 60s health timeout, lazy leader placement; a member that fails on the new
+// revision is reverted (the Job left it down); and a holder name unique to this Config
+// ("etcd-rollout@host/pid/random", see RunIdentity) so a refused second rollout can tell a person where the
+// first one runs, and a run never mistakes a dead predecessor's Lease for its own.
 func NewConfig(sts, namespace, service string) Config {
 	return Config{
 		StatefulSet:   sts,
@@ -22,6 +23,7 @@ func NewConfig(sts, namespace, service string) Config {
 		ReadyTimeout:  DefaultReadyTimeout,
 		HealthTimeout: DefaultHealthTimeout,
 		LeaderPolicy:  LeaderLazy,
+		OnFailure:     FailureRevert,
 		Holder:        "etcd-rollout@" + RunIdentity(),
 	}
 }
@@ -74,6 +76,11 @@ func (c Config) Validate() error {
 	case LeaderLazy, LeaderJobLike:
 	default:
 		bad("leaderPolicy", "%q is not %q or %q", c.LeaderPolicy, LeaderLazy, LeaderJobLike)
+	}
+	switch c.OnFailure {
+	case FailureRevert, FailureStop, "":
+	default:
+		bad("onFailure", "%q is not %q or %q", c.OnFailure, FailureRevert, FailureStop)
 	}
 	if c.Holder == "" {
 		bad("holder", "is required (NewConfig fills it)")

@@ -25,6 +25,30 @@ type GateTimeoutError struct {
 	PassedAt time.Time
 }
 
+// RevertedError says a member failed its gates on the new revision and was brought back, healthy, on the
+// StatefulSet's current revision. It unwraps to the gate failure, so callers that branch on
+// *GateTimeoutError (the CLI's exit code 5) treat both alike.
+type RevertedError struct {
+	Pod string
+	// From is the revision that failed; To the one the member runs again.
+	From, To string
+	Cause    *GateTimeoutError
+}
+
+func (e *RevertedError) Error() string {
+	return fmt.Sprintf("reverted %s to %s: revision %s failed %s", e.Pod, e.To, e.From, e.Cause.failed())
+}
+
+func (e *RevertedError) Unwrap() error { return e.Cause }
+
+// failed is the gate failure without the pod's name, for sentences that already name it.
+func (e *GateTimeoutError) failed() string {
+	if !e.PassedAt.IsZero() {
+		return fmt.Sprintf("the %s gate (passed at %s, then did not stay healthy): %s", e.Gate, e.PassedAt.Format("15:04:05"), e.LastSeen)
+	}
+	return fmt.Sprintf("the %s gate (not passed within %s): %s", e.Gate, e.Timeout, e.LastSeen)
+}
+
 func (e *GateTimeoutError) Error() string {
 	if !e.PassedAt.IsZero() {
 		return fmt.Sprintf("%s passed the %s gate at %s but did not stay healthy (a crash loop?); last seen: %s",

@@ -46,6 +46,8 @@ type etcdAccess interface {
 	// LinearizableRead is a quorum read served through pod: it passes only when pod can reach a leader
 	// that can still commit, which is what "healthy" means for etcd.
 	LinearizableRead(ctx context.Context, pod string) error
+	// ClusterVersion is the version the cluster runs at, as pod reports it ("3.6.0").
+	ClusterVersion(ctx context.Context, pod string) (string, error)
 	// Forget closes every connection to the member. The engine calls it right before the member restarts:
 	// an etcd that still has client connections open can outlive its SIGTERM until the grace period ends
 	// and it is killed (seen with plain-HTTP members), which would slow every restart to the grace period.

@@ -15,8 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -42,6 +44,8 @@ type fakeEtcd struct {
 	crashStart            map[string]time.Time
 	elections             int
 	forgotten             []string
+	// clusterVersion is what /version says ("3.6.0"); empty: it does not answer.
+	clusterVersion string
 }
 
 func newFakeEtcd(n, leader int) *fakeEtcd {
@@ -111,6 +115,15 @@ func (f *fakeEtcd) LinearizableRead(_ context.Context, pod string) error {
 	return nil
 }
 
+func (f *fakeEtcd) ClusterVersion(_ context.Context, pod string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.isDown(pod) || f.clusterVersion == "" {
+		return "", fmt.Errorf("cluster version through %s: no answer", pod)
+	}
+	return f.clusterVersion, nil
+}
+
 func (f *fakeEtcd) Close() error { return nil }
 
 func (f *fakeEtcd) Forget(pod string) {
@@ -138,6 +151,8 @@ func (f *fakeEtcd) restart(pod string) {
 	}
 	if f.brokenAfterRestart[pod] {
 		f.down[pod] = true
+	} else {
+		delete(f.down, pod) // a member down on an older revision comes up on a working one
 	}
 	if f.crashLoopAfterRestart[pod] {
 		f.crashStart[pod] = time.Now()
@@ -179,6 +194,10 @@ type fakeCluster struct {
 	// restarted records pods in restart order.
 	mu        sync.Mutex
 	restarted []string
+	// deleted records pods deleted through the API, in order; images is the etcd image of each revision,
+	// for tests that give pods containers.
+	deleted []string
+	images  map[string]string
 }
 
 var stsGVR = appsv1.SchemeGroupVersion.WithResource("statefulsets")
@@ -216,6 +235,9 @@ func newFakeCluster(t *testing.T, n, leader int, updated ...int) *fakeCluster {
 		c.reconcile(action.(k8stesting.GetAction).GetName())
 		return false, nil, nil
 	})
+	c.kube.PrependReactor("delete", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, c.recreate(action.(k8stesting.DeleteActionImpl))
+	})
 	c.kube.PrependReactor("create", "events", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		ev := action.(k8stesting.CreateAction).GetObject().(*corev1.Event)
 		ev.Name = ev.GenerateName + strconv.Itoa(int(c.events.Add(1)))
@@ -241,11 +263,68 @@ func (c *fakeCluster) reconcile(pod string) {
 		return
 	}
 	p.Labels[appsv1.ControllerRevisionHashLabelKey] = sts.Status.UpdateRevision
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if img := c.images[sts.Status.UpdateRevision]; img != "" && len(p.Spec.Containers) > 0 {
+		p.Spec.Containers[0].Image = img
+	}
 	require.NoError(c.t, c.kube.Tracker().Update(podGVR, p, "db"))
 	c.etcd.restart(pod)
 	c.mu.Lock()
 	c.restarted = append(c.restarted, pod)
 	c.mu.Unlock()
+}
+
+// recreate is the controller's answer to a deleted pod: a new pod (new UID) at the update revision if its
+// ordinal is at or above the partition, else at the current revision. A member back at the current
+// revision is healthy again (what failed was the new revision); one at the update revision restarts as
+// reconcile does. A UID precondition that does not match is a conflict, as on a real API server.
+func (c *fakeCluster) recreate(del k8stesting.DeleteActionImpl) error {
+	obj, err := c.kube.Tracker().Get(stsGVR, "db", "etcd")
+	require.NoError(c.t, err)
+	sts := obj.(*appsv1.StatefulSet)
+	pobj, err := c.kube.Tracker().Get(podGVR, "db", del.Name)
+	if err != nil {
+		return err
+	}
+	p := pobj.(*corev1.Pod).DeepCopy()
+	if pre := del.DeleteOptions.Preconditions; pre != nil && pre.UID != nil && *pre.UID != p.UID {
+		return apierrors.NewConflict(podGVR.GroupResource(), del.Name, fmt.Errorf("UID precondition %s, pod has %s", *pre.UID, p.UID))
+	}
+	ordinal, _ := strconv.Atoi(strings.TrimPrefix(del.Name, "etcd-"))
+	rev := sts.Status.CurrentRevision
+	if ordinal >= int(*sts.Spec.UpdateStrategy.RollingUpdate.Partition) {
+		rev = sts.Status.UpdateRevision
+	}
+	c.mu.Lock()
+	c.deleted = append(c.deleted, del.Name)
+	p.UID = types.UID(fmt.Sprintf("pod-uid-%d", len(c.deleted)))
+	c.mu.Unlock()
+	p.Labels[appsv1.ControllerRevisionHashLabelKey] = rev
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if img := c.images[rev]; img != "" && len(p.Spec.Containers) > 0 {
+		p.Spec.Containers[0].Image = img
+	}
+	require.NoError(c.t, c.kube.Tracker().Update(podGVR, p, "db"))
+	if rev == sts.Status.CurrentRevision {
+		c.etcd.revive(del.Name)
+	} else {
+		c.etcd.restart(del.Name)
+	}
+	return nil
+}
+
+// revive brings a member back healthy: it was restarted onto a revision that works.
+func (f *fakeEtcd) revive(pod string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.down, pod)
+	delete(f.crashStart, pod)
+}
+
+func (c *fakeCluster) deletedPods() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.deleted...)
 }
 
 func (c *fakeCluster) partition() int {

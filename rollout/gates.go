@@ -32,12 +32,12 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 		if err := e.checkUnchanged(ctx, st, pod, want); err != nil {
 			return false, "", err
 		}
-		ok, seen := e.podAtRevision(ctx, pod, st.UpdateRevision, true)
+		ok, seen := e.podAtRevision(ctx, pod, want.podRevision(st), true)
 		return ok, seen, nil
 	}); err != nil {
 		return err
 	}
-	e.emit(Step{Kind: StepWaitMember, Ordinal: ordinal}, "%s is Ready at %s after %s; checking etcd health", pod, st.UpdateRevision, time.Since(since).Round(10*time.Millisecond))
+	e.emit(Step{Kind: StepWaitMember, Ordinal: ordinal}, "%s is Ready at %s after %s; checking etcd health", pod, want.podRevision(st), time.Since(since).Round(10*time.Millisecond))
 	stable := &stability{stableFor: e.stableFor}
 	return e.poll(ctx, pod, GateEtcdHealth, e.cfg.HealthTimeout, time.Now(), func(ctx context.Context) (bool, string, error) {
 		if err := e.checkUnchanged(ctx, st, pod, want); err != nil {
@@ -57,7 +57,7 @@ func (e *Engine) waitPodRecreated(ctx context.Context, st ClusterState, ordinal 
 		if err := e.checkUnchanged(ctx, st, pod, want); err != nil {
 			return false, "", err
 		}
-		ok, seen := e.podAtRevision(ctx, pod, st.UpdateRevision, false)
+		ok, seen := e.podAtRevision(ctx, pod, want.podRevision(st), false)
 		return ok, seen, nil
 	})
 }
@@ -66,6 +66,16 @@ func (e *Engine) waitPodRecreated(ctx context.Context, st ClusterState, ordinal 
 type expectedSpec struct {
 	Partition  int
 	Generation int64
+	// PodRevision is the revision the member's pod must reach: the update revision unless set (a revert
+	// waits for the current one).
+	PodRevision string
+}
+
+func (w expectedSpec) podRevision(st ClusterState) string {
+	if w.PodRevision != "" {
+		return w.PodRevision
+	}
+	return st.UpdateRevision
 }
 
 // checkUnchanged reads the StatefulSet and returns an ErrInterference error when its partition, generation

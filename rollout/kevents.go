@@ -17,12 +17,14 @@ const (
 	ReasonLeaderTransferred = "EtcdLeaderTransferred"
 	ReasonRolloutFailed     = "EtcdRolloutFailed"
 	ReasonRolloutDone       = "EtcdRolloutComplete"
+	ReasonMemberReverted    = "EtcdMemberReverted"
 )
 
 // record posts an Event on the StatefulSet, so `kubectl describe sts` tells the rollout's story next to
 // the controller's own. It is best effort: a rollout does not fail because an Event could not be written.
 func (e *Engine) record(ctx context.Context, uid, eventType, reason, message string) {
 	now := metav1.NewTime(time.Now())
+	e.status.observeOutcome(now.Time, eventType, reason, message)
 	ev := &corev1.Event{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: e.cfg.StatefulSet + ".", Namespace: e.cfg.Namespace},
 		InvolvedObject: corev1.ObjectReference{APIVersion: "apps/v1", Kind: "StatefulSet", Namespace: e.cfg.Namespace,

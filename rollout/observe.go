@@ -118,7 +118,7 @@ func (e *Engine) observeMember(ctx context.Context, ordinal int) MemberState {
 		m.Problem = "reading pod: " + err.Error()
 		return m
 	}
-	m.PodExists = true
+	m.PodExists, m.PodUID = true, string(pod.UID)
 	m.Revision = pod.Labels[appsv1.ControllerRevisionHashLabelKey]
 	m.Ready, m.ReadySince = podReady(pod), readySince(pod)
 	if c := EtcdContainer(pod.Spec.Containers); c != nil {

@@ -75,7 +75,14 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 	}
 	if needsRoll[work[0]] {
 		if err := checkQuorum(s, work[0]); err != nil {
-			return p, err
+			k := reviveFirst(s, work, needsRoll)
+			if k < 0 {
+				return p, err
+			}
+			// A member down on an older revision below the next one to roll is what blocks quorum: bring it
+			// back at the current revision first (it is out already, so that costs nothing), then roll as usual.
+			p.Steps = append(p.Steps, Step{Kind: StepRecreate, Ordinal: k})
+			s = withHealthy(s, k)
 		}
 	}
 
@@ -107,7 +114,7 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 				}
 				transfer(to)
 			}
-			p.Steps = append(p.Steps, Step{Kind: StepLowerPartition, Ordinal: i})
+			p.Steps = append(p.Steps, Step{Kind: StepLowerPartition, Ordinal: i, AlreadyDown: !s.Members[i].Healthy})
 			p.Roll = append(p.Roll, i)
 		} else {
 			p.Wait = append(p.Wait, i)
@@ -116,7 +123,54 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 		updated[i] = true
 	}
 	p.Steps = append(p.Steps, Step{Kind: StepRelock, Ordinal: s.Replicas})
+	p.VersionMove = versionMove(s, p.Roll)
 	return p, nil
+}
+
+// reviveFirst picks the member to bring back before anything else when the next member to roll would cost
+// quorum: one that is down on a revision that is neither the current nor the update one (left there by a run
+// that stopped on a broken template, or a template applied without the rollout), and whose return alone
+// would restore it. -1 when there is none. A member down on the current revision may be on its way back
+// (a slow start, a node reboot); it is waited for, not restarted.
+func reviveFirst(s ClusterState, work []int, needsRoll map[int]bool) int {
+	for _, k := range work[1:] {
+		m := s.Members[k]
+		stale := m.Revision != s.CurrentRevision && m.Revision != s.UpdateRevision
+		if needsRoll[k] && stale && !m.Healthy && s.CurrentRevision != "" && checkQuorum(withHealthy(s, k), work[0]) == nil {
+			return k
+		}
+	}
+	return -1
+}
+
+// withHealthy is s as it will be once member k is back: what the rest of the plan is made from.
+func withHealthy(s ClusterState, k int) ClusterState {
+	s.Members = append([]MemberState(nil), s.Members...)
+	s.Members[k].Healthy = true
+	return s
+}
+
+// versionMove says whether rolling changes etcd's minor version, read from the image tags (a member's own
+// version is not known while it is down), and which member's restart is the point of no return: once the
+// last member on the old minor runs the new one, etcd raises the cluster version, and a member of the old
+// minor can no longer rejoin.
+func versionMove(s ClusterState, roll []int) *VersionMove {
+	to, ok := ImageVersion(s.TemplateImage)
+	if !ok {
+		return nil
+	}
+	var move *VersionMove
+	for _, i := range roll {
+		from, ok := ImageVersion(s.Members[i].Image)
+		if !ok || (from.Major == to.Major && from.Minor == to.Minor) {
+			continue
+		}
+		if move == nil {
+			move = &VersionMove{From: from, To: to}
+		}
+		move.After = i
+	}
+	return move
 }
 
 // checkPodsExist holds the plan while a member's pod does not exist: the controller creates it on its own (a

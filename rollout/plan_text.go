@@ -24,6 +24,11 @@ func (p Plan) String() string {
 	if p.hasLock() {
 		parts = append(parts, "re-lock the partition first")
 	}
+	for _, st := range p.Steps {
+		if st.Kind == StepRecreate {
+			parts = append(parts, fmt.Sprintf("bring back %s (down on an older revision) at the current revision first", p.name(st.Ordinal)))
+		}
+	}
 	if len(p.Roll) > 0 {
 		parts = append(parts, fmt.Sprintf("roll %s to revision %s", p.names(p.Roll), p.UpdateRevision))
 	}
@@ -52,6 +57,10 @@ func (p Plan) String() string {
 		parts = append(parts, "move leader "+strings.Join(moves, ", "))
 	}
 	parts = append(parts, plural(p.Transfers, "leader transfer", "leader transfers"))
+	if v := p.VersionMove; v != nil {
+		parts = append(parts, fmt.Sprintf("cluster version %d.%d → %d.%d once %s is rolled (the point of no return: a member that fails after it is fixed forward, not reverted)",
+			v.From.Major, v.From.Minor, v.To.Major, v.To.Minor, p.name(v.After)))
+	}
 	return strings.Join(parts, "; ")
 }
 
@@ -72,7 +81,16 @@ func (p Plan) describe(st Step) string {
 	case StepTransferLeader:
 		return fmt.Sprintf("move the Raft leader %s → %s", p.name(st.From), p.name(st.To))
 	case StepLowerPartition:
-		return fmt.Sprintf("lower partition to %d: the StatefulSet controller recreates %s", st.Ordinal, p.name(st.Ordinal))
+		line := fmt.Sprintf("lower partition to %d: the StatefulSet controller recreates %s", st.Ordinal, p.name(st.Ordinal))
+		if st.AlreadyDown {
+			line += " (already down: costs no quorum; its pod is deleted if the controller does not replace it)"
+		}
+		if v := p.VersionMove; v != nil && v.After == st.Ordinal {
+			line += fmt.Sprintf(" — point of no return: the cluster version moves to %d.%d after it", v.To.Major, v.To.Minor)
+		}
+		return line
+	case StepRecreate:
+		return fmt.Sprintf("bring back %s: delete its pod with the partition locked, so it returns at the current revision (it is down already: costs no quorum)", p.name(st.Ordinal))
 	case StepWaitMember:
 		return fmt.Sprintf("wait for %s: at %s and Ready, then etcd healthy, voting and caught up", p.name(st.Ordinal), p.UpdateRevision)
 	case StepCooldown:

@@ -35,7 +35,7 @@ func (e *Engine) Run(ctx context.Context) (res Result, err error) {
 	defer cancel(nil)
 	stopRenew := e.lease.keepRenewed(runCtx, cancel)
 
-	r := &run{e: e, res: &res, lease: lease, passed: map[int]time.Time{}}
+	r := &run{e: e, res: &res, lease: lease, passed: map[int]time.Time{}, rolledFrom: map[int]string{}}
 	defer func() {
 		p := recover()
 		if p != nil {
@@ -51,7 +51,12 @@ func (e *Engine) Run(ctx context.Context) (res Result, err error) {
 			}
 		}
 		var gate *GateTimeoutError
-		if err != nil && ctx.Err() == nil && relocked && r.touched && errors.As(err, &gate) {
+		var reverted *RevertedError
+		switch {
+		case err == nil || ctx.Err() != nil || !relocked || !r.touched:
+		case errors.As(err, &reverted):
+			err = fmt.Errorf("%w; %s is healthy on %s again and the partition is locked, so no other member restarts: fix the template (the pod's events and logs from the failed start say why) and run again", err, reverted.Pod, reverted.To)
+		case errors.As(err, &gate):
 			err = fmt.Errorf("%w; the partition is locked again, so no other member restarts: look at %s (its events and logs), fix the template or the member, and run again", err, gate.Pod)
 		}
 		if err != nil && ctx.Err() != nil && relocked {
@@ -101,6 +106,8 @@ type run struct {
 	// passed is when each member this run restarted or waited for passed its gates: such a member that is
 	// unhealthy again did not stay up on the new revision, and the run stops instead of waiting for it anew.
 	passed map[int]time.Time
+	// rolledFrom is the image each member ran before this run restarted it: what a revert goes back to.
+	rolledFrom map[int]string
 	// planned is set once the plan has been reported.
 	planned      bool
 	cooldownDue  bool
@@ -141,13 +148,16 @@ func (r *run) execute(ctx context.Context) error {
 		}
 		again, err := r.coolDown(ctx)
 		if err != nil {
-			return err
+			return r.onMemberFailure(ctx, err)
 		}
 		if again {
 			continue // the cluster may have moved while we waited: look again
 		}
 		if err := r.step(ctx, st, plan.Steps[0]); err != nil {
-			return err
+			if plan.Steps[0].Kind == StepRecreate {
+				return err // a member brought back at the current revision is not a failure of the new one
+			}
+			return r.onMemberFailure(ctx, err)
 		}
 	}
 	r.finish(ctx)
@@ -339,6 +349,8 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 			return err
 		}
 		r.cooldownDue, r.retries = true, 0
+	case StepRecreate:
+		return r.recreate(ctx, st, step.Ordinal)
 	case StepWaitMember:
 		pod := st.Members[step.Ordinal].Pod
 		if at, ok := r.passed[step.Ordinal]; ok && !st.Members[step.Ordinal].Reachable {
@@ -388,11 +400,20 @@ func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) error 
 	}
 	e.etcd.Forget(pod)
 	r.touched, r.disrupted = true, true
+	r.rolledFrom[step.Ordinal] = st.Members[step.Ordinal].Image
 	gen, err := e.setPartition(ctx, step.Ordinal)
 	if err != nil {
 		return fmt.Errorf("rolling %s: %w", pod, err)
 	}
 	r.gen = gen
+	if step.AlreadyDown {
+		// Down on an older revision, it costs no quorum to restart; but under OrderedReady the controller
+		// never replaces a pod that is not Ready (kubernetes#67250), so the engine deletes it.
+		e.emit(step, "%s is already down: deleting its pod so the controller recreates it at %s", pod, st.UpdateRevision)
+		if err := e.deleteMemberPod(ctx, pod, st.Members[step.Ordinal].PodUID); err != nil {
+			return fmt.Errorf("rolling %s: %w", pod, err)
+		}
+	}
 	e.emit(Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, "partition lowered to %d; waiting for the controller to recreate %s at %s", step.Ordinal, pod, st.UpdateRevision)
 	if err := e.waitPodRecreated(ctx, st, step.Ordinal, expectedSpec{Partition: step.Ordinal, Generation: gen}, start); err != nil {
 		return fmt.Errorf("rolling %s: %w", pod, err)

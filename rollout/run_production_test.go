@@ -226,7 +226,7 @@ func TestRunStopsAtACrashLoopingMember(t *testing.T) {
 			c.etcd.crashLoopAfterRestart["etcd-2"] = true
 			c.etcd.crashUp, c.etcd.crashDown = tt.up, tt.down
 			res, err := c.engine(t, func(cfg *Config, o *Options) {
-				cfg.HealthTimeout, cfg.Cooldown = time.Second, tt.cooldown
+				cfg.HealthTimeout, cfg.Cooldown, cfg.OnFailure = time.Second, tt.cooldown, FailureStop
 				o.StableFor = 100 * time.Millisecond
 			}).Run(context.Background())
 			var gate *GateTimeoutError

@@ -99,7 +99,9 @@ func TestRunRefusesWhenQuorumWouldBeLost(t *testing.T) {
 func TestRunTimeoutNamesTheMemberAndTouchesNoOther(t *testing.T) {
 	c := newFakeCluster(t, 3, 0)
 	c.etcd.brokenAfterRestart["etcd-2"] = true
-	res, err := c.engine(t, func(cfg *Config, _ *Options) { cfg.HealthTimeout = 300 * time.Millisecond }).Run(context.Background())
+	res, err := c.engine(t, func(cfg *Config, _ *Options) {
+		cfg.HealthTimeout, cfg.OnFailure = 300*time.Millisecond, FailureStop
+	}).Run(context.Background())
 	var gate *GateTimeoutError
 	require.ErrorAs(t, err, &gate)
 	assert.Equal(t, "etcd-2", gate.Pod)

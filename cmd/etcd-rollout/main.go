@@ -25,7 +25,7 @@ const (
 	exitUsage       = 2   // bad flags or input; nothing was touched
 	exitBlocked     = 3   // the cluster's state does not allow a rollout (quorum, leader, learners...); nothing was changed
 	exitLocked      = 4   // another rollout holds the StatefulSet's lease
-	exitTimeout     = 5   // a member did not pass its gate in time; the partition was re-locked
+	exitTimeout     = 5   // a member did not pass its gate in time (and was reverted, unless --on-failure=stop); the partition was re-locked
 	exitInterfered  = 6   // someone else changed the StatefulSet (partition/template) before or during the run
 	exitInterrupted = 130 // Ctrl-C or SIGTERM; the partition was re-locked
 )
@@ -36,7 +36,8 @@ const exitCodesHelp = `Exit codes:
   2    bad flags or input; nothing was touched
   3    blocked: the cluster's state does not allow a rollout (quorum, no leader, learners); nothing changed
   4    another rollout holds the StatefulSet's lease (the error names the holder)
-  5    a member did not pass a gate in time (the error names member, gate and what was last seen)
+  5    a member did not pass a gate in time (the error names member, gate and what was last seen); with
+       --on-failure=revert (the default) it was brought back on the old revision: "reverted etcd-2 to ..."
   6    someone else changed the StatefulSet's partition or template before or during the run
   130  interrupted (Ctrl-C); the partition was re-locked`
 

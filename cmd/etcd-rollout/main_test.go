@@ -27,6 +27,7 @@ func TestExitCodes(t *testing.T) {
 		{"blocked", context.Background(), fmt.Errorf("rolling db/etcd: %w: no leader", rollout.ErrBlocked), 3},
 		{"locked", context.Background(), fmt.Errorf("x: %w", &rollout.LockedError{Holder: "ci"}), 4},
 		{"gate timeout", context.Background(), fmt.Errorf("rolling etcd-2: %w", &rollout.GateTimeoutError{Pod: "etcd-2"}), 5},
+		{"member reverted", context.Background(), &rollout.RevertedError{Pod: "etcd-2", Cause: &rollout.GateTimeoutError{Pod: "etcd-2"}}, 5},
 		{"interference", context.Background(), fmt.Errorf("%w during the rollout", rollout.ErrInterference), 6},
 		{"interrupted wins over the error it caused", cancelled, fmt.Errorf("waiting: %w", context.Canceled), 130},
 		{"anything else", context.Background(), errors.New("moving leader: etcdserver: bad leader transferee"), 1},

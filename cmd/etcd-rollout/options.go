@@ -21,7 +21,7 @@ type options struct {
 	clientPort                                       int
 	caFile, certFile, keyFile                        string
 	cooldown, readyTimeout, healthTimeout            time.Duration
-	leaderPolicy                                     string
+	leaderPolicy, onFailure                          string
 	direct                                           bool
 	leaseDuration                                    time.Duration
 }
@@ -41,6 +41,7 @@ func (o *options) bind(cmd *cobra.Command) {
 	f.DurationVar(&o.readyTimeout, "ready-timeout", rollout.DefaultReadyTimeout, "per member: limit for the pod to be at updateRevision and Ready")
 	f.DurationVar(&o.healthTimeout, "health-timeout", rollout.DefaultHealthTimeout, "per member: limit for etcd to call it healthy and caught up")
 	f.StringVar(&o.leaderPolicy, "leader-policy", string(rollout.LeaderLazy), `where the leader goes before a member restarts: "lazy" (fewest transfers) or "job-like" (the old Job's: to member 0, then to N-1)`)
+	f.StringVar(&o.onFailure, "on-failure", string(rollout.FailureRevert), `what happens to a member that fails its gates on the new revision: "revert" (delete its pod with the partition locked, so it comes back on the old revision, then fail) or "stop" (leave it for a person)`)
 	f.DurationVar(&o.leaseDuration, "lease-duration", 15*time.Second, "how long the rollout lease stays valid without renewal: after a run is killed, the next one waits this long")
 	f.BoolVar(&o.direct, "direct", false, "reach members at <pod>.<service>.<namespace>.svc instead of port-forwarding (inside the cluster)")
 }
@@ -80,6 +81,7 @@ func (o *options) engine(ctx context.Context, onEvent func(rollout.Event)) (*rol
 	cfg.ClientPort = o.clientPort
 	cfg.Cooldown, cfg.ReadyTimeout, cfg.HealthTimeout = o.cooldown, o.readyTimeout, o.healthTimeout
 	cfg.LeaderPolicy = rollout.LeaderPolicy(o.leaderPolicy)
+	cfg.OnFailure = rollout.FailurePolicy(o.onFailure)
 	if o.caFile != "" || o.certFile != "" || o.keyFile != "" {
 		cfg.TLS = &rollout.TLSFiles{CAFile: o.caFile, CertFile: o.certFile, KeyFile: o.keyFile}
 	}

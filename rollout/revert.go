@@ -1,0 +1,183 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// onMemberFailure is where a member that did not pass its gates on the new revision ends up: the failure is
+// recorded in the Result (the next preview names it), and unless the policy is FailureStop the member is
+// reverted, so the cluster is back on N healthy members rather than left on N-1 until a person acts. Other
+// errors, and any error once the caller has given up, pass through unchanged.
+func (r *run) onMemberFailure(ctx context.Context, err error) error {
+	var gate *GateTimeoutError
+	if !errors.As(err, &gate) || ctx.Err() != nil {
+		return err
+	}
+	e := r.e
+	ordinal, ok := ordinalOf(e.cfg.StatefulSet, gate.Pod)
+	if !ok {
+		return err
+	}
+	failure := &Failure{Pod: gate.Pod, Revision: r.startRev, Gate: gate.Gate, LastSeen: gate.LastSeen, At: time.Now()}
+	r.res.Failure = failure
+	if e.cfg.OnFailure == FailureStop {
+		return err
+	}
+	to, rerr := r.revert(ctx, ordinal)
+	if rerr != nil {
+		failure.RevertError = rerr.Error()
+		return fmt.Errorf("%w; %s was not reverted: %w", err, gate.Pod, rerr)
+	}
+	failure.RevertedTo = to
+	reverted := &RevertedError{Pod: gate.Pod, From: r.startRev, To: to, Cause: gate}
+	e.emit(Step{Kind: StepRecreate, Ordinal: ordinal}, "%v", reverted)
+	e.record(ctx, r.uid, corev1.EventTypeWarning, ReasonMemberReverted, truncate(reverted.Error(), 1000))
+	return reverted
+}
+
+// revert brings a member that failed on the new revision back on the StatefulSet's current revision: with
+// the partition locked at replicas, a deleted pod is recreated at currentRevision (pods below the partition
+// always are). It never touches another member, and it refuses what etcd would refuse: a member going back
+// to an older minor version once the cluster version has moved past it (checkPointOfNoReturn).
+func (r *run) revert(ctx context.Context, ordinal int) (string, error) {
+	e := r.e
+	st, err := e.Observe(ctx)
+	if err != nil {
+		return "", fmt.Errorf("observing before the revert: %w", err)
+	}
+	if st.Partition < st.Replicas {
+		if err := r.lock(ctx, st.Replicas); err != nil {
+			return "", fmt.Errorf("locking the partition before the revert: %w", err)
+		}
+		if st, err = e.Observe(ctx); err != nil {
+			return "", fmt.Errorf("observing before the revert: %w", err)
+		}
+	}
+	m, to := st.Members[ordinal], st.CurrentRevision
+	if to == "" || to == st.UpdateRevision {
+		return "", fmt.Errorf("the StatefulSet has no older revision to go back to (currentRevision %q)", to)
+	}
+	if err := e.checkPointOfNoReturn(ctx, st, ordinal, r.imageBefore(st, ordinal)); err != nil {
+		return "", err
+	}
+	if m.PodExists && m.Revision != to {
+		moveTo, err := revertSafety(st, ordinal)
+		if err != nil {
+			return "", err
+		}
+		if moveTo >= 0 {
+			if err := e.transferLeader(ctx, st, Step{Kind: StepTransferLeader, From: ordinal, To: moveTo}); err != nil {
+				return "", fmt.Errorf("moving the leader off %s before reverting it: %w", m.Pod, err)
+			}
+			r.res.LeaderTransfers++
+		}
+		e.emit(Step{Kind: StepRecreate, Ordinal: ordinal}, "reverting %s: deleting its pod (revision %s) with the partition locked; the controller recreates it at %s", m.Pod, m.Revision, to)
+		e.etcd.Forget(m.Pod)
+		if err := e.deleteMemberPod(ctx, m.Pod, m.PodUID); err != nil {
+			return "", err
+		}
+	}
+	want := expectedSpec{Partition: st.Replicas, Generation: r.gen, PodRevision: to}
+	if err := e.waitMember(ctx, st, ordinal, want, time.Now()); err != nil {
+		return "", fmt.Errorf("waiting for %s to pass its gates again at %s: %w", m.Pod, to, err)
+	}
+	return to, nil
+}
+
+// revertSafety says whether the failed member's pod may be deleted now, and where the leader must go first
+// (-1: nowhere). A member that does not answer is already out of the cluster: deleting its pod takes nothing
+// from the quorum the others keep, which is why a revert normally needs no precheck. One that answers at
+// this moment (a crash loop between two crashes) counts like any roll: the others must keep a quorum
+// without it, and it must not lead.
+func revertSafety(st ClusterState, ordinal int) (moveLeaderTo int, err error) {
+	m := st.Members[ordinal]
+	if !m.Healthy {
+		return -1, nil
+	}
+	if err := checkQuorum(st, ordinal); err != nil {
+		return -1, fmt.Errorf("not reverting %s while it answers: %w", m.Pod, err)
+	}
+	if !m.IsLeader {
+		return -1, nil
+	}
+	for i, other := range st.Members {
+		if i != ordinal && other.Healthy {
+			return i, nil
+		}
+	}
+	return -1, fmt.Errorf("not reverting %s: it leads and no other member is healthy to take over", m.Pod)
+}
+
+// recreate is the StepRecreate of a plan: a member down on an older revision blocks the quorum the next roll
+// needs, so it is brought back at the current revision first. It is out already; deleting its pod costs
+// nothing.
+func (r *run) recreate(ctx context.Context, st ClusterState, ordinal int) error {
+	e, m := r.e, st.Members[ordinal]
+	if st.Partition < st.Replicas || st.CurrentRevision == "" {
+		return fmt.Errorf("internal: bringing back %s needs the partition locked (at %d) and a current revision (%q)", m.Pod, st.Partition, st.CurrentRevision)
+	}
+	r.disrupted = true
+	e.emit(Step{Kind: StepRecreate, Ordinal: ordinal}, "%s is down on revision %s: deleting its pod with the partition locked, so it comes back at %s before the roll", m.Pod, m.Revision, st.CurrentRevision)
+	e.etcd.Forget(m.Pod)
+	if err := e.deleteMemberPod(ctx, m.Pod, m.PodUID); err != nil {
+		return err
+	}
+	want := expectedSpec{Partition: st.Replicas, Generation: r.gen, PodRevision: st.CurrentRevision}
+	if err := e.waitMember(ctx, st, ordinal, want, time.Now()); err != nil {
+		return fmt.Errorf("bringing back %s at %s: %w", m.Pod, st.CurrentRevision, err)
+	}
+	e.emit(Step{Kind: StepRecreate, Ordinal: ordinal}, "%s is back and healthy at %s", m.Pod, st.CurrentRevision)
+	r.cooldownDue = true
+	return nil
+}
+
+// deleteMemberPod deletes the pod the observation saw, and only that one (a UID precondition): a pod the
+// controller has already replaced is left alone. Gone already is fine.
+func (e *Engine) deleteMemberPod(ctx context.Context, pod, uid string) error {
+	opts := metav1.DeleteOptions{}
+	if uid != "" {
+		u := types.UID(uid)
+		opts.Preconditions = &metav1.Preconditions{UID: &u}
+	}
+	err := withAPIRetry(ctx, func(ctx context.Context) error {
+		return e.kube.CoreV1().Pods(e.cfg.Namespace).Delete(ctx, pod, opts)
+	})
+	if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return fmt.Errorf("deleting pod %s/%s: %w", e.cfg.Namespace, pod, err)
+}
+
+// imageBefore is the image the member ran before this rollout touched it: recorded when this run restarted
+// it, else what the members still at the current revision run.
+func (r *run) imageBefore(st ClusterState, ordinal int) string {
+	if img := r.rolledFrom[ordinal]; img != "" {
+		return img
+	}
+	for _, m := range st.Members {
+		if m.Ordinal != ordinal && m.Revision == st.CurrentRevision && m.Image != "" {
+			return m.Image
+		}
+	}
+	return ""
+}
+
+// ordinalOf reads the ordinal from a member pod's name.
+func ordinalOf(sts, pod string) (int, bool) {
+	rest, ok := strings.CutPrefix(pod, sts+"-")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	return n, err == nil && n >= 0
+}

@@ -1,0 +1,268 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// A member that fails on the new revision is brought back on the old one, every other member untouched, and
+// the run fails naming the member, the revision and the gate.
+func TestRunRevertsAMemberThatFailsOnTheNewRevision(t *testing.T) {
+	tests := []struct {
+		name     string
+		setup    func(*fakeEtcd)
+		cooldown time.Duration
+		want     string
+	}{
+		{name: "never answers", setup: func(f *fakeEtcd) { f.brokenAfterRestart["etcd-2"] = true },
+			want: "revision etcd-new failed the etcd health gate (not passed within 300ms): "},
+		{name: "crash loop never stable", setup: func(f *fakeEtcd) {
+			f.crashLoopAfterRestart["etcd-2"] = true
+			f.crashUp, f.crashDown = 30*time.Millisecond, 30*time.Millisecond
+		}, want: "revision etcd-new failed the etcd health gate (not passed within 300ms): "},
+		{name: "passes, then dies during the cool-down", setup: func(f *fakeEtcd) {
+			f.crashLoopAfterRestart["etcd-2"] = true
+			f.crashUp, f.crashDown = 150*time.Millisecond, time.Hour
+		}, cooldown: time.Second, want: "revision etcd-new failed the etcd health gate (passed at "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newFakeCluster(t, 3, 0)
+			tt.setup(c.etcd)
+			res, err := c.engine(t, func(cfg *Config, o *Options) {
+				cfg.HealthTimeout, cfg.Cooldown = 300*time.Millisecond, tt.cooldown
+				o.StableFor = 100 * time.Millisecond
+			}).Run(context.Background())
+
+			var reverted *RevertedError
+			require.ErrorAs(t, err, &reverted)
+			var gate *GateTimeoutError
+			require.ErrorAs(t, err, &gate, "a revert is still a gate failure (CLI exit code 5)")
+			assert.Contains(t, err.Error(), "reverted etcd-2 to etcd-old: "+tt.want)
+			assert.Contains(t, err.Error(), "etcd-2 is healthy on etcd-old again and the partition is locked")
+			assert.Equal(t, []string{oldRev, oldRev, oldRev}, c.revisions(), "etcd-2 back on the old revision, the others untouched")
+			assert.Equal(t, []string{"etcd-2"}, c.deletedPods(), "only the failed member's pod is deleted")
+			assert.Equal(t, 3, c.partition())
+			assert.Zero(t, c.etcd.elections)
+			require.NotNil(t, res.Failure)
+			assert.Equal(t, "etcd-2", res.Failure.Pod)
+			assert.Equal(t, newRev, res.Failure.Revision)
+			assert.Equal(t, oldRev, res.Failure.RevertedTo)
+			assert.Equal(t, GateEtcdHealth, res.Failure.Gate)
+			assert.Equal(t, 1, c.eventReasons()[ReasonMemberReverted])
+		})
+	}
+}
+
+func TestRunWithOnFailureStopRecordsTheFailureAndRevertsNothing(t *testing.T) {
+	c := newFakeCluster(t, 3, 0)
+	c.etcd.brokenAfterRestart["etcd-2"] = true
+	res, err := c.engine(t, func(cfg *Config, _ *Options) {
+		cfg.HealthTimeout, cfg.OnFailure = 300*time.Millisecond, FailureStop
+	}).Run(context.Background())
+	var reverted *RevertedError
+	require.Error(t, err)
+	assert.False(t, errors.As(err, &reverted))
+	assert.Equal(t, []string{oldRev, oldRev, newRev}, c.revisions())
+	assert.Empty(t, c.deletedPods())
+	require.NotNil(t, res.Failure)
+	assert.Equal(t, "etcd-2", res.Failure.Pod)
+	assert.Empty(t, res.Failure.RevertedTo)
+}
+
+func TestRevertSafety(t *testing.T) {
+	down := func(s ClusterState, i int) ClusterState {
+		s.Members[i].Healthy, s.Members[i].Reachable, s.Members[i].IsLeader = false, false, false
+		return s
+	}
+	tests := []struct {
+		name     string
+		state    ClusterState
+		ordinal  int
+		wantMove int
+		wantErr  string
+	}{
+		{name: "a member that does not answer is already out: no precheck", state: down(down(healthyState(3, 0), 2), 1), ordinal: 2, wantMove: -1},
+		{name: "answering follower, the others keep quorum", state: healthyState(3, 0), ordinal: 2, wantMove: -1},
+		{name: "answering leader: the leader moves first", state: healthyState(3, 2), ordinal: 2, wantMove: 0},
+		{name: "answering, and the others alone would lose quorum", state: down(healthyState(3, 0), 1), ordinal: 2,
+			wantErr: "not reverting etcd-2 while it answers"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			move, err := revertSafety(tt.state, tt.ordinal)
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				require.ErrorIs(t, err, ErrBlocked)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantMove, move)
+		})
+	}
+}
+
+// The last member of a minor-version upgrade fails: a revert is allowed only while etcd's cluster version is
+// still the old minor; past that point (or when nobody can say) it is refused, and the member is left for a
+// fix forward.
+func TestRevertAtThePointOfNoReturn(t *testing.T) {
+	tests := []struct {
+		name           string
+		oldImage       string
+		clusterVersion string
+		wantReverted   bool
+		want           string
+	}{
+		{name: "cluster version moved", oldImage: "etcd:v3.5.35", clusterVersion: "3.6.0",
+			want: "past the point of no return: the cluster version is already 3.6"},
+		{name: "cluster version unreadable", oldImage: "etcd:v3.5.35",
+			want: "the cluster version cannot be read to confirm it is still 3.5.35"},
+		{name: "cluster version still the old minor", oldImage: "etcd:v3.5.35", clusterVersion: "3.5.0", wantReverted: true},
+		{name: "a patch change never moves the cluster version", oldImage: "etcd:v3.6.7", wantReverted: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newFakeCluster(t, 3, 1, 1, 2)
+			c.withImages(t, map[string]string{oldRev: tt.oldImage, newRev: "etcd:v3.6.8"})
+			c.etcd.brokenAfterRestart["etcd-0"] = true
+			c.etcd.clusterVersion = tt.clusterVersion
+			res, err := c.engine(t, func(cfg *Config, _ *Options) { cfg.HealthTimeout = 300 * time.Millisecond }).Run(context.Background())
+			require.Error(t, err)
+			require.NotNil(t, res.Failure)
+			assert.Equal(t, 3, c.partition())
+			if tt.wantReverted {
+				var reverted *RevertedError
+				require.ErrorAs(t, err, &reverted)
+				assert.Equal(t, []string{oldRev, newRev, newRev}, c.revisions())
+				return
+			}
+			require.ErrorIs(t, err, ErrPointOfNoReturn)
+			assert.Contains(t, err.Error(), tt.want)
+			assert.Contains(t, err.Error(), "etcd-0 was not reverted")
+			assert.Equal(t, []string{newRev, newRev, newRev}, c.revisions(), "left for a fix forward")
+			assert.Empty(t, c.deletedPods())
+			assert.Contains(t, res.Failure.RevertError, "point of no return")
+		})
+	}
+}
+
+// A member left down on a broken revision (a run with onFailure stop, a template applied without the
+// rollout) does not block the fixed template: it goes first when it is next in order (its pod deleted, as
+// OrderedReady never replaces a pod that is not Ready), or is brought back at the current revision first when
+// it is below a member that still has to roll.
+func TestRunFixesForwardAMemberLeftDown(t *testing.T) {
+	tests := []struct {
+		name        string
+		stuck       int
+		wantDeleted []string
+	}{
+		{name: "stuck member is next in order", stuck: 2, wantDeleted: []string{"etcd-2"}},
+		{name: "stuck member below one still to roll", stuck: 1, wantDeleted: []string{"etcd-1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newFakeCluster(t, 3, 0)
+			c.setPodRevision(t, tt.stuck, "etcd-broken")
+			c.etcd.stop(podName("etcd", tt.stuck))
+			var plan []string
+			res, err := c.engine(t, func(_ *Config, o *Options) {
+				o.OnEvent = func(ev Event) {
+					if len(plan) == 0 && len(ev.Message) > 6 && ev.Message[:6] == "plan: " {
+						plan = append(plan, ev.Message)
+					}
+				}
+			}).Run(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, []string{newRev, newRev, newRev}, c.revisions())
+			assert.Equal(t, tt.wantDeleted, c.deletedPods())
+			assert.Equal(t, 3, c.partition())
+			assert.Zero(t, c.etcd.elections, "no quorum lost, no election")
+			assert.Len(t, res.MembersRolled, 3)
+			require.Len(t, plan, 1)
+			if tt.stuck == 1 {
+				assert.Contains(t, plan[0], "bring back etcd-1 (down on an older revision) at the current revision first")
+			}
+		})
+	}
+}
+
+func TestPlanFixForward(t *testing.T) {
+	downOn := func(s ClusterState, i int, rev string) ClusterState {
+		s.Members[i].Healthy, s.Members[i].Reachable, s.Members[i].IsLeader, s.Members[i].Revision = false, false, false, rev
+		return s
+	}
+	t.Run("next in order and down: rolled first, marked already down", func(t *testing.T) {
+		p, err := PlanRollout(downOn(healthyState(3, 0), 2, "etcd-broken"), LeaderLazy)
+		require.NoError(t, err)
+		require.Equal(t, StepLowerPartition, p.Steps[0].Kind)
+		assert.Equal(t, Step{Kind: StepLowerPartition, Ordinal: 2, AlreadyDown: true}, p.Steps[0])
+		assert.Contains(t, p.Detail(), "already down: costs no quorum")
+	})
+	t.Run("below the next one: brought back first", func(t *testing.T) {
+		p, err := PlanRollout(downOn(healthyState(3, 0), 1, "etcd-broken"), LeaderLazy)
+		require.NoError(t, err)
+		assert.Equal(t, Step{Kind: StepRecreate, Ordinal: 1}, p.Steps[0])
+		assert.Equal(t, []int{2, 1, 0}, p.Roll)
+	})
+	t.Run("two of five down below the next one: brought back one at a time", func(t *testing.T) {
+		p, err := PlanRollout(downOn(downOn(healthyState(5, 0), 3, "etcd-broken"), 1, "etcd-broken"), LeaderLazy)
+		require.NoError(t, err)
+		assert.Equal(t, Step{Kind: StepRecreate, Ordinal: 3}, p.Steps[0])
+	})
+	t.Run("down at the update revision is waited for, not brought back", func(t *testing.T) {
+		_, err := PlanRollout(downOn(healthyState(3, 0, 1), 1, newRev), LeaderLazy)
+		require.ErrorIs(t, err, ErrBlocked)
+	})
+}
+
+func TestPlanMarksThePointOfNoReturn(t *testing.T) {
+	s := healthyState(3, 1)
+	s.TemplateImage = "registry.k8s.io/etcd:3.6.8-0"
+	for i := range s.Members {
+		s.Members[i].Image = "registry.k8s.io/etcd:3.5.35-0"
+	}
+	p, err := PlanRollout(s, LeaderLazy)
+	require.NoError(t, err)
+	require.NotNil(t, p.VersionMove)
+	assert.Equal(t, 0, p.VersionMove.After)
+	assert.Contains(t, p.String(), "cluster version 3.5 → 3.6 once etcd-0 is rolled (the point of no return")
+	assert.Contains(t, p.Detail(), "recreates etcd-0 — point of no return")
+
+	s.TemplateImage = "registry.k8s.io/etcd:3.5.36-0"
+	p, err = PlanRollout(s, LeaderLazy)
+	require.NoError(t, err)
+	assert.Nil(t, p.VersionMove, "a patch change has no point of no return")
+}
+
+// withImages gives every pod and the template an etcd container, with the image of each pod's revision.
+func (c *fakeCluster) withImages(t *testing.T, images map[string]string) {
+	c.images = images
+	obj, err := c.kube.Tracker().Get(stsGVR, "db", "etcd")
+	require.NoError(t, err)
+	sts := obj.(*appsv1.StatefulSet).DeepCopy()
+	sts.Spec.Template.Spec.Containers = []corev1.Container{{Name: "etcd", Image: images[sts.Status.UpdateRevision]}}
+	require.NoError(t, c.kube.Tracker().Update(stsGVR, sts, "db"))
+	for i := 0; i < c.n; i++ {
+		pobj, err := c.kube.Tracker().Get(podGVR, "db", podName("etcd", i))
+		require.NoError(t, err)
+		p := pobj.(*corev1.Pod).DeepCopy()
+		p.Spec.Containers = []corev1.Container{{Name: "etcd", Image: images[p.Labels[appsv1.ControllerRevisionHashLabelKey]]}}
+		require.NoError(t, c.kube.Tracker().Update(podGVR, p, "db"))
+	}
+}
+
+func (c *fakeCluster) setPodRevision(t *testing.T, ordinal int, rev string) {
+	pobj, err := c.kube.Tracker().Get(podGVR, "db", podName("etcd", ordinal))
+	require.NoError(t, err)
+	p := pobj.(*corev1.Pod).DeepCopy()
+	p.Labels[appsv1.ControllerRevisionHashLabelKey] = rev
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+	require.NoError(t, c.kube.Tracker().Update(podGVR, p, "db"))
+}
