@@ -24,7 +24,7 @@ func (r *Rollout) Create(ctx context.Context, req infer.CreateRequest[RolloutArg
 	id := req.Inputs.Namespace + "/" + req.Inputs.StsName
 	st := stateFromArgs(req.Inputs)
 	if req.DryRun {
-		return infer.CreateResponse[RolloutState]{ID: id, Output: st}, nil
+		return infer.CreateResponse[RolloutState]{ID: id, Output: previewOutputs(st)}, nil
 	}
 	err := r.roll(ctx, id, req.Inputs, &st)
 	return infer.CreateResponse[RolloutState]{ID: id, Output: st}, err
@@ -35,7 +35,7 @@ func (r *Rollout) Update(ctx context.Context, req infer.UpdateRequest[RolloutArg
 	st := stateFromArgs(req.Inputs)
 	st.StatefulSetUID = req.State.StatefulSetUID
 	if req.DryRun {
-		return infer.UpdateResponse[RolloutState]{Output: st}, nil
+		return infer.UpdateResponse[RolloutState]{Output: previewOutputs(st)}, nil
 	}
 	err := r.roll(ctx, req.ID, req.Inputs, &st)
 	return infer.UpdateResponse[RolloutState]{Output: st}, err
