@@ -53,6 +53,7 @@ type Engine struct {
 	pollEvery time.Duration
 	stableFor time.Duration
 	lease     *rolloutLease
+	status    *statusPublisher
 
 	ownDialer bool
 }
@@ -102,6 +103,7 @@ func New(cfg Config, opts Options) (*Engine, error) {
 		d = 15 * time.Second
 	}
 	e.lease = &rolloutLease{kube: e.kube, namespace: cfg.Namespace, name: LeaseName(cfg.StatefulSet), holder: cfg.Holder, duration: d}
+	e.status = newStatusPublisher(e.kube, cfg, e.lease)
 	// A takeover waits a whole lease duration before anything happens: say why, so nobody thinks it hangs.
 	e.lease.watching = func(holder string, upTo time.Duration) {
 		e.emit(Step{}, "lease %s is held by %s: watching it for up to %s; it is taken over if nobody renews it, and the run is refused if someone does",
@@ -115,6 +117,7 @@ func (e *Engine) Config() Config { return e.cfg }
 
 // Close releases member connections and port-forwards.
 func (e *Engine) Close() error {
+	e.status.stop()
 	err := e.etcd.Close()
 	if e.ownDialer {
 		err = errors.Join(err, e.dialer.Close())
@@ -169,9 +172,11 @@ func (e *Engine) anyPod(ctx context.Context) (*corev1.Pod, error) {
 
 func podName(sts string, ordinal int) string { return fmt.Sprintf("%s-%d", sts, ordinal) }
 
-// emit reports progress to the caller.
+// emit reports progress to the caller, and to the status published on the cluster (status.go).
 func (e *Engine) emit(step Step, format string, args ...any) {
+	ev := Event{Time: time.Now(), Step: step, Message: fmt.Sprintf(format, args...)}
+	e.status.observe(ev.Time, step, ev.Message, args)
 	if e.onEvent != nil {
-		e.onEvent(Event{Time: time.Now(), Step: step, Message: fmt.Sprintf(format, args...)})
+		e.onEvent(ev)
 	}
 }

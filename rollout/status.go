@@ -1,0 +1,598 @@
+package rollout
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// StatusConfigMapName is the ConfigMap where a rollout of sts publishes its status.
+//
+// Why a ConfigMap of its own, and one data key per condition: GitOps tools, dashboards and `kubectl wait`
+// cannot read Pulumi state, and `kubectl wait --for=jsonpath=...` compares one scalar the expression
+// reaches. A key per condition makes the clean line
+//
+//	kubectl wait --for=jsonpath='{.data.MembersUpdated}'=True configmap/<sts>-etcd-rollout-status --timeout=10m
+//
+// possible, while the same conditions in the usual metav1.Condition shape (type, status, reason, message,
+// lastTransitionTime) sit in the "conditions" key as JSON for tools that parse them. The StatefulSet is
+// Pulumi's (a status field there would be a perpetual diff, or lost on the next apply), and the rollout
+// Lease is written by renewals that are conditional on its resourceVersion: a status write there would make
+// them conflict, and an annotation holding JSON is out of jsonpath's reach. The ConfigMap carries an owner
+// reference to the StatefulSet, so it goes when the StatefulSet goes.
+func StatusConfigMapName(sts string) string { return sts + "-etcd-rollout-status" }
+
+// Condition types of the rollout status. MembersUpdated is the name etcd-druid uses for the same signal.
+const (
+	// ConditionProgressing is True while a run rolls the StatefulSet, False once it ended either way.
+	ConditionProgressing = "Progressing"
+	// ConditionMembersUpdated is True only when a run finished with every member at its target revision,
+	// healthy and the partition locked; a run that starts sets it False, so it never claims completion of
+	// a rollout still under way.
+	ConditionMembersUpdated = "MembersUpdated"
+	// ConditionFailed is True when the last run failed (reason: the Warning event's reason).
+	ConditionFailed = "Failed"
+)
+
+// Reasons of the status conditions that are not Event reasons.
+const (
+	StatusReasonProgressing = "RolloutProgressing"
+	StatusReasonComplete    = "RolloutComplete"
+	StatusReasonFailed      = "RolloutFailed"
+	StatusReasonRolling     = "MembersRolling"
+	StatusReasonAllUpdated  = "AllMembersUpdated"
+)
+
+// Data keys of the status ConfigMap besides one key per condition type (whose value is its status).
+const (
+	StatusKeyConditions     = "conditions"
+	StatusKeyTargetRevision = "targetRevision"
+	StatusKeyMembersDone    = "membersDone"
+	StatusKeyMembers        = "members"
+	StatusKeyPending        = "pendingMembers"
+	StatusKeyStep           = "step"
+	StatusKeyMessage        = "message"
+	StatusKeyRun            = "run"
+	StatusKeyUpdatedAt      = "updatedAt"
+)
+
+// RolloutStatus is the status a rollout published, as read back from its ConfigMap.
+type RolloutStatus struct {
+	Conditions     []metav1.Condition
+	TargetRevision string
+	// MembersDone counts members at TargetRevision that passed their gates; -1 when not known yet.
+	MembersDone int
+	// Members is the StatefulSet's member count; -1 when not known yet.
+	Members        int
+	PendingMembers []string
+	// Step is the current step ("wait-member etcd-1"), Message the latest progress line.
+	Step, Message string
+	// Run is the identity of the run that wrote it (RunIdentity).
+	Run       string
+	UpdatedAt time.Time
+}
+
+// RolloutStatus reads the status the last rollout published; found is false when none ever did.
+func (e *Engine) RolloutStatus(ctx context.Context) (st RolloutStatus, found bool, err error) {
+	name := StatusConfigMapName(e.cfg.StatefulSet)
+	cm, err := e.kube.CoreV1().ConfigMaps(e.cfg.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return RolloutStatus{}, false, nil
+	}
+	if err != nil {
+		return RolloutStatus{}, false, fmt.Errorf("reading rollout status configmap %s/%s: %w", e.cfg.Namespace, name, err)
+	}
+	return parseStatus(cm.Data), true, nil
+}
+
+func parseStatus(data map[string]string) RolloutStatus {
+	st := RolloutStatus{TargetRevision: data[StatusKeyTargetRevision], Step: data[StatusKeyStep],
+		Message: data[StatusKeyMessage], Run: data[StatusKeyRun], MembersDone: -1, Members: -1}
+	_ = json.Unmarshal([]byte(data[StatusKeyConditions]), &st.Conditions)
+	if n, err := strconv.Atoi(data[StatusKeyMembersDone]); err == nil {
+		st.MembersDone = n
+	}
+	if n, err := strconv.Atoi(data[StatusKeyMembers]); err == nil {
+		st.Members = n
+	}
+	if p := data[StatusKeyPending]; p != "" {
+		st.PendingMembers = strings.Split(p, ",")
+	}
+	st.UpdatedAt, _ = time.Parse(time.RFC3339, data[StatusKeyUpdatedAt])
+	return st
+}
+
+// Timing of the status writes.
+const (
+	// statusWriteTimeout bounds one write; a status write never holds the rollout up for longer.
+	statusWriteTimeout = 5 * time.Second
+	// statusMinInterval paces the background writes: progress lines come in bursts, and a burst becomes
+	// one write of its last state instead of one per line.
+	statusMinInterval = 250 * time.Millisecond
+	// statusTextLimit caps the messages published: they are for a person glancing at a dashboard.
+	statusTextLimit = 1000
+)
+
+// statusPublisher keeps the rollout's status on its ConfigMap. It hears the engine through two funnels:
+// every progress line (Engine.emit, heard by observe) and every outcome Event (Engine.record, heard by
+// outcome). Progress is written in the background, paced and coalesced, so a slow or absent API server
+// never slows the rollout; outcomes are written before the engine goes on, so the status is final by the
+// time Run returns. Every write is best effort: errors are dropped, the next change tries again.
+//
+// Only the lease holder publishes: a run that is refused or only watching the lease would otherwise
+// overwrite the status of the run that holds it.
+type statusPublisher struct {
+	kube      kubernetes.Interface
+	namespace string
+	sts       string
+	holder    string
+	lease     *rolloutLease
+
+	mu sync.Mutex
+	// active says a run is being published; runKey tells that run from the next (its lease acquireTime);
+	// finished says it reached an outcome.
+	active, finished bool
+	runKey           string
+	conds            map[string]metav1.Condition
+	revision         string
+	pods             []string
+	done             map[string]bool
+	step, message    string
+	version          uint64 // bumped on every change
+	written          uint64 // the version last written
+
+	// writeMu orders the writes, so an older state is never written after a newer one.
+	writeMu sync.Mutex
+	// base is the ConfigMap as last read or written: its conditions keep their lastTransitionTime. stored
+	// says it exists on the cluster (to update) rather than being a new one (to create).
+	base   *corev1.ConfigMap
+	stored bool
+
+	wake     chan struct{}
+	quit     chan struct{}
+	loopDone chan struct{}
+}
+
+func newStatusPublisher(kube kubernetes.Interface, cfg Config, lease *rolloutLease) *statusPublisher {
+	return &statusPublisher{kube: kube, namespace: cfg.Namespace, sts: cfg.StatefulSet, holder: cfg.Holder, lease: lease}
+}
+
+// heldSince says whether this process holds the lease now and since when (its acquireTime, which each run's
+// acquire sets anew and renewals keep).
+func (l *rolloutLease) heldSince() (string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.current == nil {
+		return "", false
+	}
+	key := ""
+	if at := l.current.Spec.AcquireTime; at != nil {
+		key = at.UTC().Format(time.RFC3339Nano)
+	}
+	return key, true
+}
+
+// takeoverPrefix starts the line acquire's caller emits for a stale lease. Unlock emits it too and ends
+// without an outcome, so this line alone does not start a run's status (it would stay Progressing forever).
+const takeoverPrefix = "took over the stale lease"
+
+// observe hears one progress line. args are emit's own: the plan line carries the Plan itself.
+func (p *statusPublisher) observe(at time.Time, step Step, msg string, args []any) {
+	if p == nil {
+		return
+	}
+	key, held := p.lease.heldSince()
+	if !held {
+		return
+	}
+	p.mu.Lock()
+	newRun := !p.active || key != p.runKey
+	if newRun && strings.HasPrefix(msg, takeoverPrefix) {
+		p.mu.Unlock()
+		return
+	}
+	if newRun {
+		p.start(key, at)
+	}
+	for _, a := range args {
+		if plan, ok := a.(Plan); ok {
+			p.planned(plan)
+		}
+	}
+	if step.Kind == StepWaitMember && step.Ordinal >= 0 && step.Ordinal < len(p.pods) && msg == p.pods[step.Ordinal]+" healthy" {
+		p.done[p.pods[step.Ordinal]] = true // a member already at the revision passed its gates
+	}
+	p.step, p.message = describeStep(step, p.pods), msg
+	final := false
+	switch {
+	case step.Kind == StepRelock && strings.HasPrefix(msg, "done:"):
+		p.complete(at, strings.TrimSpace(strings.TrimPrefix(msg, "done:")))
+		final = true
+	case !p.finished:
+		p.progress(at)
+	}
+	p.version++
+	p.mu.Unlock()
+	if final {
+		p.flushNow()
+	} else {
+		p.poke()
+	}
+}
+
+// observeOutcome hears one Event the engine records. Every record comes from a run that held the lease (Run records
+// its failure just after releasing it), so no lease check here.
+func (p *statusPublisher) observeOutcome(at time.Time, eventType, reason, msg string) {
+	if p == nil {
+		return
+	}
+	key, held := p.lease.heldSince()
+	p.mu.Lock()
+	if !p.active || (held && key != p.runKey) {
+		p.start(key, at)
+	}
+	final := false
+	switch {
+	case reason == ReasonMemberRolled:
+		// "Rolled <pod> to revision <rev>; ..."
+		if f := strings.Fields(msg); len(f) > 1 && f[0] == "Rolled" {
+			p.done[f[1]] = true
+		}
+		if !p.finished {
+			p.progress(at)
+		}
+	case reason == ReasonRolloutDone:
+		if p.finished {
+			p.mu.Unlock()
+			return // the "done:" line already published it
+		}
+		p.complete(at, msg)
+		final = true
+	case reason == ReasonRolloutFailed || eventType == corev1.EventTypeWarning:
+		// A Warning the publisher does not know (a reverted member) is a failure too. It ends the run's
+		// status when the run no longer holds the lease; a run still holding it goes on to its own outcome.
+		p.fail(at, reason, msg, reason == ReasonRolloutFailed || !held)
+		final = true
+	default:
+		p.mu.Unlock()
+		return
+	}
+	p.version++
+	p.mu.Unlock()
+	if final {
+		p.flushNow()
+	} else {
+		p.poke()
+	}
+}
+
+// start resets the status for a new run. Called with mu held.
+func (p *statusPublisher) start(key string, at time.Time) {
+	p.active, p.finished, p.runKey = true, false, key
+	p.revision, p.pods, p.done = "", nil, map[string]bool{}
+	p.step, p.message = "", ""
+	p.conds = map[string]metav1.Condition{}
+	p.set(ConditionFailed, metav1.ConditionFalse, StatusReasonProgressing, "a rollout is in progress", at)
+	p.progress(at)
+}
+
+// planned takes the target revision and the members still to do from the run's plan. Called with mu held.
+func (p *statusPublisher) planned(plan Plan) {
+	if plan.UpdateRevision != "" {
+		p.revision = plan.UpdateRevision
+	}
+	if len(plan.Pods) == 0 {
+		return
+	}
+	p.pods = slices.Clone(plan.Pods)
+	todo := map[int]bool{}
+	for _, o := range append(slices.Clone(plan.Roll), plan.Wait...) {
+		todo[o] = true
+	}
+	for o, pod := range p.pods {
+		if !todo[o] {
+			p.done[pod] = true
+		}
+	}
+}
+
+// progress marks the run in progress. Called with mu held.
+func (p *statusPublisher) progress(at time.Time) {
+	target := "its update revision"
+	if p.revision != "" {
+		target = "revision " + p.revision
+	}
+	p.set(ConditionProgressing, metav1.ConditionTrue, StatusReasonProgressing,
+		fmt.Sprintf("rolling %s/%s to %s one member at a time (run %s)", p.namespace, p.sts, target, p.holder), at)
+	p.set(ConditionMembersUpdated, metav1.ConditionFalse, StatusReasonRolling, p.membersLine(), at)
+}
+
+// complete marks the run finished with every member updated. Called with mu held.
+func (p *statusPublisher) complete(at time.Time, summary string) {
+	for _, pod := range p.pods {
+		p.done[pod] = true
+	}
+	p.finished = true
+	p.set(ConditionProgressing, metav1.ConditionFalse, StatusReasonComplete, summary, at)
+	p.set(ConditionMembersUpdated, metav1.ConditionTrue, StatusReasonAllUpdated, p.membersLine(), at)
+	p.set(ConditionFailed, metav1.ConditionFalse, StatusReasonComplete, "the last rollout succeeded", at)
+}
+
+// fail marks the run failed; final ends it. Called with mu held.
+func (p *statusPublisher) fail(at time.Time, reason, msg string, final bool) {
+	p.set(ConditionFailed, metav1.ConditionTrue, reason, msg, at)
+	if !final {
+		return
+	}
+	p.finished = true
+	p.set(ConditionProgressing, metav1.ConditionFalse, StatusReasonFailed, "the rollout stopped: "+msg, at)
+	p.set(ConditionMembersUpdated, metav1.ConditionFalse, StatusReasonFailed, p.membersLine(), at)
+}
+
+func (p *statusPublisher) set(typ string, status metav1.ConditionStatus, reason, msg string, at time.Time) {
+	p.conds[typ] = metav1.Condition{Type: typ, Status: status, Reason: reason, Message: publishable(msg),
+		LastTransitionTime: metav1.NewTime(at.UTC().Truncate(time.Second))}
+}
+
+func (p *statusPublisher) membersLine() string {
+	if len(p.pods) == 0 {
+		return "members not observed yet"
+	}
+	target := "the update revision"
+	if p.revision != "" {
+		target = "revision " + p.revision
+	}
+	return fmt.Sprintf("%d of %d members at %s and healthy", p.doneCount(), len(p.pods), target)
+}
+
+func (p *statusPublisher) doneCount() int {
+	n := 0
+	for _, pod := range p.pods {
+		if p.done[pod] {
+			n++
+		}
+	}
+	return n
+}
+
+// describeStep names a step for the status: its kind and the member it acts on.
+func describeStep(s Step, pods []string) string {
+	name := func(o int) string {
+		if o >= 0 && o < len(pods) {
+			return pods[o]
+		}
+		return strconv.Itoa(o)
+	}
+	switch s.Kind {
+	case "":
+		return "observe"
+	case StepTransferLeader:
+		return fmt.Sprintf("%s %s→%s", s.Kind, name(s.From), name(s.To))
+	case StepLowerPartition, StepWaitMember, StepRecreate:
+		return fmt.Sprintf("%s %s", s.Kind, name(s.Ordinal))
+	}
+	return string(s.Kind)
+}
+
+var pemBlock = regexp.MustCompile(`(?s)-----BEGIN [A-Z0-9 ]+-----.*?(-----END [A-Z0-9 ]+-----|$)`)
+
+// publishable is a message fit for a ConfigMap anyone with read access sees: the engine's progress lines
+// already hold no secrets (they go to logs), and as a second guard any PEM block is cut out and the length
+// capped.
+func publishable(s string) string {
+	return truncate(pemBlock.ReplaceAllString(s, "[redacted PEM block]"), statusTextLimit)
+}
+
+// poke asks the background writer to publish the latest state, starting it when needed.
+func (p *statusPublisher) poke() {
+	p.mu.Lock()
+	if p.quit == nil {
+		p.wake, p.quit, p.loopDone = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+		go p.loop(p.wake, p.quit, p.loopDone)
+	}
+	wake := p.wake
+	p.mu.Unlock()
+	select {
+	case wake <- struct{}{}:
+	default: // a write is due already; it takes the latest state
+	}
+}
+
+func (p *statusPublisher) loop(wake, quit, done chan struct{}) {
+	defer close(done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for {
+		select {
+		case <-quit:
+			return
+		case <-wake:
+		}
+		p.flush(ctx)
+		select {
+		case <-quit:
+			return
+		case <-time.After(statusMinInterval):
+		}
+	}
+}
+
+// stop ends the background writer, cancelling a write in flight.
+func (p *statusPublisher) stop() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	quit, done := p.quit, p.loopDone
+	p.quit, p.wake, p.loopDone = nil, nil, nil
+	p.mu.Unlock()
+	if quit != nil {
+		close(quit)
+		<-done
+	}
+}
+
+// flushNow writes an outcome before the engine goes on: the background writer is stopped first, so it
+// cannot write an older state afterwards.
+func (p *statusPublisher) flushNow() {
+	p.stop()
+	p.flush(context.Background())
+}
+
+// flush writes the latest state unless it is written already.
+func (p *statusPublisher) flush(ctx context.Context) {
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	p.mu.Lock()
+	if p.version == p.written {
+		p.mu.Unlock()
+		return
+	}
+	version, snap := p.version, p.snapshot()
+	p.mu.Unlock()
+	wctx, cancel := context.WithTimeout(ctx, statusWriteTimeout)
+	defer cancel()
+	if err := p.write(wctx, snap); err != nil {
+		return // best effort: the next change tries again
+	}
+	p.mu.Lock()
+	p.written = max(p.written, version)
+	p.mu.Unlock()
+}
+
+// statusSnapshot is what one write publishes.
+type statusSnapshot struct {
+	conds         []metav1.Condition
+	revision      string
+	members, done int
+	pending       []string
+	step, message string
+}
+
+// snapshot copies the state to write. Called with mu held.
+func (p *statusPublisher) snapshot() statusSnapshot {
+	s := statusSnapshot{revision: p.revision, members: len(p.pods), done: p.doneCount(), step: p.step,
+		message: publishable(p.message)}
+	for _, pod := range p.pods {
+		if !p.done[pod] {
+			s.pending = append(s.pending, pod)
+		}
+	}
+	for _, c := range p.conds {
+		s.conds = append(s.conds, c)
+	}
+	return s
+}
+
+// write publishes snap, creating the ConfigMap on the first run. A conflict (someone edited it) is read
+// again and retried once.
+func (p *statusPublisher) write(ctx context.Context, snap statusSnapshot) error {
+	cms := p.kube.CoreV1().ConfigMaps(p.namespace)
+	for attempt := 0; ; attempt++ {
+		if p.base == nil {
+			cur, err := cms.Get(ctx, StatusConfigMapName(p.sts), metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				p.base, p.stored = &corev1.ConfigMap{ObjectMeta: p.newMeta(ctx)}, false
+			case err != nil:
+				return err
+			default:
+				p.base, p.stored = cur, true
+			}
+		}
+		next := p.base.DeepCopy()
+		next.Data = renderStatus(next.Data, snap, p.holder, time.Now())
+		var (
+			saved *corev1.ConfigMap
+			err   error
+		)
+		if !p.stored {
+			saved, err = cms.Create(ctx, next, metav1.CreateOptions{FieldManager: "etcd-rollout"})
+		} else {
+			saved, err = cms.Update(ctx, next, metav1.UpdateOptions{FieldManager: "etcd-rollout"})
+		}
+		if err == nil {
+			p.base, p.stored = saved, true
+			return nil
+		}
+		p.base = nil
+		if attempt > 0 || !(apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)) {
+			return err
+		}
+	}
+}
+
+// newMeta is the new ConfigMap's metadata: owned by the StatefulSet when it can be read, so it is collected
+// with it (no blockOwnerDeletion, which would need more rights on the StatefulSet).
+func (p *statusPublisher) newMeta(ctx context.Context) metav1.ObjectMeta {
+	m := metav1.ObjectMeta{Name: StatusConfigMapName(p.sts), Namespace: p.namespace,
+		Labels: map[string]string{"app.kubernetes.io/managed-by": "etcd-rollout", "etcd-rollout.pulumi.com/statefulset": p.sts}}
+	if sts, err := p.kube.AppsV1().StatefulSets(p.namespace).Get(ctx, p.sts, metav1.GetOptions{}); err == nil && sts.UID != "" {
+		m.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: p.sts, UID: sts.UID}}
+	}
+	return m
+}
+
+// renderStatus is the ConfigMap data for snap. The previous conditions are the base, so a condition whose
+// status did not change keeps its lastTransitionTime (meta.SetStatusCondition's rule).
+func renderStatus(prev map[string]string, snap statusSnapshot, holder string, now time.Time) map[string]string {
+	var conds []metav1.Condition
+	_ = json.Unmarshal([]byte(prev[StatusKeyConditions]), &conds)
+	for _, c := range snap.conds {
+		meta.SetStatusCondition(&conds, c)
+	}
+	sort.SliceStable(conds, func(i, j int) bool { return conditionRank(conds[i].Type) < conditionRank(conds[j].Type) })
+	data := map[string]string{
+		StatusKeyStep:      snap.step,
+		StatusKeyMessage:   snap.message,
+		StatusKeyRun:       holder,
+		StatusKeyUpdatedAt: now.UTC().Format(time.RFC3339),
+		StatusKeyPending:   strings.Join(snap.pending, ","),
+	}
+	if raw, err := json.Marshal(conds); err == nil {
+		data[StatusKeyConditions] = string(raw)
+	}
+	for _, c := range conds {
+		data[c.Type] = string(c.Status)
+	}
+	if snap.revision != "" {
+		data[StatusKeyTargetRevision] = snap.revision
+	}
+	if snap.members > 0 {
+		data[StatusKeyMembers] = strconv.Itoa(snap.members)
+		data[StatusKeyMembersDone] = strconv.Itoa(snap.done)
+	}
+	return data
+}
+
+func conditionRank(typ string) int {
+	switch typ {
+	case ConditionProgressing:
+		return 0
+	case ConditionMembersUpdated:
+		return 1
+	case ConditionFailed:
+		return 2
+	}
+	return 3
+}
