@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -41,6 +42,14 @@ func newStatusCommand(o *options) *cobra.Command {
 			default:
 				fmt.Fprintf(cmd.OutOrStdout(), "Rollout lease %s: stale, last held by %s (the next run or `unlock` takes it over)\n", rollout.LeaseName(e.Config().StatefulSet), holder)
 			}
+			fmt.Fprintln(cmd.OutOrStdout())
+			rs, found, err := e.RolloutStatus(cmd.Context())
+			if err != nil {
+				// The published status is a convenience: without the right to read it, say so and go on.
+				fmt.Fprintf(cmd.OutOrStdout(), "Rollout status: unreadable (%v)\n", err)
+				return nil
+			}
+			printRolloutStatus(cmd.OutOrStdout(), e.Config(), rs, found)
 			return nil
 		},
 	}
@@ -82,6 +91,46 @@ func printStatus(out io.Writer, cfg rollout.Config, st rollout.ClusterState) {
 	}
 	w.Flush()
 }
+
+// printRolloutStatus prints the status the last rollout published on its ConfigMap: what `kubectl wait`
+// and dashboards see.
+func printRolloutStatus(out io.Writer, cfg rollout.Config, st rollout.RolloutStatus, found bool) {
+	name := rollout.StatusConfigMapName(cfg.StatefulSet)
+	if !found {
+		fmt.Fprintf(out, "Rollout status (configmap %s): none published yet (no rollout has run)\n", name)
+		return
+	}
+	fmt.Fprintf(out, "Rollout status (configmap %s, updated %s by %s):\n", name, orDash(formatTime(st.UpdatedAt)), orDash(st.Run))
+	members := "-"
+	if st.Members >= 0 && st.MembersDone >= 0 {
+		members = fmt.Sprintf("%d of %d", st.MembersDone, st.Members)
+	}
+	fmt.Fprintf(out, "target revision %s; members done %s", orDash(st.TargetRevision), members)
+	if len(st.PendingMembers) > 0 {
+		fmt.Fprintf(out, " (pending: %s)", strings.Join(st.PendingMembers, ", "))
+	}
+	fmt.Fprintf(out, "; step %s\n", orDash(st.Step))
+	if st.Message != "" {
+		fmt.Fprintf(out, "last progress: %s\n", st.Message)
+	}
+	fmt.Fprintln(out)
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "CONDITION\tSTATUS\tREASON\tSINCE\tMESSAGE")
+	for _, c := range st.Conditions {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, orDash(formatTime(c.LastTransitionTime.Time)), oneLine(c.Message))
+	}
+	w.Flush()
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// oneLine keeps a table row on one line: an error message may hold newlines.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func yesNo(b bool) string {
 	if b {
