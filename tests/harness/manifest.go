@@ -37,8 +37,8 @@ type EtcdSpec struct {
 	// GracePeriod is terminationGracePeriodSeconds; default 30s.
 	GracePeriod time.Duration
 	NodeName    string // default the cluster's kwok node
-	// StartFaults make every member of the template start late, slowly or crash-looping
-	// (spec.StartDelay = 20*time.Second); zero: at once.
+	// StartFaults make every member of the template (or those of StartFaults.Ordinals) start late, slowly,
+	// crash-looping or refusing clients (spec.StartDelay = 20*time.Second); zero: at once.
 	StartFaults
 	// Certs chooses how GenerateTLS mints the server and peer certificates (with TLS); zero: every name.
 	Certs CertOptions
@@ -89,7 +89,7 @@ func (s EtcdSpec) WithDefaults() (EtcdSpec, error) {
 	case s.GracePeriod < 0 || s.GracePeriod%time.Second != 0:
 		return s, fmt.Errorf("etcd spec %s: grace period %s: want whole seconds", s.Name, s.GracePeriod)
 	}
-	if err := s.StartFaults.validate(); err != nil {
+	if err := s.StartFaults.validateFor(s.Replicas); err != nil {
 		return s, fmt.Errorf("etcd spec %s: %w", s.Name, err)
 	}
 	return s, nil
@@ -113,7 +113,7 @@ func RenderYAML(spec EtcdSpec) ([]byte, error) {
 		EtcdSpec
 		SecretName, Scheme, InitialCluster, Image string
 		GracePeriodSeconds                        int64
-	}{s, s.SecretName(), scheme, strings.Join(peers, ","), imageTag(s.Version), int64(s.GracePeriod / time.Second)}
+	}{s, s.SecretName(), scheme, strings.Join(peers, ","), etcdImage(s.Version), int64(s.GracePeriod / time.Second)}
 	var buf bytes.Buffer
 	if err := etcdTmpl.Execute(&buf, data); err != nil {
 		return nil, fmt.Errorf("rendering etcd manifest %s: %w", s.Name, err)
@@ -129,6 +129,9 @@ func imageTag(version string) string {
 	}
 	return "3.6.8-0"
 }
+
+// etcdImage is the etcd container's image for version, as the manifest names it.
+func etcdImage(version string) string { return "registry.k8s.io/etcd:" + imageTag(version) }
 
 // Render returns the typed objects of spec's manifest.
 func Render(spec EtcdSpec) (*corev1.Service, *appsv1.StatefulSet, error) {

@@ -3,6 +3,7 @@ package harness_test
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
@@ -60,6 +61,8 @@ func TestRenderKeepsTheProductionShape(t *testing.T) {
 			assert.Equal(t, "kwok-node-0", pt.Spec.NodeName)
 			assert.Equal(t, tt.grace, *pt.Spec.TerminationGracePeriodSeconds)
 			assert.Equal(t, tt.version, pt.Annotations[memberapi.AnnotationVersion])
+			assert.Regexp(t, `^registry\.k8s\.io/etcd:`+regexp.QuoteMeta(tt.version)+`\.\d+-0$`, pt.Spec.Containers[0].Image,
+				"the image tag names the version the member runs: the engine reads the version from it")
 			assert.Equal(t, tt.broken, pt.Annotations[memberapi.AnnotationBroken] == "true")
 			c := pt.Spec.Containers[0]
 			assert.Equal(t, "etcd", c.Name)

@@ -12,10 +12,11 @@ import (
 )
 
 // StartFaults make the members of a pod template start the ways production members can and the plain
-// harness hides: late (an image pull), slowly (a large database opened after the container started), or
-// crash-looping. They are pod-template annotations read by the member daemon (memberapi.AnnotationStartDelay
-// and its siblings), so they hold for every pod of the revision that carries them. The zero value starts
-// members at once. Durations are whole milliseconds at most.
+// harness hides: late (an image pull), slowly (a large database opened after the container started),
+// crash-looping, or with a client port that refuses every connection. They are pod-template annotations
+// read by the member daemon (memberapi.AnnotationStartDelay and its siblings), so they hold for every pod
+// of the revision that carries them, or for the pods of Ordinals only. The zero value starts members at
+// once. Durations are whole milliseconds at most.
 type StartFaults struct {
 	// StartDelay keeps each new pod Pending (not Running, not Ready) this long before its container starts.
 	// With OrderedReady, creating N members then takes about N times as long, as in production.
@@ -26,9 +27,19 @@ type StartFaults struct {
 	// CrashAfter kills the container this long after each start (counted from the container start, so
 	// below ServeDelay it crashes before serving); the daemon restarts it with a growing back-off.
 	CrashAfter time.Duration
+	// ClientsRefused runs etcd normally — it joins Raft as a voting member through its peer port, and the
+	// leader learns its version, so the cluster version can move — while its pod's client port resets every
+	// connection, as a misconfigured client listener would: port-forwards (the engine, kubectl) and
+	// `kubectl exec etcdctl` get nothing. The harness's own checks (Status, WaitHealthy, Client) reach the
+	// member directly and still see it healthy.
+	ClientsRefused bool
+	// Ordinals, when not empty, limit these faults, and EtcdSpec.Broken, to the pods of those ordinals; the
+	// other pods of the revision start normally. So a revision can fail on the one member a rollout reaches
+	// last (ordinal 0) or first (replicas-1).
+	Ordinals []int
 }
 
-// startFaultKeys pairs each annotation with its field, in one place for Annotations and Apply.
+// startFaultKeys pairs each delay annotation with its field, in one place for Annotations and Apply.
 func (f *StartFaults) startFaultKeys() map[string]*time.Duration {
 	return map[string]*time.Duration{
 		memberapi.AnnotationStartDelay: &f.StartDelay,
@@ -37,12 +48,30 @@ func (f *StartFaults) startFaultKeys() map[string]*time.Duration {
 	}
 }
 
+// annotationValues is every fault annotation with its value, "" for a fault that is not set.
+func (f StartFaults) annotationValues() map[string]string {
+	out := map[string]string{memberapi.AnnotationClientsRefused: "", memberapi.AnnotationFaultOrdinals: ""}
+	for key, d := range f.startFaultKeys() {
+		out[key] = ""
+		if *d > 0 {
+			out[key] = memberapi.FormatSeconds(*d)
+		}
+	}
+	if f.ClientsRefused {
+		out[memberapi.AnnotationClientsRefused] = "true"
+	}
+	if len(f.Ordinals) > 0 {
+		out[memberapi.AnnotationFaultOrdinals] = memberapi.FormatOrdinals(f.Ordinals)
+	}
+	return out
+}
+
 // Annotations are the pod-template annotations of the faults that are set.
 func (f StartFaults) Annotations() map[string]string {
 	out := map[string]string{}
-	for key, d := range f.startFaultKeys() {
-		if *d > 0 {
-			out[key] = memberapi.FormatSeconds(*d)
+	for key, v := range f.annotationValues() {
+		if v != "" {
+			out[key] = v
 		}
 	}
 	return out
@@ -51,15 +80,15 @@ func (f StartFaults) Annotations() map[string]string {
 // Apply makes t carry exactly f: it sets the annotations of the faults that are set and removes the others,
 // so a template change to StartFaults{} heals a slow or crashing revision.
 func (f StartFaults) Apply(t *corev1.PodTemplateSpec) {
-	for key, d := range f.startFaultKeys() {
-		if *d <= 0 {
+	for key, v := range f.annotationValues() {
+		if v == "" {
 			delete(t.Annotations, key)
 			continue
 		}
 		if t.Annotations == nil {
 			t.Annotations = map[string]string{}
 		}
-		t.Annotations[key] = memberapi.FormatSeconds(*d)
+		t.Annotations[key] = v
 	}
 }
 
@@ -67,6 +96,25 @@ func (f StartFaults) validate() error {
 	for key, d := range f.startFaultKeys() {
 		if *d < 0 || *d%time.Millisecond != 0 {
 			return fmt.Errorf("%s %s: want a non-negative whole number of milliseconds", key, *d)
+		}
+	}
+	for _, o := range f.Ordinals {
+		if o < 0 {
+			return fmt.Errorf("fault ordinals %v: want pod ordinals (0 and up)", f.Ordinals)
+		}
+	}
+	return nil
+}
+
+// validateFor also checks that every ordinal names a pod of a StatefulSet of replicas: a fault meant for no
+// pod is a mistake in the test.
+func (f StartFaults) validateFor(replicas int) error {
+	if err := f.validate(); err != nil {
+		return err
+	}
+	for _, o := range f.Ordinals {
+		if o >= replicas {
+			return fmt.Errorf("fault ordinal %d: the StatefulSet has %d replicas (ordinals 0 to %d)", o, replicas, replicas-1)
 		}
 	}
 	return nil
@@ -81,7 +129,7 @@ func (f StartFaults) worstStart(replicas int) time.Duration {
 // SetStartFaults changes the pod template to start its members with f (a new revision; with the partition
 // locked nothing restarts) and returns the new updateRevision.
 func (e *Etcd) SetStartFaults(ctx context.Context, f StartFaults) (string, error) {
-	if err := f.validate(); err != nil {
+	if err := f.validateFor(e.Spec.Replicas); err != nil {
 		return "", fmt.Errorf("start faults for %s/%s: %w", e.Namespace, e.Spec.Name, err)
 	}
 	return e.UpdateTemplate(ctx, f.Apply)

@@ -11,10 +11,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness/memberapi"
 )
@@ -231,4 +233,73 @@ func TestServeDelayWithProbeWaitsForReadyz(t *testing.T) {
 	assert.True(t, sawLoading, "the daemon reported the member loading")
 	assert.GreaterOrEqual(t, notReady, delay-time.Second, "Ready before etcd served")
 	require.NoError(t, e.WaitHealthy(ctx))
+}
+
+// A member whose client port refuses connections (clients-refused, on ordinal 1 only) is still a voting
+// member — it applies the log and can even lead — yet answers nothing on its client port, neither through
+// a port-forward (the engine's path) nor to etcdctl in `kubectl exec`; the other pods of the same revision
+// serve normally, so the refusal is the fault and not the path.
+func TestClientsRefusedMemberVotesButAnswersNoClient(t *testing.T) {
+	t.Parallel()
+	spec := harness.EtcdSpec{GracePeriod: 5 * time.Second}
+	spec.ClientsRefused = true
+	spec.Ordinals = []int{1}
+	c, e := createEtcd(t, spec)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+
+	for i := range e.Spec.Replicas {
+		m, err := e.Member(ctx, i)
+		require.NoError(t, err)
+		assert.Equal(t, i == 1, m.ClientsRefused, "%s: clients refused only on the listed ordinal", m.Pod)
+	}
+
+	dialer, err := memberdial.NewPortForward(c.Config)
+	require.NoError(t, err)
+	defer dialer.Close()
+	for i := range e.Spec.Replicas {
+		hostport, err := dialer.Endpoint(ctx, e.Namespace, e.PodName(i), memberapi.DefaultClientPort)
+		require.NoError(t, err)
+		cli, err := e.NewClient(hostport)
+		require.NoError(t, err)
+		sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err = cli.Status(sctx, hostport)
+		scancel()
+		require.NoError(t, cli.Close())
+		if i == 1 {
+			assert.Error(t, err, "%s answered through a port-forward", e.PodName(i))
+		} else {
+			assert.NoError(t, err, "%s through a port-forward", e.PodName(i))
+		}
+	}
+	_, _, err = e.Exec(ctx, 1, "etcdctl", "--dial-timeout=2s", "--command-timeout=3s", "endpoint", "health")
+	assert.Error(t, err, "etcdctl in kubectl exec reached a member whose client port refuses")
+	out, _, err := e.Exec(ctx, 0, "etcdctl", "--dial-timeout=2s", "--command-timeout=3s", "endpoint", "health")
+	require.NoError(t, err)
+	assert.Contains(t, out, "is healthy")
+
+	// Through Raft it is a full member: a voter in the member list, it applies what the others write, and
+	// it can take the leadership (raft never hands it to a learner).
+	cli, err := e.Client(ctx, 0, 2)
+	require.NoError(t, err)
+	defer cli.Close()
+	list, err := cli.MemberList(ctx)
+	require.NoError(t, err)
+	voter := false
+	for _, m := range list.Members {
+		voter = voter || (m.Name == e.PodName(1) && !m.IsLearner)
+	}
+	assert.True(t, voter, "%s is a voting member: %v", e.PodName(1), list.Members)
+	put, err := cli.Put(ctx, "clients-refused", "applied")
+	require.NoError(t, err)
+	behind, err := e.Client(ctx, 1) // the harness dials the member itself, behind the refusing port
+	require.NoError(t, err)
+	defer behind.Close()
+	require.Eventually(t, func() bool {
+		got, err := behind.Get(ctx, "clients-refused", clientv3.WithSerializable()) // from its own store
+		return err == nil && len(got.Kvs) == 1 && got.Kvs[0].ModRevision == put.Header.Revision
+	}, 10*time.Second, 100*time.Millisecond, "%s applies the log", e.PodName(1))
+	require.NoError(t, e.MoveLeader(ctx, 1))
+	_, err = cli.Put(ctx, "clients-refused", "led")
+	require.NoError(t, err, "writes go on with the refusing member as leader")
 }

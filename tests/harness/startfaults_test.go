@@ -24,6 +24,9 @@ func TestStartFaultsRenderAsAnnotations(t *testing.T) {
 		{"start delay", harness.StartFaults{StartDelay: 20 * time.Second}, map[string]string{memberapi.AnnotationStartDelay: "20"}},
 		{"all", harness.StartFaults{StartDelay: 3 * time.Second, ServeDelay: 1500 * time.Millisecond, CrashAfter: 4 * time.Second},
 			map[string]string{memberapi.AnnotationStartDelay: "3", memberapi.AnnotationServeDelay: "1.5", memberapi.AnnotationCrashAfter: "4"}},
+		{"clients refused", harness.StartFaults{ClientsRefused: true}, map[string]string{memberapi.AnnotationClientsRefused: "true"}},
+		{"on some ordinals", harness.StartFaults{ClientsRefused: true, CrashAfter: time.Second, Ordinals: []int{2, 0}},
+			map[string]string{memberapi.AnnotationClientsRefused: "true", memberapi.AnnotationCrashAfter: "1", memberapi.AnnotationFaultOrdinals: "0,2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -41,6 +44,15 @@ func TestStartFaultsRenderAsAnnotations(t *testing.T) {
 					assert.Positive(t, d)
 				}
 			}
+			if v, ok := sts.Spec.Template.Annotations[memberapi.AnnotationClientsRefused]; ok {
+				got[memberapi.AnnotationClientsRefused] = v
+			}
+			if v, ok := sts.Spec.Template.Annotations[memberapi.AnnotationFaultOrdinals]; ok {
+				got[memberapi.AnnotationFaultOrdinals] = v
+				ords, err := memberapi.ParseOrdinals(v)
+				require.NoError(t, err)
+				assert.ElementsMatch(t, tt.faults.Ordinals, ords)
+			}
 			assert.Equal(t, tt.want, got)
 		})
 	}
@@ -53,12 +65,15 @@ func TestStartFaultsApplyReplaces(t *testing.T) {
 	assert.Equal(t, map[string]string{memberapi.AnnotationStartDelay: "1", memberapi.AnnotationCrashAfter: "2"}, tmpl.Annotations)
 	harness.StartFaults{ServeDelay: 3 * time.Second}.Apply(tmpl)
 	assert.Equal(t, map[string]string{memberapi.AnnotationServeDelay: "3"}, tmpl.Annotations)
+	harness.StartFaults{ClientsRefused: true, Ordinals: []int{0}}.Apply(tmpl)
+	assert.Equal(t, map[string]string{memberapi.AnnotationClientsRefused: "true", memberapi.AnnotationFaultOrdinals: "0"}, tmpl.Annotations)
 	harness.StartFaults{}.Apply(tmpl)
 	assert.Empty(t, tmpl.Annotations)
 }
 
 func TestStartFaultsValidated(t *testing.T) {
-	for _, f := range []harness.StartFaults{{StartDelay: -time.Second}, {CrashAfter: time.Microsecond}} {
+	for _, f := range []harness.StartFaults{{StartDelay: -time.Second}, {CrashAfter: time.Microsecond},
+		{ClientsRefused: true, Ordinals: []int{-1}}, {ClientsRefused: true, Ordinals: []int{0, 3}}} { // 3 replicas: 0 to 2
 		spec := harness.EtcdSpec{StartFaults: f}
 		_, err := spec.WithDefaults()
 		assert.Error(t, err, "%+v", f)

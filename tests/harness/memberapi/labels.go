@@ -20,8 +20,9 @@ const (
 	AnnotationTLSDir = "etcd-rollout.test/tls-dir"
 
 	// The three below make a member start the ways production members do that the plain harness hides.
-	// Values are seconds (see ParseSeconds); every pod of a template that carries one behaves so, so a
-	// template change that adds one makes the new revision slow or crashing.
+	// Values are seconds (see ParseSeconds); every pod of a template that carries one behaves so (unless
+	// AnnotationFaultOrdinals picks some), so a template change that adds one makes the new revision slow
+	// or crashing.
 
 	// AnnotationStartDelay keeps a new pod Pending (not Running, not Ready) that long after the daemon first
 	// sees it before its etcd process starts: an image pull or a volume attach. Once per pod: a container
@@ -35,6 +36,19 @@ const (
 	// container start (so a crash-after below the serve delay crashes before serving); the daemon restarts
 	// it with CrashLoopBackOff-like back-off (1 s doubling to 10 s).
 	AnnotationCrashAfter = "etcd-rollout.test/crash-after"
+
+	// AnnotationClientsRefused set to "true" runs etcd normally (its peer port works: it joins Raft as a
+	// voting member, the leader learns its version, so the cluster version can move) but refuses every
+	// connection to its client port, as a misconfigured client listener would: whatever reaches the pod's
+	// client port — a port-forward (kubectl, the engine), `kubectl exec ... etcdctl` — is reset at once. The
+	// daemon's own status API and the harness's health checks still reach the member directly.
+	AnnotationClientsRefused = "etcd-rollout.test/clients-refused"
+
+	// AnnotationFaultOrdinals, when set ("0", "0,2": see ParseOrdinals), limits the start faults of the
+	// template (broken, start-delay, serve-delay, crash-after, clients-refused) to the pods of those
+	// ordinals; the other pods of the same revision start normally. So one revision can fail on one chosen
+	// member, such as the last one a rollout reaches.
+	AnnotationFaultOrdinals = "etcd-rollout.test/fault-ordinals"
 )
 
 // AnnotationStarted is set by the daemon, never by a person, when it starts the pod's container; the member

@@ -44,10 +44,12 @@ type Member struct {
 	Readiness Readiness `json:"readiness"`
 	Broken    bool      `json:"broken"`
 	// The start faults of the pod's annotations (AnnotationStartDelay, AnnotationServeDelay,
-	// AnnotationCrashAfter); zero when unset.
+	// AnnotationCrashAfter) that apply to this pod (AnnotationFaultOrdinals); zero when unset. Broken too.
 	StartDelay time.Duration `json:"startDelay,omitempty"`
 	ServeDelay time.Duration `json:"serveDelay,omitempty"`
 	CrashAfter time.Duration `json:"crashAfter,omitempty"`
+	// ClientsRefused: the pod's client port resets every connection (AnnotationClientsRefused).
+	ClientsRefused bool `json:"clientsRefused,omitempty"`
 
 	ClientPort  int    `json:"clientPort"`
 	PeerPort    int    `json:"peerPort"`

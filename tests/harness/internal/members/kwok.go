@@ -36,7 +36,14 @@ func (m *member) applyKwokRules(ctx context.Context, l launch) error {
 			map[string]any{"ports": []any{int64(l.peerPort)}, "target": map[string]any{"address": "127.0.0.1", "port": int64(m.net.peer.port)}},
 		}},
 	}
-	envs := []any{env("ETCDCTL_ENDPOINTS", fmt.Sprintf("%s://127.0.0.1:%d", scheme, m.ports.Client))}
+	// A member whose client port refuses connections refuses etcdctl in `kubectl exec` too, as the
+	// misconfigured listener of a real pod would: its commands reach it through the pod's client proxy.
+	// The others keep the member's own port.
+	execPort := m.ports.Client
+	if l.faults.clientsRefused {
+		execPort = m.net.client.port
+	}
+	envs := []any{env("ETCDCTL_ENDPOINTS", fmt.Sprintf("%s://127.0.0.1:%d", scheme, execPort))}
 	if l.tls {
 		envs = append(envs,
 			env("ETCDCTL_CACERT", filepath.Join(m.tlsDir(), memberapi.SecretCA)),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -88,6 +89,13 @@ func readLaunch(pod *corev1.Pod, sts *appsv1.StatefulSet, binDir string) (launch
 	if l.faults, err = readStartFaults(pod); err != nil {
 		return launch{}, err
 	}
+	faulted, err := faultsApplyTo(pod)
+	if err != nil {
+		return launch{}, err
+	}
+	if !faulted {
+		l.faults, l.broken = startFaults{}, false
+	}
 	if _, err := os.Stat(l.binary); err != nil {
 		return launch{}, fmt.Errorf("etcd %s binary: %w (run make tools)", l.version, err)
 	}
@@ -118,6 +126,8 @@ type startFaults struct {
 	startDelay time.Duration // the pod stays Pending this long before its first start
 	serveDelay time.Duration // each start: the container runs this long before etcd does
 	crashAfter time.Duration // each start: the container is killed this long after it started
+	// clientsRefused: etcd runs and joins Raft, but the pod's client port resets every connection.
+	clientsRefused bool
 }
 
 // readStartFaults parses the fault annotations. A bad value is an error, so the pod stays Pending with the
@@ -135,7 +145,44 @@ func readStartFaults(pod *corev1.Pod) (startFaults, error) {
 		}
 		*dst = d
 	}
+	switch v := pod.Annotations[memberapi.AnnotationClientsRefused]; v {
+	case "", "false":
+	case "true":
+		f.clientsRefused = true
+	default:
+		return f, fmt.Errorf("pod %s/%s: annotation %s=%q: want \"true\" or \"false\"", pod.Namespace, pod.Name, memberapi.AnnotationClientsRefused, v)
+	}
 	return f, nil
+}
+
+// faultsApplyTo says whether the template's start faults (and broken) are meant for pod: always, unless
+// memberapi.AnnotationFaultOrdinals lists ordinals and pod's is not among them.
+func faultsApplyTo(pod *corev1.Pod) (bool, error) {
+	ordinals, err := memberapi.ParseOrdinals(pod.Annotations[memberapi.AnnotationFaultOrdinals])
+	if err != nil {
+		return false, fmt.Errorf("pod %s/%s: annotation %s: %w", pod.Namespace, pod.Name, memberapi.AnnotationFaultOrdinals, err)
+	}
+	if len(ordinals) == 0 {
+		return true, nil
+	}
+	_, ordinal, err := ownerStatefulSet(pod)
+	if err != nil {
+		return false, err
+	}
+	return slices.Contains(ordinals, ordinal), nil
+}
+
+// startDelayOf is the start delay pod waits out: its annotation's, when the faults apply to it. A bad value
+// reads as zero here; starting the pod reports it (readLaunch).
+func startDelayOf(pod *corev1.Pod) time.Duration {
+	delay, err := memberapi.ParseSeconds(pod.Annotations[memberapi.AnnotationStartDelay])
+	if err != nil || delay == 0 {
+		return 0
+	}
+	if faulted, err := faultsApplyTo(pod); err != nil || !faulted {
+		return 0
+	}
+	return delay
 }
 
 // tlsSecretName finds the Secret volume that the etcd container mounts at the TLS dir, if any.

@@ -79,6 +79,35 @@ func TestReadLaunch(t *testing.T) {
 		}), want: launch{version: "3.6", binary: filepath.Join(bin, "etcd"),
 			readiness: memberapi.ReadyOnStart, grace: 7 * time.Second, clientPort: 12379, peerPort: 12380, replicas: 3,
 			faults: startFaults{startDelay: 3 * time.Second, serveDelay: 500 * time.Millisecond, crashAfter: 10 * time.Second}}},
+		{name: "clients refused", pod: memberPod(func(p *corev1.Pod) {
+			p.Annotations = map[string]string{memberapi.AnnotationClientsRefused: "true"}
+		}), want: launch{version: "3.6", binary: filepath.Join(bin, "etcd"),
+			readiness: memberapi.ReadyOnStart, grace: 7 * time.Second, clientPort: 12379, peerPort: 12380, replicas: 3,
+			faults: startFaults{clientsRefused: true}}},
+		{name: "clients refused false", pod: memberPod(func(p *corev1.Pod) {
+			p.Annotations = map[string]string{memberapi.AnnotationClientsRefused: "false"}
+		}), want: launch{version: "3.6", binary: filepath.Join(bin, "etcd"),
+			readiness: memberapi.ReadyOnStart, grace: 7 * time.Second, clientPort: 12379, peerPort: 12380, replicas: 3}},
+		{name: "faults on this ordinal", pod: memberPod(func(p *corev1.Pod) {
+			p.Annotations = map[string]string{memberapi.AnnotationFaultOrdinals: "0,1", memberapi.AnnotationClientsRefused: "true",
+				memberapi.AnnotationBroken: "true", memberapi.AnnotationServeDelay: "2"}
+		}), want: launch{version: "3.6", binary: filepath.Join(bin, "etcd"), broken: true,
+			readiness: memberapi.ReadyOnStart, grace: 7 * time.Second, clientPort: 12379, peerPort: 12380, replicas: 3,
+			faults: startFaults{clientsRefused: true, serveDelay: 2 * time.Second}}},
+		{name: "faults on other ordinals", pod: memberPod(func(p *corev1.Pod) {
+			p.Annotations = map[string]string{memberapi.AnnotationFaultOrdinals: "0, 2", memberapi.AnnotationClientsRefused: "true",
+				memberapi.AnnotationBroken: "true", memberapi.AnnotationCrashAfter: "1", memberapi.AnnotationStartDelay: "3"}
+		}), want: launch{version: "3.6", binary: filepath.Join(bin, "etcd"),
+			readiness: memberapi.ReadyOnStart, grace: 7 * time.Second, clientPort: 12379, peerPort: 12380, replicas: 3}},
+		{name: "bad fault value on another ordinal is still an error", pod: memberPod(func(p *corev1.Pod) {
+			p.Annotations = map[string]string{memberapi.AnnotationFaultOrdinals: "0", memberapi.AnnotationCrashAfter: "1m"}
+		}), errHas: "annotation etcd-rollout.test/crash-after"},
+		{name: "bad fault ordinals", pod: memberPod(func(p *corev1.Pod) {
+			p.Annotations = map[string]string{memberapi.AnnotationFaultOrdinals: "etcd-0", memberapi.AnnotationBroken: "true"}
+		}), errHas: "annotation etcd-rollout.test/fault-ordinals"},
+		{name: "bad clients-refused", pod: memberPod(func(p *corev1.Pod) {
+			p.Annotations = map[string]string{memberapi.AnnotationClientsRefused: "yes"}
+		}), errHas: "annotation etcd-rollout.test/clients-refused=\"yes\""},
 		{name: "bad crash-after", pod: memberPod(func(p *corev1.Pod) {
 			p.Annotations = map[string]string{memberapi.AnnotationCrashAfter: "10s"}
 		}), errHas: "annotation etcd-rollout.test/crash-after"},
@@ -95,6 +124,27 @@ func TestReadLaunch(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// The start delay, read before the pod starts, follows the fault ordinals like the other faults.
+func TestStartDelayOf(t *testing.T) {
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		want        time.Duration
+	}{
+		{"no delay", nil, 0},
+		{"every pod", map[string]string{memberapi.AnnotationStartDelay: "3"}, 3 * time.Second},
+		{"this ordinal", map[string]string{memberapi.AnnotationStartDelay: "3", memberapi.AnnotationFaultOrdinals: "1"}, 3 * time.Second},
+		{"another ordinal", map[string]string{memberapi.AnnotationStartDelay: "3", memberapi.AnnotationFaultOrdinals: "0,2"}, 0},
+		{"bad delay", map[string]string{memberapi.AnnotationStartDelay: "3s"}, 0},
+		{"bad ordinals", map[string]string{memberapi.AnnotationStartDelay: "3", memberapi.AnnotationFaultOrdinals: "x"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, startDelayOf(memberPod(func(p *corev1.Pod) { p.Annotations = tt.annotations })))
 		})
 	}
 }

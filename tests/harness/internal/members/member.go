@@ -195,9 +195,9 @@ func (m *member) startDelayLeft(pod *corev1.Pod) time.Duration {
 	if pod.UID == m.startedUID || pod.Annotations[memberapi.AnnotationStarted] == "true" {
 		return 0
 	}
-	delay, err := memberapi.ParseSeconds(pod.Annotations[memberapi.AnnotationStartDelay])
-	if err != nil || delay == 0 {
-		return 0 // a bad value: start reports it
+	delay := startDelayOf(pod)
+	if delay == 0 {
+		return 0 // also a bad value: start reports it
 	}
 	if pod.UID != m.seenUID {
 		m.seenUID, m.startDelay, m.pendingUntil = pod.UID, delay, time.Now().Add(delay)
@@ -287,6 +287,7 @@ func (m *member) start(ctx context.Context, pod *corev1.Pod) error {
 			return fmt.Errorf("pod network of %s: %w", m.key(), err)
 		}
 	}
+	m.net.client.refuse(l.faults.clientsRefused)
 	if err := m.applyKwokRules(ctx, l); err != nil {
 		return err
 	}
@@ -298,7 +299,7 @@ func (m *member) start(ctx context.Context, pod *corev1.Pod) error {
 	}
 	slog.Info("member started", "pod", m.key(), "uid", pod.UID, "pid", proc.pid(), "version", l.version,
 		"tls", l.tls, "readiness", l.readiness, "broken", l.broken, "client", m.ports.Client,
-		"serveDelay", l.faults.serveDelay, "crashAfter", l.faults.crashAfter)
+		"serveDelay", l.faults.serveDelay, "crashAfter", l.faults.crashAfter, "clientsRefused", l.faults.clientsRefused)
 	m.mu.Lock()
 	m.proc, m.launch, m.sts, m.ordinal = proc, l, stsName, ord
 	m.startedUID = pod.UID

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -64,9 +65,21 @@ type forwarder struct {
 	port   int
 	target string
 
+	// refusing resets every new connection at once (memberapi.AnnotationClientsRefused); set per pod
+	// start, since the proxy outlives the pod.
+	refusing atomic.Bool
+
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
+}
+
+// refuse turns the refusal of connections on or off; turning it on also ends the open ones.
+func (f *forwarder) refuse(on bool) {
+	f.refusing.Store(on)
+	if on {
+		f.closeConns()
+	}
 }
 
 func openForwarder(alloc *portAllocator, targetPort int) (*forwarder, error) {
@@ -107,6 +120,10 @@ func (f *forwarder) serve() {
 // proxy copies between down (kwok) and a new connection to the target until either direction ends, then
 // closes both, so neither end is left holding a connection its peer has given up.
 func (f *forwarder) proxy(down net.Conn) {
+	if f.refusing.Load() {
+		resetConn(down)
+		return
+	}
 	f.track(down)
 	defer f.untrack(down)
 	up, err := net.DialTimeout("tcp", f.target, 5*time.Second)
@@ -122,6 +139,15 @@ func (f *forwarder) proxy(down net.Conn) {
 	_ = down.Close()
 	_ = up.Close()
 	<-done
+}
+
+// resetConn closes c with a TCP reset rather than an orderly close: the peer reads "connection reset by
+// peer" at once, the nearest a listener that accepted can come to a refused connection.
+func resetConn(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = c.Close()
 }
 
 func (f *forwarder) track(c net.Conn) {

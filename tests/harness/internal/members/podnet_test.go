@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,4 +56,48 @@ func TestPodNetEndsUpstreamConnections(t *testing.T) {
 			require.NoError(t, again.Close())
 		})
 	}
+}
+
+// A refusing proxy resets every connection without reaching the member, ends the open ones when it starts
+// refusing, and proxies again once told to stop (the next pod of the same name).
+func TestPodNetRefusesClients(t *testing.T) {
+	target, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer target.Close()
+	targetPort := target.Addr().(*net.TCPAddr).Port
+	alloc := newPortAllocator(32000, 32999)
+	n, err := openPodNet(alloc, portSet{Client: targetPort, Peer: targetPort})
+	require.NoError(t, err)
+	defer n.close(alloc)
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(n.client.port))
+
+	open, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer open.Close()
+	up, err := target.Accept()
+	require.NoError(t, err)
+	defer up.Close()
+
+	n.client.refuse(true)
+	require.NoError(t, up.SetReadDeadline(time.Now().Add(5*time.Second)))
+	_, err = up.Read(make([]byte, 1))
+	require.ErrorIs(t, err, io.EOF, "the open connection ended when the port started refusing")
+
+	refused, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer refused.Close()
+	require.NoError(t, refused.SetReadDeadline(time.Now().Add(5*time.Second)))
+	_, err = refused.Read(make([]byte, 1))
+	require.ErrorIs(t, err, syscall.ECONNRESET, "a new connection is reset at once")
+
+	n.client.refuse(false)
+	again, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer again.Close()
+	_, err = again.Write([]byte("ping"))
+	require.NoError(t, err)
+	require.NoError(t, target.(*net.TCPListener).SetDeadline(time.Now().Add(5*time.Second)))
+	reached, err := target.Accept()
+	require.NoError(t, err, "proxied again once the refusal is off")
+	_ = reached.Close()
 }
