@@ -57,9 +57,15 @@ const minAckedPuts = 20
 // is checked for linearizability when the test ends (before the namespace goes).
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newFixtureOf(t, httpSpec)
+}
+
+// newFixtureOf is newFixture for another spec, such as httpSpec on an older etcd version.
+func newFixtureOf(t *testing.T, spec harness.EtcdSpec) *fixture {
+	t.Helper()
 	c := harness.Connect(t)
 	ns := c.Namespace(t)
-	e := c.MustCreateEtcd(t, ns, httpSpec)
+	e := c.MustCreateEtcd(t, ns, spec)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cli, err := e.Client(ctx)
