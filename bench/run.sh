@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/run.sh - `make bench`: the default StatefulSet roll, the old Job's policy and the engine, side by side
 # on the local cluster (make cluster-up), over every scenario of bench/scenarios.go. Writes bench/results.md and
-# bench/bench-<scenario>.png; raw data in bench/out/ (ignored by git).
+# bench/bench-<scenario>.png, then copies results.md's summary into README.md (bench/readme-sync.sh); raw data in
+# bench/out/ (ignored by git).
 #
 # Knobs (environment):
 #   BENCH_RUNS=10          rollouts per strategy per scenario (heavy and ten-clusters ×0.25, rounded, at least 1)
@@ -20,4 +21,7 @@ args=(-runs "${BENCH_RUNS:-10}" -scenarios "${BENCH_SCENARIOS:-all}" -cooldown "
   -results "${BENCH_RESULTS:-results.md}" -out "${BENCH_OUT:-out}")
 if [ -n "${BENCH_DEADLINE:-}" ]; then args+=(-deadline "$BENCH_DEADLINE"); fi
 if [ "${BENCH_REPORT_ONLY:-0}" = 1 ]; then args+=(-report-only); fi
-exec out/bench "${args[@]}"
+out/bench "${args[@]}"
+# README's benchmark figures are results.md's: copy the summary over (a run that writes its table elsewhere,
+# such as a smoke run with BENCH_RESULTS, leaves README alone).
+if [ "${BENCH_RESULTS:-results.md}" = results.md ]; then ./readme-sync.sh; fi
