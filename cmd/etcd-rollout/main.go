@@ -50,7 +50,9 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := newRootCommand().ExecuteContext(ctx)
+	root := newRootCommand()
+	nameForInvocation(root, os.Args[0])
+	err := root.ExecuteContext(ctx)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 	}
