@@ -154,20 +154,19 @@ func (r *Rollout) observe(ctx context.Context, restConfig *rest.Config, in Rollo
 }
 
 // livePlan is the plan the next rollout would follow from this observation, and whether there is nothing
-// left to do (every member at updateRevision and healthy, the partition locked). An observation or a plan
-// that is blocked is recorded as one "blocked: ..." line, as the preview shows it.
+// left to do (every member at updateRevision and healthy, the partition locked). A blocked observation or
+// plan ends with a "blocked: ..." line, as the preview shows it, after what was planned before the block (the
+// re-lock of a partition someone lowered comes first, so it is recorded even while a pod is missing).
 func (r *Rollout) livePlan(observed rollout.ClusterState, observeErr error) ([]string, bool) {
 	if observeErr != nil {
 		return []string{fmt.Sprintf("blocked: %v", observeErr)}, false
 	}
 	plan, err := r.deps.Plan(observed, rollout.LeaderLazy)
+	lines := append([]string{}, planLines(plan)...)
 	if err != nil {
-		return []string{fmt.Sprintf("blocked: %v", err)}, false
+		return append(lines, fmt.Sprintf("blocked: %v", err)), false
 	}
-	if len(plan.Steps) == 0 {
-		return []string{}, true
-	}
-	return planLines(plan), false
+	return lines, len(plan.Steps) == 0
 }
 
 // notCompleteMessage tells a person running `pulumi refresh` what is not done, and what the next up does.
