@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -198,6 +199,8 @@ type fakeCluster struct {
 	// for tests that give pods containers.
 	deleted []string
 	images  map[string]string
+	// promote makes the controller set currentRevision = updateRevision once every pod is at it.
+	promote bool
 }
 
 var stsGVR = appsv1.SchemeGroupVersion.WithResource("statefulsets")
@@ -269,6 +272,12 @@ func (c *fakeCluster) reconcile(pod string) {
 	}
 	require.NoError(c.t, c.kube.Tracker().Update(podGVR, p, "db"))
 	c.etcd.restart(pod)
+	if c.promote && !slices.Contains(c.revisions(), sts.Status.CurrentRevision) {
+		// Every pod updated (and, here, Ready): the controller makes the update revision current.
+		sts = sts.DeepCopy()
+		sts.Status.CurrentRevision = sts.Status.UpdateRevision
+		require.NoError(c.t, c.kube.Tracker().Update(stsGVR, sts, "db"))
+	}
 	c.mu.Lock()
 	c.restarted = append(c.restarted, pod)
 	c.mu.Unlock()

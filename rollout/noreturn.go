@@ -17,7 +17,7 @@ var ErrPointOfNoReturn = errors.New("past the point of no return")
 // etcd for the cluster version and refuses when that is newer, or when nobody can say.
 func (e *Engine) checkPointOfNoReturn(ctx context.Context, st ClusterState, ordinal int, imageBefore string) error {
 	for _, m := range st.Members {
-		if m.Ordinal != ordinal && m.Revision == st.CurrentRevision && m.Healthy {
+		if st.CurrentRevision != st.UpdateRevision && m.Ordinal != ordinal && m.Revision == st.CurrentRevision && m.Healthy {
 			return nil
 		}
 	}

@@ -64,11 +64,13 @@ func (r *run) revert(ctx context.Context, ordinal int) (string, error) {
 		}
 	}
 	m, to := st.Members[ordinal], st.CurrentRevision
-	if to == "" || to == st.UpdateRevision {
-		return "", fmt.Errorf("the StatefulSet has no older revision to go back to (currentRevision %q)", to)
-	}
 	if err := e.checkPointOfNoReturn(ctx, st, ordinal, r.imageBefore(st, ordinal)); err != nil {
 		return "", err
+	}
+	if to == "" || to == st.UpdateRevision {
+		// The last member's pod turned Ready (a container started: there is no readinessProbe, or it passed)
+		// and the controller made the new revision current: a deleted pod would come back on it.
+		return "", fmt.Errorf("the StatefulSet controller already made %s its current revision (every pod was updated and Ready), so a recreated pod would run it again; revert by applying the previous pod template, which the next rollout rolls like any other", st.UpdateRevision)
 	}
 	if m.PodExists && m.Revision != to {
 		moveTo, err := revertSafety(st, ordinal)

@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,6 +119,7 @@ func TestRevertAtThePointOfNoReturn(t *testing.T) {
 		oldImage       string
 		clusterVersion string
 		wantReverted   bool
+		promoted       bool
 		want           string
 	}{
 		{name: "cluster version moved", oldImage: "etcd:v3.5.35", clusterVersion: "3.6.0",
@@ -126,6 +128,10 @@ func TestRevertAtThePointOfNoReturn(t *testing.T) {
 			want: "the cluster version cannot be read to confirm it is still 3.5.35"},
 		{name: "cluster version still the old minor", oldImage: "etcd:v3.5.35", clusterVersion: "3.5.0", wantReverted: true},
 		{name: "a patch change never moves the cluster version", oldImage: "etcd:v3.6.7", wantReverted: true},
+		{name: "the controller already made the new revision current", oldImage: "etcd:v3.6.7", promoted: true,
+			want: "the StatefulSet controller already made etcd-new its current revision"},
+		{name: "promoted, and the cluster version moved", oldImage: "etcd:v3.5.35", clusterVersion: "3.6.0", promoted: true,
+			want: "past the point of no return: the cluster version is already 3.6"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,6 +139,7 @@ func TestRevertAtThePointOfNoReturn(t *testing.T) {
 			c.withImages(t, map[string]string{oldRev: tt.oldImage, newRev: "etcd:v3.6.8"})
 			c.etcd.brokenAfterRestart["etcd-0"] = true
 			c.etcd.clusterVersion = tt.clusterVersion
+			c.promote = tt.promoted
 			res, err := c.engine(t, func(cfg *Config, _ *Options) { cfg.HealthTimeout = 300 * time.Millisecond }).Run(context.Background())
 			require.Error(t, err)
 			require.NotNil(t, res.Failure)
@@ -143,12 +150,14 @@ func TestRevertAtThePointOfNoReturn(t *testing.T) {
 				assert.Equal(t, []string{oldRev, newRev, newRev}, c.revisions())
 				return
 			}
-			require.ErrorIs(t, err, ErrPointOfNoReturn)
 			assert.Contains(t, err.Error(), tt.want)
 			assert.Contains(t, err.Error(), "etcd-0 was not reverted")
 			assert.Equal(t, []string{newRev, newRev, newRev}, c.revisions(), "left for a fix forward")
 			assert.Empty(t, c.deletedPods())
-			assert.Contains(t, res.Failure.RevertError, "point of no return")
+			assert.Contains(t, res.Failure.RevertError, tt.want)
+			if strings.Contains(tt.want, "point of no return") {
+				require.ErrorIs(t, err, ErrPointOfNoReturn)
+			}
 		})
 	}
 }

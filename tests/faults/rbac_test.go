@@ -45,8 +45,8 @@ func requireLockedAt(ctx context.Context, t *testing.T, e *harness.Etcd) []strin
 }
 
 // A ServiceAccount bound to nothing but deploy/rbac/role.yaml runs a whole TLS rollout with the CLI: the Role
-// grants everything the engine needs, and grants nothing it does not (no list, watch, delete, no exec, and
-// nothing outside its namespace).
+// grants everything the engine needs, and grants nothing it does not (no list, watch, no delete but of pods,
+// no exec, and nothing outside its namespace).
 func TestRBACShippedRoleRunsWholeRollout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -55,7 +55,7 @@ func TestRBACShippedRoleRunsWholeRollout(t *testing.T) {
 
 	for _, denied := range []struct{ verb, group, resource string }{
 		{"list", "", "pods"}, {"watch", "apps", "statefulsets"}, {"update", "apps", "statefulsets"},
-		{"delete", "", "pods"}, {"create", "", "pods/exec"}, {"list", "", "secrets"}, {"delete", "coordination.k8s.io", "leases"},
+		{"deletecollection", "", "pods"}, {"delete", "apps", "statefulsets"}, {"create", "", "pods/exec"}, {"list", "", "secrets"}, {"delete", "coordination.k8s.io", "leases"},
 	} {
 		assert.False(t, sa.canI(ctx, t, denied.verb, denied.group, denied.resource), "the Role must not grant %s %s", denied.verb, denied.resource)
 	}
@@ -119,4 +119,37 @@ func TestRBACMissingVerbIsNamed(t *testing.T) {
 		})
 	}
 	sa.setRules(ctx, t, role.Rules, "patch", "apps", "statefulsets", true)
+}
+
+// The shipped Role is enough for the revert of a member that fails on the new revision (its pod deleted with
+// the partition locked), and without pods delete the revert fails naming the verb and the Role, with the
+// partition still locked and no other member touched.
+func TestRBACShippedRoleRevertsAFailedMember(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c, e := newRBACCluster(ctx, t)
+	role := loadShippedRole(t)
+	sa := bindServiceAccount(ctx, t, c, e.Namespace, role)
+	require.True(t, sa.canI(ctx, t, "delete", "", "pods"), "the Role grants pods delete for the revert")
+	before := requireLockedAt(ctx, t, e)
+
+	_, err := e.SetTemplateAnnotation(ctx, memberapi.AnnotationBroken, "true")
+	require.NoError(t, err)
+	out, code := sa.rbacCLI(t, e, "run", "--health-timeout", "10s", "--ready-timeout", "30s")
+	t.Logf("etcd-rollout run of a broken template with the shipped Role (exit %d):\n%s", code, out)
+	assert.Equal(t, 5, code, "a reverted member is a gate failure")
+	assert.Contains(t, out, "reverted etcd-2 to "+before[2])
+	assert.Equal(t, before, requireLockedAt(ctx, t, e), "etcd-2 back on the old revision, nobody else touched")
+	require.NoError(t, e.WaitHealthy(ctx), "every member healthy after the revert")
+
+	sa.setRules(ctx, t, withoutVerb(t, role.Rules, "pods", "delete"), "delete", "", "pods", false)
+	out, code = sa.rbacCLI(t, e, "run", "--health-timeout", "10s", "--ready-timeout", "30s")
+	t.Logf("etcd-rollout run without pods delete (exit %d):\n%s", code, out)
+	assert.NotEqual(t, 0, code)
+	assert.Contains(t, out, "etcd-2 was not reverted")
+	assert.Contains(t, out, `cannot delete resource "pods"`)
+	assert.Contains(t, out, harness.ShippedRoleFile, "the error points at the Role")
+	after := requireLockedAt(ctx, t, e)
+	assert.Equal(t, before[:2], after[:2], "etcd-0 and etcd-1 untouched")
+	sa.setRules(ctx, t, role.Rules, "delete", "", "pods", true)
 }
