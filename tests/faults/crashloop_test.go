@@ -41,7 +41,10 @@ func TestCrashLoopingRevisionFailsAtTheFirstMember(t *testing.T) {
 	var restartedPods []string
 	start := time.Now()
 	res, err := f.engine(func(c *rollout.Config, o *rollout.Options) {
-		c.ReadyTimeout, c.HealthTimeout = readyTimeout, healthTimeout
+		// onFailure stop: this test is about catching the crash loop, and looks at the member still looping
+		// afterwards; the revert of such a member is TestNeverHealthyRevisionStopsAtTheFirstMember's and
+		// tests/e2e TestFaultsBadRevisionIsReverted's.
+		c.ReadyTimeout, c.HealthTimeout, c.OnFailure = readyTimeout, healthTimeout, rollout.FailureStop
 		log := o.OnEvent
 		o.OnEvent = func(e rollout.Event) {
 			log(e)
