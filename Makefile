@@ -84,6 +84,16 @@ check-sdks: sdks
 	@untracked=$$(git status --porcelain --untracked-files=all -- schema.json sdk); \
 	if [ -n "$$untracked" ]; then echo "generated files not committed:"; echo "$$untracked"; exit 1; fi
 
+# CI: the committed Go SDK as a Go user gets it: sdk/go vetted, and examples/go (which takes the SDK through a
+# replace of ../../sdk) vetted and built against it (check-sdks has made sure the committed SDK is what the
+# provider generates).
+.PHONY: check-go-sdk
+check-go-sdk:
+	cd sdk && go vet ./...
+	cd examples/go && go vet ./... && go build ./...
+
+test: check-go-sdk
+
 test-provider:
 	$(GO_TEST) ./provider/... ./cmd/pulumi-resource-etcd-rollout/...
 
@@ -122,6 +132,15 @@ KUBECONFIG_LOCAL := $(ROOT)/tests/.run/kubeconfig
 
 etcd-rollout:
 	go build -o bin/etcd-rollout ./cmd/etcd-rollout
+
+# The CLI as a kubectl plugin: `kubectl etcd-rollout status|plan|run|unlock` runs kubectl-etcd_rollout from PATH.
+# `make kubectl-plugin PREFIX=$HOME/.local` installs it as $(PREFIX)/bin/kubectl-etcd_rollout.
+.PHONY: kubectl-plugin
+PREFIX ?= /usr/local
+kubectl-plugin:
+	mkdir -p $(PREFIX)/bin
+	go build -o $(PREFIX)/bin/kubectl-etcd_rollout ./cmd/etcd-rollout
+	@echo "installed $(PREFIX)/bin/kubectl-etcd_rollout; with $(PREFIX)/bin on PATH: kubectl etcd-rollout --help"
 
 test-engine: cluster-up
 	$(GO_TEST) $(ENGINE_TEST_FLAGS) -tags integration ./tests/engine/...
@@ -164,3 +183,20 @@ test: test-faults
 .PHONY: bench
 bench: cluster-up
 	bash bench/run.sh
+
+# README's benchmark figures are bench/results.md's, copied between <!-- bench:begin --> and <!-- bench:end -->.
+# bench-readme copies them (bench/run.sh does it after every run); check-bench-readme fails when README differs,
+# and first makes sure the check can fail: a README copy with one figure changed must be refused.
+.PHONY: bench-readme check-bench-readme
+bench-readme:
+	bench/readme-sync.sh
+
+check-bench-readme:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	sed '/<!-- bench:begin -->/,/<!-- bench:end -->/s/| \*\*\([0-9]\)/| **9\1/' README.md > "$$tmp/README.md" && \
+	! cmp -s README.md "$$tmp/README.md" && \
+	! BENCH_README="$$tmp/README.md" bench/readme-sync.sh --check 2>/dev/null || \
+	{ echo "check-bench-readme: the check accepted a README with a changed figure"; exit 1; }
+	bench/readme-sync.sh --check
+
+test: check-bench-readme
