@@ -99,6 +99,9 @@ func (c component) construct(ctx *pulumi.Context, name string, args EtcdRollingU
 		// Not a dependency of the Rollout: only a hint for its Check (see allExist).
 		"stsMustExist": stsMustExist,
 	}
+	if args.OnFailure != nil {
+		inputs["onFailure"] = args.OnFailure
+	}
 	optional := map[string]pulumi.IntInput{
 		"clientPort":           args.ClientPort,
 		"cooldownSeconds":      args.CooldownSeconds,

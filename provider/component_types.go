@@ -18,6 +18,7 @@ type EtcdRollingUpgradeArgs struct {
 	CooldownSeconds      pulumi.IntInput    `pulumi:"cooldownSeconds,optional"`
 	ReadyTimeoutSeconds  pulumi.IntInput    `pulumi:"readyTimeoutSeconds,optional"`
 	HealthTimeoutSeconds pulumi.IntInput    `pulumi:"healthTimeoutSeconds,optional"`
+	OnFailure            pulumi.StringInput `pulumi:"onFailure,optional"`
 	DependsOnSts         pulumi.AnyOutput   `pulumi:"dependsOnSts,optional"`
 
 	Kubeconfig  pulumi.StringInput `pulumi:"kubeconfig,optional" provider:"secret"`
@@ -37,6 +38,7 @@ func (a *EtcdRollingUpgradeArgs) Annotate(an infer.Annotator) {
 	an.Describe(&a.CooldownSeconds, "Pause after each member passes its health gate. Default 30.")
 	an.Describe(&a.ReadyTimeoutSeconds, "Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.")
 	an.Describe(&a.HealthTimeoutSeconds, "Per member, how long etcd may take to call the member healthy and caught up. Default 60.")
+	an.Describe(&a.OnFailure, onFailureDoc)
 	an.Describe(&a.DependsOnSts, "The resource that applies the StatefulSet (any resource); the rollout runs after it.")
 	an.Describe(&a.Kubeconfig, "Kubeconfig path or document, used when no kubernetes provider is passed in the resource "+
 		"options. Without either, the rollout uses what the default kubernetes provider uses: the stack config "+

@@ -10,6 +10,8 @@ import (
 	"github.com/pulumi/pulumi-go-provider/infer"
 	"github.com/pulumi/pulumi/sdk/v3/go/property"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
 )
 
 var _ infer.CustomCheck[RolloutArgs] = (*Rollout)(nil)
@@ -77,6 +79,14 @@ func validateArgs(in RolloutArgs, known func(string) bool) []p.CheckFailure {
 	}
 	if known("healthTimeoutSeconds") && in.HealthTimeoutSeconds != nil && (*in.HealthTimeoutSeconds <= 0 || tooManySeconds(*in.HealthTimeoutSeconds)) {
 		fail("healthTimeoutSeconds", "healthTimeoutSeconds is %d: it must be a positive number of seconds, at most %d", *in.HealthTimeoutSeconds, maxSeconds)
+	}
+	if known("onFailure") && in.OnFailure != nil {
+		switch rollout.FailurePolicy(*in.OnFailure) {
+		case rollout.FailureRevert, rollout.FailureStop:
+		default:
+			fail("onFailure", "onFailure is %q: it must be %q (bring a failed member back on the old revision) or %q (leave it as it is)",
+				*in.OnFailure, rollout.FailureRevert, rollout.FailureStop)
+		}
 	}
 	if known("tls") && in.TLS != nil {
 		failures = append(failures, validateTLS(*in.TLS)...)

@@ -34,6 +34,7 @@ func TestCheckRejectsBadInputWithFieldMessages(t *testing.T) {
 		{"empty hash", map[string]property.Value{"versionHash": property.New("  ")}, "versionHash", "versionHash is empty"},
 		{"negative cooldown", map[string]property.Value{"cooldownSeconds": property.New(-1.0)}, "cooldownSeconds", "must be 0 or more"},
 		{"zero ready timeout", map[string]property.Value{"readyTimeoutSeconds": property.New(0.0)}, "readyTimeoutSeconds", "must be a positive number"},
+		{"unknown failure policy", map[string]property.Value{"onFailure": property.New("retry")}, "onFailure", `onFailure is "retry": it must be "revert"`},
 		{"negative health timeout", map[string]property.Value{"healthTimeoutSeconds": property.New(-5.0)}, "healthTimeoutSeconds", "must be a positive number"},
 		{"half tls", map[string]property.Value{"tls": tls("/tls/ca.crt", "", "")}, "tls", "missing tls.certFile, tls.keyFile"},
 		{"missing tls field", map[string]property.Value{"tls": property.New(property.NewMap(map[string]property.Value{"caFile": property.New("/tls/ca.crt")}))}, "tls", "Missing required field 'certFile'"},

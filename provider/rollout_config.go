@@ -29,6 +29,9 @@ func engineConfig(in RolloutArgs, holder string) rollout.Config {
 	if in.HealthTimeoutSeconds != nil {
 		cfg.HealthTimeout = seconds(*in.HealthTimeoutSeconds)
 	}
+	if in.OnFailure != nil && *in.OnFailure != "" {
+		cfg.OnFailure = rollout.FailurePolicy(*in.OnFailure)
+	}
 	return cfg
 }
 

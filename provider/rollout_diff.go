@@ -41,6 +41,7 @@ func (r *Rollout) Diff(ctx context.Context, req infer.DiffRequest[RolloutArgs, R
 		{"cooldownSeconds", st.CooldownSeconds, in.CooldownSeconds},
 		{"readyTimeoutSeconds", st.ReadyTimeoutSeconds, in.ReadyTimeoutSeconds},
 		{"healthTimeoutSeconds", st.HealthTimeoutSeconds, in.HealthTimeoutSeconds},
+		{"onFailure", st.OnFailure, in.OnFailure},
 	}
 	for _, s := range settings {
 		if !reflect.DeepEqual(s.old, s.new) {
@@ -56,6 +57,9 @@ func (r *Rollout) Diff(ctx context.Context, req infer.DiffRequest[RolloutArgs, R
 		if err := r.checkSameStatefulSet(ctx, in, st); err != nil {
 			return infer.DiffResponse{}, err
 		}
+	}
+	if len(diff) > 0 && st.LastFailure != nil {
+		p.GetLogger(ctx).Warning(lastFailureWarning(*st.LastFailure))
 	}
 	return infer.DiffResponse{HasChanges: len(diff) > 0, DetailedDiff: diff, DeleteBeforeReplace: false}, nil
 }

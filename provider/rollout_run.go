@@ -34,6 +34,7 @@ func (r *Rollout) Create(ctx context.Context, req infer.CreateRequest[RolloutArg
 func (r *Rollout) Update(ctx context.Context, req infer.UpdateRequest[RolloutArgs, RolloutState]) (infer.UpdateResponse[RolloutState], error) {
 	st := stateFromArgs(req.Inputs)
 	st.StatefulSetUID = req.State.StatefulSetUID
+	st.LastFailure = req.State.LastFailure // kept until a run completes: see recordFailure
 	if req.DryRun {
 		return infer.UpdateResponse[RolloutState]{Output: previewOutputs(st)}, nil
 	}
@@ -77,6 +78,7 @@ func (r *Rollout) roll(ctx context.Context, id string, in RolloutArgs, st *Rollo
 	}
 	res, runErr := eng.Run(ctx)
 	recordResult(st, res)
+	recordFailure(st, res, runErr == nil)
 	if runErr != nil {
 		return r.partial(ctx, in, st, runErr)
 	}

@@ -31,15 +31,16 @@ func (t *TLS) Annotate(a infer.Annotator) {
 
 // RolloutArgs are the Rollout's inputs. The names match the old TypeScript EtcdRollingUpgrade class.
 type RolloutArgs struct {
-	StsName              string `pulumi:"stsName"`
-	Namespace            string `pulumi:"namespace"`
-	ServiceName          string `pulumi:"serviceName"`
-	ClientPort           *int   `pulumi:"clientPort,optional"`
-	TLS                  *TLS   `pulumi:"tls,optional"`
-	VersionHash          string `pulumi:"versionHash"`
-	CooldownSeconds      *int   `pulumi:"cooldownSeconds,optional"`
-	ReadyTimeoutSeconds  *int   `pulumi:"readyTimeoutSeconds,optional"`
-	HealthTimeoutSeconds *int   `pulumi:"healthTimeoutSeconds,optional"`
+	StsName              string  `pulumi:"stsName"`
+	Namespace            string  `pulumi:"namespace"`
+	ServiceName          string  `pulumi:"serviceName"`
+	ClientPort           *int    `pulumi:"clientPort,optional"`
+	TLS                  *TLS    `pulumi:"tls,optional"`
+	VersionHash          string  `pulumi:"versionHash"`
+	CooldownSeconds      *int    `pulumi:"cooldownSeconds,optional"`
+	ReadyTimeoutSeconds  *int    `pulumi:"readyTimeoutSeconds,optional"`
+	HealthTimeoutSeconds *int    `pulumi:"healthTimeoutSeconds,optional"`
+	OnFailure            *string `pulumi:"onFailure,optional"`
 
 	// Cluster access. Changing these never causes a diff: rotating credentials must not roll etcd.
 	Kubeconfig *string `pulumi:"kubeconfig,optional" provider:"secret"`
@@ -66,6 +67,7 @@ func (r *RolloutArgs) Annotate(a infer.Annotator) {
 	a.Describe(&r.CooldownSeconds, "Pause after each member passes its health gate. Default 30.")
 	a.Describe(&r.ReadyTimeoutSeconds, "Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.")
 	a.Describe(&r.HealthTimeoutSeconds, "Per member, how long etcd may take to call the member healthy and caught up. Default 60.")
+	a.Describe(&r.OnFailure, onFailureDoc)
 	a.Describe(&r.Kubeconfig, "Kubeconfig path or document. Empty: client-go's default loading rules. Changes are not a diff.")
 	a.Describe(&r.Context, "Kubeconfig context to use. Changes are not a diff.")
 	a.Describe(&r.Cluster, "Kubeconfig cluster to use. Changes are not a diff.")
@@ -78,15 +80,16 @@ func (r *RolloutArgs) Annotate(a infer.Annotator) {
 // RolloutState is what is kept in the Pulumi state: the rollout's target and settings, and what the last run
 // did. Cluster credentials are deliberately not part of it.
 type RolloutState struct {
-	StsName              string `pulumi:"stsName"`
-	Namespace            string `pulumi:"namespace"`
-	ServiceName          string `pulumi:"serviceName"`
-	ClientPort           *int   `pulumi:"clientPort,optional"`
-	TLS                  *TLS   `pulumi:"tls,optional"`
-	VersionHash          string `pulumi:"versionHash"`
-	CooldownSeconds      *int   `pulumi:"cooldownSeconds,optional"`
-	ReadyTimeoutSeconds  *int   `pulumi:"readyTimeoutSeconds,optional"`
-	HealthTimeoutSeconds *int   `pulumi:"healthTimeoutSeconds,optional"`
+	StsName              string  `pulumi:"stsName"`
+	Namespace            string  `pulumi:"namespace"`
+	ServiceName          string  `pulumi:"serviceName"`
+	ClientPort           *int    `pulumi:"clientPort,optional"`
+	TLS                  *TLS    `pulumi:"tls,optional"`
+	VersionHash          string  `pulumi:"versionHash"`
+	CooldownSeconds      *int    `pulumi:"cooldownSeconds,optional"`
+	ReadyTimeoutSeconds  *int    `pulumi:"readyTimeoutSeconds,optional"`
+	HealthTimeoutSeconds *int    `pulumi:"healthTimeoutSeconds,optional"`
+	OnFailure            *string `pulumi:"onFailure,optional"`
 
 	// Plan is what was still to do when the last operation ended: empty after a complete run.
 	Plan []string `pulumi:"plan,optional"`
@@ -98,7 +101,40 @@ type RolloutState struct {
 	UnplannedElections int      `pulumi:"unplannedElections"`
 	FinishedAt         string   `pulumi:"finishedAt"`
 	Complete           bool     `pulumi:"complete"`
+	// LastFailure is the member that failed its gates in the last run, kept until a run completes, so the
+	// next preview names it before anybody re-runs a known-bad template.
+	LastFailure *RolloutFailure `pulumi:"lastFailure,optional"`
 }
+
+// RolloutFailure records a member that did not pass its gates on a revision.
+type RolloutFailure struct {
+	Member      string `pulumi:"member"`
+	Revision    string `pulumi:"revision"`
+	Gate        string `pulumi:"gate"`
+	LastSeen    string `pulumi:"lastSeen"`
+	At          string `pulumi:"at"`
+	RevertedTo  string `pulumi:"revertedTo"`
+	RevertError string `pulumi:"revertError"`
+}
+
+// Annotate documents RolloutFailure in the schema.
+func (f *RolloutFailure) Annotate(a infer.Annotator) {
+	a.SetToken("index", "RolloutFailure")
+	a.Describe(f, "A member that did not pass its gates on a revision, and what was done about it.")
+	a.Describe(&f.Member, "The member's pod.")
+	a.Describe(&f.Revision, "The StatefulSet revision it failed on.")
+	a.Describe(&f.Gate, `The gate it failed: "pod ready" or "etcd health".`)
+	a.Describe(&f.LastSeen, "What was last seen of the member.")
+	a.Describe(&f.At, "When (RFC 3339).")
+	a.Describe(&f.RevertedTo, "The revision the member was reverted to; empty when it was not reverted.")
+	a.Describe(&f.RevertError, "Why the revert was refused or failed (for example past the point of no return); empty otherwise.")
+}
+
+// onFailureDoc is shared by the component's and the Rollout's onFailure input.
+const onFailureDoc = `What happens to a member that fails its gates on the new revision. "revert" (default): its pod is ` +
+	`deleted with the partition locked, so the StatefulSet controller recreates it on the current (old) revision, ` +
+	`and the update fails once it is healthy again; refused past the point of no return of a minor-version ` +
+	`upgrade. "stop": the member is left as it is for a person to look at.`
 
 // Annotate documents RolloutState in the schema.
 func (s *RolloutState) Annotate(a infer.Annotator) {
@@ -110,6 +146,7 @@ func (s *RolloutState) Annotate(a infer.Annotator) {
 	a.Describe(&s.UnplannedElections, "Raft term increases during the last run that were not our transfers.")
 	a.Describe(&s.FinishedAt, "When the last complete run finished (RFC 3339); empty if it did not finish.")
 	a.Describe(&s.Complete, "True when the last run brought every member to updateRevision and re-locked the partition.")
+	a.Describe(&s.LastFailure, "The member that failed its gates in the last run, kept until a run completes; the next preview warns about it.")
 }
 
 // Annotate documents the resource.
@@ -132,6 +169,7 @@ func stateFromArgs(in RolloutArgs) RolloutState {
 		CooldownSeconds:      in.CooldownSeconds,
 		ReadyTimeoutSeconds:  in.ReadyTimeoutSeconds,
 		HealthTimeoutSeconds: in.HealthTimeoutSeconds,
+		OnFailure:            in.OnFailure,
 		Plan:                 in.Plan,
 	}
 }

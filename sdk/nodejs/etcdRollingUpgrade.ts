@@ -76,6 +76,7 @@ export class EtcdRollingUpgrade extends pulumi.ComponentResource {
             resourceInputs["healthTimeoutSeconds"] = args?.healthTimeoutSeconds;
             resourceInputs["kubeconfig"] = args?.kubeconfig ? pulumi.secret(args.kubeconfig) : undefined;
             resourceInputs["namespace"] = args?.namespace;
+            resourceInputs["onFailure"] = args?.onFailure;
             resourceInputs["readyTimeoutSeconds"] = args?.readyTimeoutSeconds;
             resourceInputs["serviceName"] = args?.serviceName;
             resourceInputs["statefulSet"] = args?.statefulSet;
@@ -132,6 +133,10 @@ export interface EtcdRollingUpgradeArgs {
      * Namespace of the StatefulSet.
      */
     namespace: pulumi.Input<string>;
+    /**
+     * What happens to a member that fails its gates on the new revision. "revert" (default): its pod is deleted with the partition locked, so the StatefulSet controller recreates it on the current (old) revision, and the update fails once it is healthy again; refused past the point of no return of a minor-version upgrade. "stop": the member is left as it is for a person to look at.
+     */
+    onFailure?: pulumi.Input<string | undefined>;
     /**
      * Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
      */

@@ -58,6 +58,10 @@ export class Rollout extends pulumi.CustomResource {
     declare public /*out*/ readonly finishedAt: pulumi.Output<string>;
     declare public readonly healthTimeoutSeconds: pulumi.Output<number | undefined>;
     /**
+     * The member that failed its gates in the last run, kept until a run completes; the next preview warns about it.
+     */
+    declare public /*out*/ readonly lastFailure: pulumi.Output<outputs.RolloutFailure | undefined>;
+    /**
      * Leader transfers the last run made.
      */
     declare public /*out*/ readonly leaderTransfers: pulumi.Output<number>;
@@ -66,6 +70,7 @@ export class Rollout extends pulumi.CustomResource {
      */
     declare public /*out*/ readonly membersRolled: pulumi.Output<string[]>;
     declare public readonly namespace: pulumi.Output<string>;
+    declare public readonly onFailure: pulumi.Output<string | undefined>;
     /**
      * Steps still to do when the last operation ended; empty after a complete run.
      */
@@ -118,6 +123,7 @@ export class Rollout extends pulumi.CustomResource {
             resourceInputs["healthTimeoutSeconds"] = args?.healthTimeoutSeconds;
             resourceInputs["kubeconfig"] = args?.kubeconfig ? pulumi.secret(args.kubeconfig) : undefined;
             resourceInputs["namespace"] = args?.namespace;
+            resourceInputs["onFailure"] = args?.onFailure;
             resourceInputs["plan"] = args?.plan;
             resourceInputs["readyTimeoutSeconds"] = args?.readyTimeoutSeconds;
             resourceInputs["serviceName"] = args?.serviceName;
@@ -127,6 +133,7 @@ export class Rollout extends pulumi.CustomResource {
             resourceInputs["versionHash"] = args?.versionHash;
             resourceInputs["complete"] = undefined /*out*/;
             resourceInputs["finishedAt"] = undefined /*out*/;
+            resourceInputs["lastFailure"] = undefined /*out*/;
             resourceInputs["leaderTransfers"] = undefined /*out*/;
             resourceInputs["membersRolled"] = undefined /*out*/;
             resourceInputs["statefulSetUid"] = undefined /*out*/;
@@ -138,9 +145,11 @@ export class Rollout extends pulumi.CustomResource {
             resourceInputs["cooldownSeconds"] = undefined /*out*/;
             resourceInputs["finishedAt"] = undefined /*out*/;
             resourceInputs["healthTimeoutSeconds"] = undefined /*out*/;
+            resourceInputs["lastFailure"] = undefined /*out*/;
             resourceInputs["leaderTransfers"] = undefined /*out*/;
             resourceInputs["membersRolled"] = undefined /*out*/;
             resourceInputs["namespace"] = undefined /*out*/;
+            resourceInputs["onFailure"] = undefined /*out*/;
             resourceInputs["plan"] = undefined /*out*/;
             resourceInputs["readyTimeoutSeconds"] = undefined /*out*/;
             resourceInputs["serviceName"] = undefined /*out*/;
@@ -188,6 +197,10 @@ export interface RolloutArgs {
      * Namespace of the StatefulSet.
      */
     namespace: pulumi.Input<string>;
+    /**
+     * What happens to a member that fails its gates on the new revision. "revert" (default): its pod is deleted with the partition locked, so the StatefulSet controller recreates it on the current (old) revision, and the update fails once it is healthy again; refused past the point of no return of a minor-version upgrade. "stop": the member is left as it is for a person to look at.
+     */
+    onFailure?: pulumi.Input<string | undefined>;
     /**
      * Set by the provider: the steps the next rollout will take on the live cluster, in order. A value set by a program is replaced.
      */

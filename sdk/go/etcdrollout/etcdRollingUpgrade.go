@@ -73,6 +73,8 @@ type etcdRollingUpgradeArgs struct {
 	Kubeconfig *string `pulumi:"kubeconfig"`
 	// Namespace of the StatefulSet.
 	Namespace string `pulumi:"namespace"`
+	// What happens to a member that fails its gates on the new revision. "revert" (default): its pod is deleted with the partition locked, so the StatefulSet controller recreates it on the current (old) revision, and the update fails once it is healthy again; refused past the point of no return of a minor-version upgrade. "stop": the member is left as it is for a person to look at.
+	OnFailure *string `pulumi:"onFailure"`
 	// Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
 	ReadyTimeoutSeconds *int `pulumi:"readyTimeoutSeconds"`
 	// The StatefulSet's governing (headless) Service.
@@ -103,6 +105,8 @@ type EtcdRollingUpgradeArgs struct {
 	Kubeconfig pulumi.StringPtrInput
 	// Namespace of the StatefulSet.
 	Namespace pulumi.StringInput
+	// What happens to a member that fails its gates on the new revision. "revert" (default): its pod is deleted with the partition locked, so the StatefulSet controller recreates it on the current (old) revision, and the update fails once it is healthy again; refused past the point of no return of a minor-version upgrade. "stop": the member is left as it is for a person to look at.
+	OnFailure pulumi.StringPtrInput
 	// Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
 	ReadyTimeoutSeconds pulumi.IntPtrInput
 	// The StatefulSet's governing (headless) Service.

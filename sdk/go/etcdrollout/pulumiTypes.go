@@ -13,6 +13,168 @@ import (
 
 var _ = internal.GetEnvOrDefault
 
+// A member that did not pass its gates on a revision, and what was done about it.
+type RolloutFailure struct {
+	// When (RFC 3339).
+	At string `pulumi:"at"`
+	// The gate it failed: "pod ready" or "etcd health".
+	Gate string `pulumi:"gate"`
+	// What was last seen of the member.
+	LastSeen string `pulumi:"lastSeen"`
+	// The member's pod.
+	Member string `pulumi:"member"`
+	// Why the revert was refused or failed (for example past the point of no return); empty otherwise.
+	RevertError string `pulumi:"revertError"`
+	// The revision the member was reverted to; empty when it was not reverted.
+	RevertedTo string `pulumi:"revertedTo"`
+	// The StatefulSet revision it failed on.
+	Revision string `pulumi:"revision"`
+}
+
+// A member that did not pass its gates on a revision, and what was done about it.
+type RolloutFailureOutput struct{ *pulumi.OutputState }
+
+func (RolloutFailureOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*RolloutFailure)(nil)).Elem()
+}
+
+func (o RolloutFailureOutput) ToRolloutFailureOutput() RolloutFailureOutput {
+	return o
+}
+
+func (o RolloutFailureOutput) ToRolloutFailureOutputWithContext(ctx context.Context) RolloutFailureOutput {
+	return o
+}
+
+// When (RFC 3339).
+func (o RolloutFailureOutput) At() pulumi.StringOutput {
+	return o.ApplyT(func(v RolloutFailure) string { return v.At }).(pulumi.StringOutput)
+}
+
+// The gate it failed: "pod ready" or "etcd health".
+func (o RolloutFailureOutput) Gate() pulumi.StringOutput {
+	return o.ApplyT(func(v RolloutFailure) string { return v.Gate }).(pulumi.StringOutput)
+}
+
+// What was last seen of the member.
+func (o RolloutFailureOutput) LastSeen() pulumi.StringOutput {
+	return o.ApplyT(func(v RolloutFailure) string { return v.LastSeen }).(pulumi.StringOutput)
+}
+
+// The member's pod.
+func (o RolloutFailureOutput) Member() pulumi.StringOutput {
+	return o.ApplyT(func(v RolloutFailure) string { return v.Member }).(pulumi.StringOutput)
+}
+
+// Why the revert was refused or failed (for example past the point of no return); empty otherwise.
+func (o RolloutFailureOutput) RevertError() pulumi.StringOutput {
+	return o.ApplyT(func(v RolloutFailure) string { return v.RevertError }).(pulumi.StringOutput)
+}
+
+// The revision the member was reverted to; empty when it was not reverted.
+func (o RolloutFailureOutput) RevertedTo() pulumi.StringOutput {
+	return o.ApplyT(func(v RolloutFailure) string { return v.RevertedTo }).(pulumi.StringOutput)
+}
+
+// The StatefulSet revision it failed on.
+func (o RolloutFailureOutput) Revision() pulumi.StringOutput {
+	return o.ApplyT(func(v RolloutFailure) string { return v.Revision }).(pulumi.StringOutput)
+}
+
+type RolloutFailurePtrOutput struct{ *pulumi.OutputState }
+
+func (RolloutFailurePtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**RolloutFailure)(nil)).Elem()
+}
+
+func (o RolloutFailurePtrOutput) ToRolloutFailurePtrOutput() RolloutFailurePtrOutput {
+	return o
+}
+
+func (o RolloutFailurePtrOutput) ToRolloutFailurePtrOutputWithContext(ctx context.Context) RolloutFailurePtrOutput {
+	return o
+}
+
+func (o RolloutFailurePtrOutput) Elem() RolloutFailureOutput {
+	return o.ApplyT(func(v *RolloutFailure) RolloutFailure {
+		if v != nil {
+			return *v
+		}
+		var ret RolloutFailure
+		return ret
+	}).(RolloutFailureOutput)
+}
+
+// When (RFC 3339).
+func (o RolloutFailurePtrOutput) At() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *RolloutFailure) *string {
+		if v == nil {
+			return nil
+		}
+		return &v.At
+	}).(pulumi.StringPtrOutput)
+}
+
+// The gate it failed: "pod ready" or "etcd health".
+func (o RolloutFailurePtrOutput) Gate() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *RolloutFailure) *string {
+		if v == nil {
+			return nil
+		}
+		return &v.Gate
+	}).(pulumi.StringPtrOutput)
+}
+
+// What was last seen of the member.
+func (o RolloutFailurePtrOutput) LastSeen() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *RolloutFailure) *string {
+		if v == nil {
+			return nil
+		}
+		return &v.LastSeen
+	}).(pulumi.StringPtrOutput)
+}
+
+// The member's pod.
+func (o RolloutFailurePtrOutput) Member() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *RolloutFailure) *string {
+		if v == nil {
+			return nil
+		}
+		return &v.Member
+	}).(pulumi.StringPtrOutput)
+}
+
+// Why the revert was refused or failed (for example past the point of no return); empty otherwise.
+func (o RolloutFailurePtrOutput) RevertError() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *RolloutFailure) *string {
+		if v == nil {
+			return nil
+		}
+		return &v.RevertError
+	}).(pulumi.StringPtrOutput)
+}
+
+// The revision the member was reverted to; empty when it was not reverted.
+func (o RolloutFailurePtrOutput) RevertedTo() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *RolloutFailure) *string {
+		if v == nil {
+			return nil
+		}
+		return &v.RevertedTo
+	}).(pulumi.StringPtrOutput)
+}
+
+// The StatefulSet revision it failed on.
+func (o RolloutFailurePtrOutput) Revision() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *RolloutFailure) *string {
+		if v == nil {
+			return nil
+		}
+		return &v.Revision
+	}).(pulumi.StringPtrOutput)
+}
+
 // Client TLS files as mounted inside the etcd container; all three or none.
 type TLS struct {
 	// Path of the CA certificate inside the etcd container.
@@ -194,6 +356,8 @@ func (o TLSPtrOutput) KeyFile() pulumi.StringPtrOutput {
 func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*TLSInput)(nil)).Elem(), TLSArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*TLSPtrInput)(nil)).Elem(), TLSArgs{})
+	pulumi.RegisterOutputType(RolloutFailureOutput{})
+	pulumi.RegisterOutputType(RolloutFailurePtrOutput{})
 	pulumi.RegisterOutputType(TLSOutput{})
 	pulumi.RegisterOutputType(TLSPtrOutput{})
 }

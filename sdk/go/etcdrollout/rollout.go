@@ -23,11 +23,14 @@ type Rollout struct {
 	// When the last complete run finished (RFC 3339); empty if it did not finish.
 	FinishedAt           pulumi.StringOutput `pulumi:"finishedAt"`
 	HealthTimeoutSeconds pulumi.IntPtrOutput `pulumi:"healthTimeoutSeconds"`
+	// The member that failed its gates in the last run, kept until a run completes; the next preview warns about it.
+	LastFailure RolloutFailurePtrOutput `pulumi:"lastFailure"`
 	// Leader transfers the last run made.
 	LeaderTransfers pulumi.IntOutput `pulumi:"leaderTransfers"`
 	// Pods the last run restarted, in order.
 	MembersRolled pulumi.StringArrayOutput `pulumi:"membersRolled"`
 	Namespace     pulumi.StringOutput      `pulumi:"namespace"`
+	OnFailure     pulumi.StringPtrOutput   `pulumi:"onFailure"`
 	// Steps still to do when the last operation ended; empty after a complete run.
 	Plan                pulumi.StringArrayOutput `pulumi:"plan"`
 	ReadyTimeoutSeconds pulumi.IntPtrOutput      `pulumi:"readyTimeoutSeconds"`
@@ -118,6 +121,8 @@ type rolloutArgs struct {
 	Kubeconfig *string `pulumi:"kubeconfig"`
 	// Namespace of the StatefulSet.
 	Namespace string `pulumi:"namespace"`
+	// What happens to a member that fails its gates on the new revision. "revert" (default): its pod is deleted with the partition locked, so the StatefulSet controller recreates it on the current (old) revision, and the update fails once it is healthy again; refused past the point of no return of a minor-version upgrade. "stop": the member is left as it is for a person to look at.
+	OnFailure *string `pulumi:"onFailure"`
 	// Set by the provider: the steps the next rollout will take on the live cluster, in order. A value set by a program is replaced.
 	Plan []string `pulumi:"plan"`
 	// Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
@@ -150,6 +155,8 @@ type RolloutArgs struct {
 	Kubeconfig pulumi.StringPtrInput
 	// Namespace of the StatefulSet.
 	Namespace pulumi.StringInput
+	// What happens to a member that fails its gates on the new revision. "revert" (default): its pod is deleted with the partition locked, so the StatefulSet controller recreates it on the current (old) revision, and the update fails once it is healthy again; refused past the point of no return of a minor-version upgrade. "stop": the member is left as it is for a person to look at.
+	OnFailure pulumi.StringPtrInput
 	// Set by the provider: the steps the next rollout will take on the live cluster, in order. A value set by a program is replaced.
 	Plan pulumi.StringArrayInput
 	// Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
@@ -275,6 +282,11 @@ func (o RolloutOutput) HealthTimeoutSeconds() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v *Rollout) pulumi.IntPtrOutput { return v.HealthTimeoutSeconds }).(pulumi.IntPtrOutput)
 }
 
+// The member that failed its gates in the last run, kept until a run completes; the next preview warns about it.
+func (o RolloutOutput) LastFailure() RolloutFailurePtrOutput {
+	return o.ApplyT(func(v *Rollout) RolloutFailurePtrOutput { return v.LastFailure }).(RolloutFailurePtrOutput)
+}
+
 // Leader transfers the last run made.
 func (o RolloutOutput) LeaderTransfers() pulumi.IntOutput {
 	return o.ApplyT(func(v *Rollout) pulumi.IntOutput { return v.LeaderTransfers }).(pulumi.IntOutput)
@@ -287,6 +299,10 @@ func (o RolloutOutput) MembersRolled() pulumi.StringArrayOutput {
 
 func (o RolloutOutput) Namespace() pulumi.StringOutput {
 	return o.ApplyT(func(v *Rollout) pulumi.StringOutput { return v.Namespace }).(pulumi.StringOutput)
+}
+
+func (o RolloutOutput) OnFailure() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *Rollout) pulumi.StringPtrOutput { return v.OnFailure }).(pulumi.StringPtrOutput)
 }
 
 // Steps still to do when the last operation ended; empty after a complete run.

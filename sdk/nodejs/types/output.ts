@@ -6,6 +6,40 @@ import * as inputs from "../types/input";
 import * as outputs from "../types/output";
 
 /**
+ * A member that did not pass its gates on a revision, and what was done about it.
+ */
+export interface RolloutFailure {
+    /**
+     * When (RFC 3339).
+     */
+    at: string;
+    /**
+     * The gate it failed: "pod ready" or "etcd health".
+     */
+    gate: string;
+    /**
+     * What was last seen of the member.
+     */
+    lastSeen: string;
+    /**
+     * The member's pod.
+     */
+    member: string;
+    /**
+     * Why the revert was refused or failed (for example past the point of no return); empty otherwise.
+     */
+    revertError: string;
+    /**
+     * The revision the member was reverted to; empty when it was not reverted.
+     */
+    revertedTo: string;
+    /**
+     * The StatefulSet revision it failed on.
+     */
+    revision: string;
+}
+
+/**
  * Client TLS files as mounted inside the etcd container; all three or none.
  */
 export interface TLS {

@@ -30,6 +30,7 @@ class EtcdRollingUpgradeArgs:
                  depends_on_sts: Optional[Any] = None,
                  health_timeout_seconds: pulumi.Input[Optional[_builtins.int]] = None,
                  kubeconfig: pulumi.Input[Optional[_builtins.str]] = None,
+                 on_failure: pulumi.Input[Optional[_builtins.str]] = None,
                  ready_timeout_seconds: pulumi.Input[Optional[_builtins.int]] = None,
                  stateful_set: pulumi.Input[Optional[Mapping[str, Any]]] = None,
                  tls: pulumi.Input[Optional['TLSArgs']] = None,
@@ -46,6 +47,7 @@ class EtcdRollingUpgradeArgs:
         :param Any depends_on_sts: The resource that applies the StatefulSet (any resource); the rollout runs after it.
         :param pulumi.Input[_builtins.int] health_timeout_seconds: Per member, how long etcd may take to call the member healthy and caught up. Default 60.
         :param pulumi.Input[_builtins.str] kubeconfig: Kubeconfig path or document, used when no kubernetes provider is passed in the resource options. Without either, the rollout uses what the default kubernetes provider uses: the stack config kubernetes:kubeconfig, kubernetes:context and kubernetes:cluster, then client-go's default loading rules ($KUBECONFIG, ~/.kube/config).
+        :param pulumi.Input[_builtins.str] on_failure: What happens to a member that fails its gates on the new revision. "revert" (default): its pod is deleted with the partition locked, so the StatefulSet controller recreates it on the current (old) revision, and the update fails once it is healthy again; refused past the point of no return of a minor-version upgrade. "stop": the member is left as it is for a person to look at.
         :param pulumi.Input[_builtins.int] ready_timeout_seconds: Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
         :param pulumi.Input[Mapping[str, Any]] stateful_set: A StatefulSet manifest (apiVersion apps/v1). When given, the component creates it as its own child with the annotations pulumi.com/skipAwait: "true" and pulumi.com/patchForce: "true" (so its next apply re-locks whatever a killed run left) and updateStrategy.rollingUpdate.partition = spec.replicas forced, and computes versionHash from spec.template when none is given.
         :param pulumi.Input['TLSArgs'] tls: Client TLS files as mounted inside the etcd container; all three or none. Plain HTTP when absent.
@@ -66,6 +68,8 @@ class EtcdRollingUpgradeArgs:
             pulumi.set(__self__, "health_timeout_seconds", health_timeout_seconds)
         if kubeconfig is not None:
             pulumi.set(__self__, "kubeconfig", kubeconfig)
+        if on_failure is not None:
+            pulumi.set(__self__, "on_failure", on_failure)
         if ready_timeout_seconds is not None:
             pulumi.set(__self__, "ready_timeout_seconds", ready_timeout_seconds)
         if stateful_set is not None:
@@ -184,6 +188,18 @@ class EtcdRollingUpgradeArgs:
         pulumi.set(self, "kubeconfig", value)
 
     @_builtins.property
+    @pulumi.getter(name="onFailure")
+    def on_failure(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        What happens to a member that fails its gates on the new revision. "revert" (default): its pod is deleted with the partition locked, so the StatefulSet controller recreates it on the current (old) revision, and the update fails once it is healthy again; refused past the point of no return of a minor-version upgrade. "stop": the member is left as it is for a person to look at.
+        """
+        return pulumi.get(self, "on_failure")
+
+    @on_failure.setter
+    def on_failure(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "on_failure", value)
+
+    @_builtins.property
     @pulumi.getter(name="readyTimeoutSeconds")
     def ready_timeout_seconds(self) -> pulumi.Input[Optional[_builtins.int]]:
         """
@@ -245,6 +261,7 @@ class EtcdRollingUpgrade(pulumi.ComponentResource):
                  health_timeout_seconds: pulumi.Input[Optional[_builtins.int]] = None,
                  kubeconfig: pulumi.Input[Optional[_builtins.str]] = None,
                  namespace: pulumi.Input[Optional[_builtins.str]] = None,
+                 on_failure: pulumi.Input[Optional[_builtins.str]] = None,
                  ready_timeout_seconds: pulumi.Input[Optional[_builtins.int]] = None,
                  service_name: pulumi.Input[Optional[_builtins.str]] = None,
                  stateful_set: pulumi.Input[Optional[Mapping[str, Any]]] = None,
@@ -264,6 +281,7 @@ class EtcdRollingUpgrade(pulumi.ComponentResource):
         :param pulumi.Input[_builtins.int] health_timeout_seconds: Per member, how long etcd may take to call the member healthy and caught up. Default 60.
         :param pulumi.Input[_builtins.str] kubeconfig: Kubeconfig path or document, used when no kubernetes provider is passed in the resource options. Without either, the rollout uses what the default kubernetes provider uses: the stack config kubernetes:kubeconfig, kubernetes:context and kubernetes:cluster, then client-go's default loading rules ($KUBECONFIG, ~/.kube/config).
         :param pulumi.Input[_builtins.str] namespace: Namespace of the StatefulSet.
+        :param pulumi.Input[_builtins.str] on_failure: What happens to a member that fails its gates on the new revision. "revert" (default): its pod is deleted with the partition locked, so the StatefulSet controller recreates it on the current (old) revision, and the update fails once it is healthy again; refused past the point of no return of a minor-version upgrade. "stop": the member is left as it is for a person to look at.
         :param pulumi.Input[_builtins.int] ready_timeout_seconds: Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
         :param pulumi.Input[_builtins.str] service_name: The StatefulSet's governing (headless) Service.
         :param pulumi.Input[Mapping[str, Any]] stateful_set: A StatefulSet manifest (apiVersion apps/v1). When given, the component creates it as its own child with the annotations pulumi.com/skipAwait: "true" and pulumi.com/patchForce: "true" (so its next apply re-locks whatever a killed run left) and updateStrategy.rollingUpdate.partition = spec.replicas forced, and computes versionHash from spec.template when none is given.
@@ -302,6 +320,7 @@ class EtcdRollingUpgrade(pulumi.ComponentResource):
                  health_timeout_seconds: pulumi.Input[Optional[_builtins.int]] = None,
                  kubeconfig: pulumi.Input[Optional[_builtins.str]] = None,
                  namespace: pulumi.Input[Optional[_builtins.str]] = None,
+                 on_failure: pulumi.Input[Optional[_builtins.str]] = None,
                  ready_timeout_seconds: pulumi.Input[Optional[_builtins.int]] = None,
                  service_name: pulumi.Input[Optional[_builtins.str]] = None,
                  stateful_set: pulumi.Input[Optional[Mapping[str, Any]]] = None,
@@ -328,6 +347,7 @@ class EtcdRollingUpgrade(pulumi.ComponentResource):
             if namespace is None and not opts.urn:
                 raise TypeError("Missing required property 'namespace'")
             __props__.__dict__["namespace"] = namespace
+            __props__.__dict__["on_failure"] = on_failure
             __props__.__dict__["ready_timeout_seconds"] = ready_timeout_seconds
             if service_name is None and not opts.urn:
                 raise TypeError("Missing required property 'service_name'")

@@ -15,8 +15,119 @@ else:
 from . import _utilities
 
 __all__ = [
+    'RolloutFailure',
     'TLS',
 ]
+
+@pulumi.output_type
+class RolloutFailure(dict):
+    """
+    A member that did not pass its gates on a revision, and what was done about it.
+    """
+    @staticmethod
+    def __key_warning(key: str):
+        suggest = None
+        if key == "lastSeen":
+            suggest = "last_seen"
+        elif key == "revertError":
+            suggest = "revert_error"
+        elif key == "revertedTo":
+            suggest = "reverted_to"
+
+        if suggest:
+            pulumi.log.warn(f"Key '{key}' not found in RolloutFailure. Access the value via the '{suggest}' property getter instead.")
+
+    def __getitem__(self, key: str) -> Any:
+        RolloutFailure.__key_warning(key)
+        return super().__getitem__(key)
+
+    def get(self, key: str, default = None) -> Any:
+        RolloutFailure.__key_warning(key)
+        return super().get(key, default)
+
+    def __init__(__self__, *,
+                 at: _builtins.str,
+                 gate: _builtins.str,
+                 last_seen: _builtins.str,
+                 member: _builtins.str,
+                 revert_error: _builtins.str,
+                 reverted_to: _builtins.str,
+                 revision: _builtins.str):
+        """
+        A member that did not pass its gates on a revision, and what was done about it.
+
+        :param _builtins.str at: When (RFC 3339).
+        :param _builtins.str gate: The gate it failed: "pod ready" or "etcd health".
+        :param _builtins.str last_seen: What was last seen of the member.
+        :param _builtins.str member: The member's pod.
+        :param _builtins.str revert_error: Why the revert was refused or failed (for example past the point of no return); empty otherwise.
+        :param _builtins.str reverted_to: The revision the member was reverted to; empty when it was not reverted.
+        :param _builtins.str revision: The StatefulSet revision it failed on.
+        """
+        pulumi.set(__self__, "at", at)
+        pulumi.set(__self__, "gate", gate)
+        pulumi.set(__self__, "last_seen", last_seen)
+        pulumi.set(__self__, "member", member)
+        pulumi.set(__self__, "revert_error", revert_error)
+        pulumi.set(__self__, "reverted_to", reverted_to)
+        pulumi.set(__self__, "revision", revision)
+
+    @_builtins.property
+    @pulumi.getter
+    def at(self) -> _builtins.str:
+        """
+        When (RFC 3339).
+        """
+        return pulumi.get(self, "at")
+
+    @_builtins.property
+    @pulumi.getter
+    def gate(self) -> _builtins.str:
+        """
+        The gate it failed: "pod ready" or "etcd health".
+        """
+        return pulumi.get(self, "gate")
+
+    @_builtins.property
+    @pulumi.getter(name="lastSeen")
+    def last_seen(self) -> _builtins.str:
+        """
+        What was last seen of the member.
+        """
+        return pulumi.get(self, "last_seen")
+
+    @_builtins.property
+    @pulumi.getter
+    def member(self) -> _builtins.str:
+        """
+        The member's pod.
+        """
+        return pulumi.get(self, "member")
+
+    @_builtins.property
+    @pulumi.getter(name="revertError")
+    def revert_error(self) -> _builtins.str:
+        """
+        Why the revert was refused or failed (for example past the point of no return); empty otherwise.
+        """
+        return pulumi.get(self, "revert_error")
+
+    @_builtins.property
+    @pulumi.getter(name="revertedTo")
+    def reverted_to(self) -> _builtins.str:
+        """
+        The revision the member was reverted to; empty when it was not reverted.
+        """
+        return pulumi.get(self, "reverted_to")
+
+    @_builtins.property
+    @pulumi.getter
+    def revision(self) -> _builtins.str:
+        """
+        The StatefulSet revision it failed on.
+        """
+        return pulumi.get(self, "revision")
+
 
 @pulumi.output_type
 class TLS(dict):

@@ -31,6 +31,7 @@ class RolloutArgs:
                  cooldown_seconds: pulumi.Input[Optional[_builtins.int]] = None,
                  health_timeout_seconds: pulumi.Input[Optional[_builtins.int]] = None,
                  kubeconfig: pulumi.Input[Optional[_builtins.str]] = None,
+                 on_failure: pulumi.Input[Optional[_builtins.str]] = None,
                  plan: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
                  ready_timeout_seconds: pulumi.Input[Optional[_builtins.int]] = None,
                  sts_must_exist: pulumi.Input[Optional[_builtins.bool]] = None,
@@ -48,6 +49,7 @@ class RolloutArgs:
         :param pulumi.Input[_builtins.int] cooldown_seconds: Pause after each member passes its health gate. Default 30.
         :param pulumi.Input[_builtins.int] health_timeout_seconds: Per member, how long etcd may take to call the member healthy and caught up. Default 60.
         :param pulumi.Input[_builtins.str] kubeconfig: Kubeconfig path or document. Empty: client-go's default loading rules. Changes are not a diff.
+        :param pulumi.Input[_builtins.str] on_failure: What happens to a member that fails its gates on the new revision. "revert" (default): its pod is deleted with the partition locked, so the StatefulSet controller recreates it on the current (old) revision, and the update fails once it is healthy again; refused past the point of no return of a minor-version upgrade. "stop": the member is left as it is for a person to look at.
         :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] plan: Set by the provider: the steps the next rollout will take on the live cluster, in order. A value set by a program is replaced.
         :param pulumi.Input[_builtins.int] ready_timeout_seconds: Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
         :param pulumi.Input[_builtins.bool] sts_must_exist: Set by EtcdRollingUpgrade: true when the StatefulSet must already be on the cluster (nothing in this update creates it), so a missing one is refused in preview even on the first create. Not a diff.
@@ -69,6 +71,8 @@ class RolloutArgs:
             pulumi.set(__self__, "health_timeout_seconds", health_timeout_seconds)
         if kubeconfig is not None:
             pulumi.set(__self__, "kubeconfig", kubeconfig)
+        if on_failure is not None:
+            pulumi.set(__self__, "on_failure", on_failure)
         if plan is not None:
             pulumi.set(__self__, "plan", plan)
         if ready_timeout_seconds is not None:
@@ -199,6 +203,18 @@ class RolloutArgs:
         pulumi.set(self, "kubeconfig", value)
 
     @_builtins.property
+    @pulumi.getter(name="onFailure")
+    def on_failure(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        What happens to a member that fails its gates on the new revision. "revert" (default): its pod is deleted with the partition locked, so the StatefulSet controller recreates it on the current (old) revision, and the update fails once it is healthy again; refused past the point of no return of a minor-version upgrade. "stop": the member is left as it is for a person to look at.
+        """
+        return pulumi.get(self, "on_failure")
+
+    @on_failure.setter
+    def on_failure(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "on_failure", value)
+
+    @_builtins.property
     @pulumi.getter
     def plan(self) -> pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]]:
         """
@@ -260,6 +276,7 @@ class Rollout(pulumi.CustomResource):
                  health_timeout_seconds: pulumi.Input[Optional[_builtins.int]] = None,
                  kubeconfig: pulumi.Input[Optional[_builtins.str]] = None,
                  namespace: pulumi.Input[Optional[_builtins.str]] = None,
+                 on_failure: pulumi.Input[Optional[_builtins.str]] = None,
                  plan: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
                  ready_timeout_seconds: pulumi.Input[Optional[_builtins.int]] = None,
                  service_name: pulumi.Input[Optional[_builtins.str]] = None,
@@ -280,6 +297,7 @@ class Rollout(pulumi.CustomResource):
         :param pulumi.Input[_builtins.int] health_timeout_seconds: Per member, how long etcd may take to call the member healthy and caught up. Default 60.
         :param pulumi.Input[_builtins.str] kubeconfig: Kubeconfig path or document. Empty: client-go's default loading rules. Changes are not a diff.
         :param pulumi.Input[_builtins.str] namespace: Namespace of the StatefulSet.
+        :param pulumi.Input[_builtins.str] on_failure: What happens to a member that fails its gates on the new revision. "revert" (default): its pod is deleted with the partition locked, so the StatefulSet controller recreates it on the current (old) revision, and the update fails once it is healthy again; refused past the point of no return of a minor-version upgrade. "stop": the member is left as it is for a person to look at.
         :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] plan: Set by the provider: the steps the next rollout will take on the live cluster, in order. A value set by a program is replaced.
         :param pulumi.Input[_builtins.int] ready_timeout_seconds: Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
         :param pulumi.Input[_builtins.str] service_name: The StatefulSet's governing (headless) Service.
@@ -319,6 +337,7 @@ class Rollout(pulumi.CustomResource):
                  health_timeout_seconds: pulumi.Input[Optional[_builtins.int]] = None,
                  kubeconfig: pulumi.Input[Optional[_builtins.str]] = None,
                  namespace: pulumi.Input[Optional[_builtins.str]] = None,
+                 on_failure: pulumi.Input[Optional[_builtins.str]] = None,
                  plan: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
                  ready_timeout_seconds: pulumi.Input[Optional[_builtins.int]] = None,
                  service_name: pulumi.Input[Optional[_builtins.str]] = None,
@@ -344,6 +363,7 @@ class Rollout(pulumi.CustomResource):
             if namespace is None and not opts.urn:
                 raise TypeError("Missing required property 'namespace'")
             __props__.__dict__["namespace"] = namespace
+            __props__.__dict__["on_failure"] = on_failure
             __props__.__dict__["plan"] = plan
             __props__.__dict__["ready_timeout_seconds"] = ready_timeout_seconds
             if service_name is None and not opts.urn:
@@ -359,6 +379,7 @@ class Rollout(pulumi.CustomResource):
             __props__.__dict__["version_hash"] = version_hash
             __props__.__dict__["complete"] = None
             __props__.__dict__["finished_at"] = None
+            __props__.__dict__["last_failure"] = None
             __props__.__dict__["leader_transfers"] = None
             __props__.__dict__["members_rolled"] = None
             __props__.__dict__["stateful_set_uid"] = None
@@ -391,9 +412,11 @@ class Rollout(pulumi.CustomResource):
         __props__.__dict__["cooldown_seconds"] = None
         __props__.__dict__["finished_at"] = None
         __props__.__dict__["health_timeout_seconds"] = None
+        __props__.__dict__["last_failure"] = None
         __props__.__dict__["leader_transfers"] = None
         __props__.__dict__["members_rolled"] = None
         __props__.__dict__["namespace"] = None
+        __props__.__dict__["on_failure"] = None
         __props__.__dict__["plan"] = None
         __props__.__dict__["ready_timeout_seconds"] = None
         __props__.__dict__["service_name"] = None
@@ -443,6 +466,14 @@ class Rollout(pulumi.CustomResource):
         return pulumi.get(self, "health_timeout_seconds")
 
     @_builtins.property
+    @pulumi.getter(name="lastFailure")
+    def last_failure(self) -> pulumi.Output[Optional['outputs.RolloutFailure']]:
+        """
+        The member that failed its gates in the last run, kept until a run completes; the next preview warns about it.
+        """
+        return pulumi.get(self, "last_failure")
+
+    @_builtins.property
     @pulumi.getter(name="leaderTransfers")
     def leader_transfers(self) -> pulumi.Output[_builtins.int]:
         """
@@ -462,6 +493,11 @@ class Rollout(pulumi.CustomResource):
     @pulumi.getter
     def namespace(self) -> pulumi.Output[_builtins.str]:
         return pulumi.get(self, "namespace")
+
+    @_builtins.property
+    @pulumi.getter(name="onFailure")
+    def on_failure(self) -> pulumi.Output[Optional[_builtins.str]]:
+        return pulumi.get(self, "on_failure")
 
     @_builtins.property
     @pulumi.getter
