@@ -27,17 +27,17 @@ var _ infer.CustomRead[RolloutArgs, RolloutState] = (*Rollout)(nil)
 //   - everything Read does not observe (the last run's history: membersRolled, leaderTransfers,
 //     unplannedElections, finishedAt, and any field it does not know) is copied from the old state.
 //
-// A StatefulSet that no longer exists: pulumi-kubernetes answers such a Read with an empty ID and no
-// properties, and the engine drops the resource from the state. pulumi-go-provider v1.5.0 cannot send "no
-// properties" (infer always encodes the state struct, and the gRPC layer always marshals a non-nil struct), and
-// the engine keeps a resource whose Read returned properties (it only replaces a non-empty ID), so an empty ID
-// would silently keep a zeroed state. Read therefore keeps the resource on purpose, with complete=false, a
-// plan that says the StatefulSet is gone, and a warning; the UID it keeps makes the next `pulumi up` refuse a
-// StatefulSet recreated under the same name until the Rollout is replaced, as it would without a refresh.
+// A StatefulSet that no longer exists: Read answers as pulumi-kubernetes' Read does for a deleted object, with
+// an empty ID, and the engine drops the resource from the state (pulumi v3.276 RefreshStep: "If the ID is blank
+// treat this as a delete"). Keeping it would be worse: its Check would refuse the missing StatefulSet in the
+// next preview, and its UID guard would refuse the one the program creates again. Dropped, the next `pulumi
+// up` creates the Rollout anew, after the StatefulSet it depends on.
 //
 // A StatefulSet with another UID (recreated, or the kubeconfig now reaches another cluster) is not this
 // rollout's: Read keeps the old state untouched and warns, so its history and UID guard are not overwritten by
-// a stranger's.
+// a stranger's. The engine then diffs the refreshed state against the last inputs (pulumi v3.276 RefreshStep,
+// unless PULUMI_ENABLE_LEGACY_REFRESH_DIFF), and Diff's UID guard answers with its refusal, so that refresh
+// ends with the guard's message (replace the Rollout) rather than silently adopting the other StatefulSet.
 //
 // An import (only the ID, `namespace/name`, is known) fills the inputs from the live StatefulSet: serviceName
 // from spec.serviceName, clientPort and tls from the etcd container's flags, and versionHash from
@@ -80,12 +80,9 @@ func (r *Rollout) Read(ctx context.Context, req infer.ReadRequest[RolloutArgs, R
 
 	switch {
 	case uid == "":
-		log.Warningf("StatefulSet %s no longer exists: the refreshed state says the rollout is not complete. If the StatefulSet "+
-			"is created again, the next `pulumi up` refuses it (its UID is new) until this rollout is replaced "+
-			"(`pulumi up --replace <URN of the Rollout>`); if it is gone for good, remove the rollout from the program", target)
-		resp.State.Complete = false
-		resp.State.Plan = []string{fmt.Sprintf("blocked: StatefulSet %s does not exist", target)}
-		return resp, nil
+		log.Warningf("StatefulSet %s no longer exists: the rollout is removed from the state, as a deleted Kubernetes object is; "+
+			"the next `pulumi up` creates it again after the StatefulSet", target)
+		return infer.ReadResponse[RolloutArgs, RolloutState]{}, nil
 	case st.StatefulSetUID != "" && st.StatefulSetUID != uid:
 		log.Warningf("StatefulSet %s on the cluster has UID %s, but this rollout was run on UID %s: it was recreated, or the "+
 			"kubeconfig or context now reaches another cluster. The state is left as it was, so `pulumi up` keeps refusing it; "+

@@ -77,9 +77,6 @@ func TestRefreshRecordsWhatIsLive(t *testing.T) {
 			s.Members[2].Healthy, s.Members[2].Problem = false, "not caught up"
 			return s
 		}(), wantRevision: "rev-a", wantUID: "uid-1", wantPlan: []string{"wait for etcd-2 to be healthy"}},
-		{name: "StatefulSet no longer exists", uid: "", live: healthyState("rev-a", 0),
-			wantRevision: "rev-a", wantUID: "uid-1", wantPlan: []string{"blocked: StatefulSet db/etcd does not exist"},
-			wantWarning: "StatefulSet db/etcd no longer exists"},
 		{name: "StatefulSet with another UID: state kept", uid: "uid-other", live: outdated(0),
 			wantComplete: true, wantRevision: "rev-a", wantUID: "uid-1",
 			wantWarning: "has UID uid-other, but this rollout was run on UID uid-1"},
@@ -118,6 +115,25 @@ func TestRefreshRecordsWhatIsLive(t *testing.T) {
 			for _, m := range logs.messages() {
 				assert.NotContains(t, m, "/tmp/kubeconfig")
 			}
+		})
+	}
+}
+
+// A StatefulSet that is gone is answered with an empty ID, which makes the engine drop the resource from the
+// state, as it does for any deleted Kubernetes object.
+func TestRefreshDropsARolloutWhoseStatefulSetIsGone(t *testing.T) {
+	logs := recordLogs(t)
+	for name, deps := range map[string]func(*fakeCluster) Deps{
+		"by UID lookup":            (*fakeCluster).deps,
+		"by the facts Check reads": func(f *fakeCluster) Deps { return withFacts(f, etcdStatefulSet()) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := &fakeCluster{uid: "", state: healthyState("rev-a", 0)}
+			resp, err := server(t, deps(f)).Read(p.ReadRequest{Urn: rolloutURN, ID: "db/etcd", Properties: lastRun(nil), Inputs: inputs(nil)})
+			require.NoError(t, err)
+			assert.Empty(t, resp.ID)
+			assert.Zero(t, f.runs)
+			assert.True(t, containsAny(logs.messages(), "StatefulSet db/etcd no longer exists"))
 		})
 	}
 }
