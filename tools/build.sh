@@ -6,7 +6,8 @@
 #
 # usage: tools/build.sh [cluster|pulumi|all]...      (default: cluster)
 #   cluster: kube-apiserver, kube-controller-manager, kwok, etcd + etcdctl (v3.6, the members' default),
-#            etcd-v3.5 (the older version a test can upgrade from)
+#            etcd-v3.5 (the older version a test can upgrade from), kubectl (the tests run the README's
+#            `kubectl wait` line with it)
 #   pulumi:  the pulumi CLI and pulumi-resource-kubernetes
 set -euo pipefail
 
@@ -51,6 +52,7 @@ build_cluster() {
   build etcdctl "$ETCD_VERSION" etcd-v3.6 go.etcd.io/etcd/etcdctl/v3
   build kube-apiserver "$K8S_VERSION" k8s k8s.io/kubernetes/cmd/kube-apiserver "$k8s_ld"
   build kube-controller-manager "$K8S_VERSION" k8s k8s.io/kubernetes/cmd/kube-controller-manager "$k8s_ld"
+  build kubectl "$K8S_VERSION" k8s k8s.io/kubernetes/cmd/kubectl "$k8s_ld"
   build etcd-v3.5 "$ETCD_OLD_VERSION" etcd-v3.5 go.etcd.io/etcd/server/v3
   if ! fresh kwok "$KWOK_VERSION"; then
     log "building kwok $KWOK_VERSION"
