@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"testing"
 	"time"
 
@@ -53,7 +52,7 @@ func TestRefreshRecordsLiveState(t *testing.T) {
 	// Someone applies a new pod template by hand: the partition is locked, so no member restarts.
 	patchStatefulSet(ctx, t, c, ns, `{"spec":{"template":{"metadata":{"annotations":{"e2e/hand-applied":"yes"}}}}}`)
 	changed := waitUpdateRevision(ctx, t, c, ns, first.UpdateRevision)
-	uids := podUIDs(ctx, t, c, ns)
+	uids := podUIDsOf(ctx, t, c, ns, "etcd")
 
 	st = refreshedRollout(ctx, t, r)
 	assert.False(t, st.Complete, "members not at updateRevision: not complete")
@@ -62,7 +61,7 @@ func TestRefreshRecordsLiveState(t *testing.T) {
 	assert.Equal(t, finishedAt, st.FinishedAt, "the last run's history is kept")
 	after := viewStatefulSet(ctx, t, c, ns)
 	assert.Equal(t, after.Replicas, after.Partition, "refresh wrote nothing: still locked")
-	assert.Equal(t, uids, podUIDs(ctx, t, c, ns), "refresh restarted nothing")
+	assert.Equal(t, uids, podUIDsOf(ctx, t, c, ns, "etcd"), "refresh restarted nothing")
 
 	// The next preview shows the plan the refresh recorded.
 	pv, err := r.preview(ctx, config)
@@ -139,15 +138,4 @@ func waitUpdateRevision(ctx context.Context, t *testing.T, c *harness.Cluster, n
 	}
 	t.Fatalf("the StatefulSet's updateRevision did not move from %s", old)
 	return ""
-}
-
-func podUIDs(ctx context.Context, t *testing.T, c *harness.Cluster, ns string) []string {
-	t.Helper()
-	var uids []string
-	for i := 0; i < 3; i++ {
-		pod, err := c.Kube.CoreV1().Pods(ns).Get(ctx, fmt.Sprintf("etcd-%d", i), metav1.GetOptions{})
-		require.NoError(t, err)
-		uids = append(uids, string(pod.UID))
-	}
-	return uids
 }
