@@ -63,3 +63,30 @@ func TestKubectlPlugin(t *testing.T) {
 		})
 	}
 }
+
+// TestKubectlRunsThePlugin has kubectl itself find and run the plugin, when the project's tools are built
+// (tools/build.sh builds kubectl with the cluster set).
+func TestKubectlRunsThePlugin(t *testing.T) {
+	kubectl := filepath.Join("..", "..", ".tools", "bin", "kubectl")
+	if dir := os.Getenv("TOOLS_DIR"); dir != "" {
+		kubectl = filepath.Join(dir, "bin", "kubectl")
+	}
+	if _, err := os.Stat(kubectl); err != nil {
+		t.Skipf("kubectl is not built (%v): make tools builds it", err)
+	}
+	self, err := os.Executable()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, os.Symlink(self, filepath.Join(dir, pluginBinary)))
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv(runMainEnv, "1")
+
+	list, err := exec.Command(kubectl, "plugin", "list").CombinedOutput()
+	require.NoError(t, err, "%s", list)
+	assert.Contains(t, string(list), filepath.Join(dir, pluginBinary))
+	for _, sub := range []string{"status", "plan", "run", "unlock"} {
+		out, err := exec.Command(kubectl, "etcd-rollout", sub, "--help").CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		assert.Contains(t, string(out), "kubectl etcd-rollout "+sub)
+	}
+}
