@@ -30,6 +30,8 @@ const etcd = new EtcdRollingUpgrade("etcd", {
     serviceName: "etcd-headless",
     versionHash,
     cooldownSeconds: config.getNumber("cooldownSeconds") ?? 1,
+    readyTimeoutSeconds: config.getNumber("readyTimeoutSeconds"),
+    healthTimeoutSeconds: config.getNumber("healthTimeoutSeconds"),
     dependsOnSts: sts,
     ...(tls ? {
         tls: {

@@ -21,6 +21,10 @@ const upgrade = new EtcdRollingUpgrade("etcd", {
     namespace,
     serviceName: "etcd-headless",
     cooldownSeconds: config.getNumber("cooldownSeconds") ?? 1,
+    readyTimeoutSeconds: config.getNumber("readyTimeoutSeconds"),
+    healthTimeoutSeconds: config.getNumber("healthTimeoutSeconds"),
+    // "revert" (default): a member that fails on a new template is brought back on the old one; "stop": left as is.
+    onFailure: config.get("onFailure"),
     statefulSet: etcdStatefulSet({ namespace, podRevision, nodeName,
         podAnnotations: config.getObject<{ [key: string]: string }>("podAnnotations") }), // local cluster
 }, { provider, dependsOn: svc });

@@ -40,7 +40,7 @@ async function main() {
             result.summary = r.summary.resourceChanges || {};
         } else if (op === "preview") {
             const r = await stack.preview({
-                diff: true, onOutput,
+                diff: true, onOutput, onError: onOutput, // with --diff the CLI prints diagnostics on stderr
                 onEvent: (e) => { if (e.resourcePreEvent) result.steps.push(e.resourcePreEvent.metadata); },
             });
             result.summary = r.changeSummary || {};
