@@ -217,7 +217,7 @@ func TestRunStopsAtACrashLoopingMember(t *testing.T) {
 	}{
 		{name: "never healthy for the stability window", up: 40 * time.Millisecond, down: 40 * time.Millisecond,
 			want: "etcd-2 did not pass the etcd health gate within 1s; last seen: "},
-		{name: "passes, then dies during the cool-down", up: 150 * time.Millisecond, down: time.Hour, cooldown: time.Second,
+		{name: "passes, then dies during the cool-down", up: 400 * time.Millisecond, down: time.Hour, cooldown: time.Second,
 			wantPassedFirst: true, want: "etcd-2 passed the etcd health gate at "},
 	}
 	for _, tt := range tests {
