@@ -25,16 +25,9 @@ func recordFailure(st *RolloutState, res rollout.Result, complete bool) {
 // lastFailureWarning is what the preview after a failed run says next to the plan, so nobody re-runs a
 // known-bad template without knowing it. Re-running it is allowed.
 func lastFailureWarning(f RolloutFailure) string {
-	what := "it was left as it is (onFailure: stop)"
-	switch {
-	case f.RevertedTo != "":
-		what = "it was reverted to " + f.RevertedTo
-	case f.RevertError != "":
-		what = "it was not reverted: " + f.RevertError
-	}
-	return fmt.Sprintf("last attempt of revision %s failed on %s at %s (the %s gate: %s); %s. "+
+	return fmt.Sprintf("last attempt of revision %s failed on %s at %s (the %s gate: %s); it was %s. "+
 		"Applying the same template again will fail the same way unless its cause is fixed",
-		f.Revision, f.Member, f.At, f.Gate, f.LastSeen, what)
+		f.Revision, f.Member, f.At, f.Gate, f.LastSeen, rollout.FailureOutcome(f.RevertedTo, f.RevertError))
 }
 
 func truncate(s string, n int) string {

@@ -19,3 +19,15 @@ func (r Result) Summary() string {
 		took.Round(100*time.Millisecond), plural(r.LeaderTransfers, "leader transfer", "leader transfers"),
 		plural(r.UnplannedElections, "unplanned election", "unplanned elections"), r.TermBefore, r.TermAfter)
 }
+
+// FailureOutcome says what became of a failed member, from a Failure's RevertedTo and RevertError, in the
+// words the CLI summary and the next preview use.
+func FailureOutcome(revertedTo, revertError string) string {
+	switch {
+	case revertedTo != "":
+		return "reverted to " + revertedTo
+	case revertError != "":
+		return "not reverted: " + revertError
+	}
+	return "left as it is (onFailure: stop)"
+}

@@ -44,14 +44,8 @@ func printSummary(cmd *cobra.Command, res rollout.Result, err error) {
 	fmt.Fprintf(out, "  leader transfers:     %d\n", res.LeaderTransfers)
 	fmt.Fprintf(out, "  unplanned elections:  %d (raft term %d → %d)\n", res.UnplannedElections, res.TermBefore, res.TermAfter)
 	if f := res.Failure; f != nil {
-		what := "left as it is (--on-failure=stop)"
-		switch {
-		case f.RevertedTo != "":
-			what = "reverted to " + f.RevertedTo
-		case f.RevertError != "":
-			what = "not reverted: " + f.RevertError
-		}
-		fmt.Fprintf(out, "  failed member:        %s on revision %s (%s gate) at %s; %s\n", f.Pod, f.Revision, f.Gate, f.At.Format(time.RFC3339), what)
+		fmt.Fprintf(out, "  failed member:        %s on revision %s (%s gate) at %s; %s\n", f.Pod, f.Revision, f.Gate,
+			f.At.Format(time.RFC3339), rollout.FailureOutcome(f.RevertedTo, f.RevertError))
 	}
 	for _, m := range res.Members {
 		fmt.Fprintf(out, "  %-20s  down %s\n", m.Pod+":", m.Down.Round(10*time.Millisecond))
