@@ -131,6 +131,7 @@ func (c component) construct(ctx *pulumi.Context, name string, args EtcdRollingU
 	comp.LeaderTransfers = ro.LeaderTransfers
 	comp.UnplannedElections = ro.UnplannedElections
 	comp.FinishedAt = ro.FinishedAt
+	comp.Job = referenceTo(&ro)
 	return comp, nil
 }
 

@@ -5,6 +5,13 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
+// jobDeprecation is the schema's deprecation message of the component's job output.
+const jobDeprecation = "job is kept so that code written against the Job-based class (dependsOn: [upgrade.job]) " +
+	"keeps compiling and running: it is now the Rollout resource that does the work, which a dependency waits " +
+	"for exactly as it waited for the Job. Depend on the component itself instead; to know that a rollout " +
+	"finished, read the component's outputs (updateRevision, membersRolled, finishedAt) or wait for the status " +
+	"ConfigMap <stsName>-etcd-rollout-status on the cluster."
+
 // EtcdRollingUpgradeArgs are the component's inputs: exactly the old TypeScript class's, so existing call
 // sites compile with only the import changed, plus cluster access (kubeconfig, context) and an optional
 // StatefulSet manifest for the component to own.
@@ -61,6 +68,9 @@ type EtcdRollingUpgrade struct {
 	LeaderTransfers    pulumi.IntOutput         `pulumi:"leaderTransfers"`
 	UnplannedElections pulumi.IntOutput         `pulumi:"unplannedElections"`
 	FinishedAt         pulumi.StringOutput      `pulumi:"finishedAt"`
+
+	// Job is the old class's public job member, now the Rollout child (see jobDeprecation).
+	Job rolloutReference `pulumi:"job"`
 }
 
 // Annotate documents the component.
@@ -76,6 +86,8 @@ func (c *EtcdRollingUpgrade) Annotate(a infer.Annotator) {
 	a.Describe(&c.LeaderTransfers, "Leader transfers the last rollout made.")
 	a.Describe(&c.UnplannedElections, "Raft term increases during the last rollout that were not our transfers.")
 	a.Describe(&c.FinishedAt, "When the last complete rollout finished (RFC 3339).")
+	a.Describe(&c.Job, "The Rollout resource that runs the rollout: what the Job-based class's job member was.")
+	a.Deprecate(&c.Job, jobDeprecation)
 }
 
 // rolloutResource is the Go SDK handle for the child Rollout the component registers.

@@ -6,6 +6,8 @@ import * as inputs from "./types/input";
 import * as outputs from "./types/output";
 import * as utilities from "./utilities";
 
+import {Rollout} from "./index";
+
 /**
  * Rolls an etcd StatefulSet member by member with no uncontrolled Raft leader elections: the leader is moved off each member before it restarts, one member is disrupted at a time, and the next waits until etcd says the last one is healthy and caught up. The StatefulSet stays partition-locked so a template change rolls nothing by itself.
  */
@@ -28,6 +30,12 @@ export class EtcdRollingUpgrade extends pulumi.ComponentResource {
      * When the last complete rollout finished (RFC 3339).
      */
     declare public /*out*/ readonly finishedAt: pulumi.Output<string>;
+    /**
+     * The Rollout resource that runs the rollout: what the Job-based class's job member was.
+     *
+     * @deprecated job is kept so that code written against the Job-based class (dependsOn: [upgrade.job]) keeps compiling and running: it is now the Rollout resource that does the work, which a dependency waits for exactly as it waited for the Job. Depend on the component itself instead; to know that a rollout finished, read the component's outputs (updateRevision, membersRolled, finishedAt) or wait for the status ConfigMap <stsName>-etcd-rollout-status on the cluster.
+     */
+    declare public /*out*/ readonly job: pulumi.Output<Rollout>;
     /**
      * Leader transfers the last rollout made.
      */
@@ -84,12 +92,14 @@ export class EtcdRollingUpgrade extends pulumi.ComponentResource {
             resourceInputs["tls"] = args?.tls;
             resourceInputs["versionHash"] = args?.versionHash;
             resourceInputs["finishedAt"] = undefined /*out*/;
+            resourceInputs["job"] = undefined /*out*/;
             resourceInputs["leaderTransfers"] = undefined /*out*/;
             resourceInputs["membersRolled"] = undefined /*out*/;
             resourceInputs["unplannedElections"] = undefined /*out*/;
             resourceInputs["updateRevision"] = undefined /*out*/;
         } else {
             resourceInputs["finishedAt"] = undefined /*out*/;
+            resourceInputs["job"] = undefined /*out*/;
             resourceInputs["leaderTransfers"] = undefined /*out*/;
             resourceInputs["membersRolled"] = undefined /*out*/;
             resourceInputs["unplannedElections"] = undefined /*out*/;

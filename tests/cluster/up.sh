@@ -2,8 +2,9 @@
 # up.sh brings up the project's local Kubernetes cluster on 127.0.0.1, with no Docker:
 #
 #   etcd (control-plane storage) -> kube-apiserver (TLS, RBAC, admin client cert, service-account keys)
-#   -> kube-controller-manager (only the controllers a StatefulSet needs) -> kwok (one fake node that
-#   plays kubelet for pod status, port-forward and exec) -> etcd-members (real etcd processes behind the
+#   -> kube-controller-manager (only the controllers a StatefulSet needs, and the Job controller for the
+#   old Job-based class of the migration test) -> kwok (one fake node that plays kubelet for pod status,
+#   port-forward and exec; its stock pod-complete stage ends a Job's pod as Succeeded) -> etcd-members (real etcd processes behind the
 #   pods of opted-in StatefulSets; see tests/harness/cmd/etcd-members).
 #
 # State, certificates, logs and pid files live in $RUN_DIR (tests/.run). A healthy running cluster is left
@@ -19,7 +20,7 @@ source "$(dirname "$0")/env.sh"
 MEMBERS_BIN=${MEMBERS_BIN:-$ROOT/bin/etcd-members}
 lock_cluster
 MEMBER_PORTS=${MEMBER_PORTS:-20000-28999}
-CONTROLLERS=statefulset-controller,serviceaccount-controller,garbage-collector-controller,persistentvolumeclaim-protection-controller,namespace-controller
+CONTROLLERS=statefulset-controller,serviceaccount-controller,garbage-collector-controller,persistentvolumeclaim-protection-controller,namespace-controller,job-controller
 
 # start NAME EXE ARGS...: run detached in its own session (a Ctrl-C in the caller's terminal does not reach
 # it), log to $LOGS_DIR/NAME.log, record pid and executable in $PIDS_DIR/NAME.pid for down.sh.

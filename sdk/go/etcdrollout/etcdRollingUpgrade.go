@@ -18,6 +18,10 @@ type EtcdRollingUpgrade struct {
 
 	// When the last complete rollout finished (RFC 3339).
 	FinishedAt pulumi.StringOutput `pulumi:"finishedAt"`
+	// The Rollout resource that runs the rollout: what the Job-based class's job member was.
+	//
+	// Deprecated: job is kept so that code written against the Job-based class (dependsOn: [upgrade.job]) keeps compiling and running: it is now the Rollout resource that does the work, which a dependency waits for exactly as it waited for the Job. Depend on the component itself instead; to know that a rollout finished, read the component's outputs (updateRevision, membersRolled, finishedAt) or wait for the status ConfigMap <stsName>-etcd-rollout-status on the cluster.
+	Job RolloutOutput `pulumi:"job"`
 	// Leader transfers the last rollout made.
 	LeaderTransfers pulumi.IntOutput `pulumi:"leaderTransfers"`
 	// Pods the last rollout restarted, in order.
@@ -211,6 +215,13 @@ func (o EtcdRollingUpgradeOutput) ToEtcdRollingUpgradeOutputWithContext(ctx cont
 // When the last complete rollout finished (RFC 3339).
 func (o EtcdRollingUpgradeOutput) FinishedAt() pulumi.StringOutput {
 	return o.ApplyT(func(v *EtcdRollingUpgrade) pulumi.StringOutput { return v.FinishedAt }).(pulumi.StringOutput)
+}
+
+// The Rollout resource that runs the rollout: what the Job-based class's job member was.
+//
+// Deprecated: job is kept so that code written against the Job-based class (dependsOn: [upgrade.job]) keeps compiling and running: it is now the Rollout resource that does the work, which a dependency waits for exactly as it waited for the Job. Depend on the component itself instead; to know that a rollout finished, read the component's outputs (updateRevision, membersRolled, finishedAt) or wait for the status ConfigMap <stsName>-etcd-rollout-status on the cluster.
+func (o EtcdRollingUpgradeOutput) Job() RolloutOutput {
+	return o.ApplyT(func(v *EtcdRollingUpgrade) RolloutOutput { return v.Job }).(RolloutOutput)
 }
 
 // Leader transfers the last rollout made.

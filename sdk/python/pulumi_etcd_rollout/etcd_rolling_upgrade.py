@@ -15,6 +15,7 @@ else:
 from . import _utilities
 from . import outputs
 from ._inputs import *
+from .rollout import Rollout
 
 __all__ = ['EtcdRollingUpgradeArgs', 'EtcdRollingUpgrade']
 
@@ -359,6 +360,7 @@ class EtcdRollingUpgrade(pulumi.ComponentResource):
             __props__.__dict__["tls"] = tls
             __props__.__dict__["version_hash"] = version_hash
             __props__.__dict__["finished_at"] = None
+            __props__.__dict__["job"] = None
             __props__.__dict__["leader_transfers"] = None
             __props__.__dict__["members_rolled"] = None
             __props__.__dict__["unplanned_elections"] = None
@@ -377,6 +379,15 @@ class EtcdRollingUpgrade(pulumi.ComponentResource):
         When the last complete rollout finished (RFC 3339).
         """
         return pulumi.get(self, "finished_at")
+
+    @_builtins.property
+    @pulumi.getter
+    @_utilities.deprecated("""job is kept so that code written against the Job-based class (dependsOn: [upgrade.job]) keeps compiling and running: it is now the Rollout resource that does the work, which a dependency waits for exactly as it waited for the Job. Depend on the component itself instead; to know that a rollout finished, read the component's outputs (updateRevision, membersRolled, finishedAt) or wait for the status ConfigMap <stsName>-etcd-rollout-status on the cluster.""")
+    def job(self) -> pulumi.Output['Rollout']:
+        """
+        The Rollout resource that runs the rollout: what the Job-based class's job member was.
+        """
+        return pulumi.get(self, "job")
 
     @_builtins.property
     @pulumi.getter(name="leaderTransfers")
