@@ -8,7 +8,9 @@ import (
 
 // planLines renders a plan as the list `pulumi preview --diff` prints, one line per step that a person cares
 // about: the members that restart, in order, and every leader move. Waits and cool-downs that belong to a
-// restart are implied by it and left out, so the list stays as long as the roll is.
+// restart are implied by it and left out, so the list stays as long as the roll is. When the roll changes
+// etcd's version (minor or patch), the first line says from what to what, by the members' own word, and
+// when the cluster version moves.
 func planLines(plan rollout.Plan) []string {
 	name := func(ordinal int) string {
 		if ordinal >= 0 && ordinal < len(plan.Pods) && plan.Pods[ordinal] != "" {
@@ -21,6 +23,10 @@ func planLines(plan rollout.Plan) []string {
 		rolled[o] = true
 	}
 	var lines []string
+	// The version path comes first: it is what the roll is for, and it says when the cluster version moves.
+	if line := plan.VersionLine(); line != "" {
+		lines = append(lines, line)
+	}
 	for _, st := range plan.Steps {
 		switch st.Kind {
 		case rollout.StepLock:

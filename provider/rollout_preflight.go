@@ -85,7 +85,29 @@ func preflightFailures(in RolloutArgs, f clusterFacts, mustExist bool) []p.Check
 	}
 	failures = append(failures, tlsFailures(in, target, rollout.EtcdContainer(sts.Spec.Template.Spec.Containers))...)
 	failures = append(failures, versionPathFailures(target, sts, f.MemberImages)...)
+	failures = append(failures, flagFailures(target, sts)...)
 	return failures
+}
+
+// flagFailures refuses etcd flags (and ETCD_* variables) of the template's etcd container that the version
+// it runs does not accept, such as --feature-gates for 3.5 or --enable-v2 for 3.6: a member restarted with
+// one would not start (or, for a variable, start without the setting). The version is the template image's
+// tag; an untagged image is left to the engine, which asks a member on that image. Like versionPathFailures it
+// judges the live template: in the drop-in shape that is the new one from `pulumi up`'s Check on, and the
+// engine checks again before its first disruption.
+func flagFailures(target string, sts *appsv1.StatefulSet) []p.CheckFailure {
+	c := rollout.EtcdContainer(sts.Spec.Template.Spec.Containers)
+	if c == nil {
+		return nil
+	}
+	to, ok := rollout.ImageVersion(c.Image)
+	if !ok {
+		return nil
+	}
+	if err := rollout.CheckContainerFlags(c, to); err != nil {
+		return []p.CheckFailure{{Property: "stsName", Reason: fmt.Sprintf("StatefulSet %s, container %s: %v", target, c.Name, err)}}
+	}
+	return nil
 }
 
 // versionPathFailures refuses a template whose etcd image is a version etcd cannot roll to from what a

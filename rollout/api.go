@@ -104,6 +104,11 @@ type MemberState struct {
 	RaftTerm     uint64
 	RaftIndex    uint64
 	AppliedIndex uint64
+	// ServerVersion is the version the member runs by its own word (Status RPC: "3.5.35"); StorageVersion
+	// is its data's schema version, reported by etcd 3.6 and later only ("3.6.0"; empty otherwise). The
+	// image tag (Image) is only a hint, for members that do not answer.
+	ServerVersion  string
+	StorageVersion string
 	// Healthy is etcd's word: the member answered a health check (a linearizable read through it).
 	Healthy bool
 	// Problem says, for a person, why the member is not reachable or not healthy.
@@ -123,6 +128,12 @@ type ClusterState struct {
 	// TemplateImage is the etcd container's image in the pod template: the version members are rolled to.
 	TemplateImage string
 	Members       []MemberState // indexed by ordinal, len == Replicas
+	// ClusterVersion is the version the cluster runs at, from /version of one healthy member ("3.5.0"):
+	// the lowest minor any member runs, moved by etcd itself; empty when no healthy member answered.
+	ClusterVersion string
+	// TemplateSettings are the etcd flags and ETCD_* variables of the template's etcd container: what the
+	// members will be started with, checked against the version they roll to.
+	TemplateSettings []EtcdSetting
 	// VotingMembers is the etcd member list's count of voting members, as the leader reports it.
 	VotingMembers int
 	Learners      int
@@ -177,6 +188,10 @@ type Plan struct {
 	// VersionMove is set when the roll changes etcd's minor version: the cluster version moves once the last
 	// old member has rolled, and from then on a failed member can only be fixed forward.
 	VersionMove *VersionMove
+	// Versions is the version path of the members this plan restarts, from what they report (their image
+	// tag when they do not answer) to the template's image tag; nil when neither side is known or the
+	// roll changes no version.
+	Versions *VersionPath
 }
 
 // VersionMove is a minor-version change of the cluster and the member after which it happens.

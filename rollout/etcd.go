@@ -25,6 +25,10 @@ type memberStatus struct {
 	RaftTerm     uint64
 	RaftIndex    uint64
 	AppliedIndex uint64
+	// Version is the member's server version ("3.5.35"); StorageVersion the version of its data's schema
+	// ("3.6.0"), which only etcd 3.6 and later report (empty before).
+	Version        string
+	StorageVersion string
 	// Errors are the member's active alarms and errors, as etcd words them.
 	Errors []string
 }
@@ -164,6 +168,7 @@ func (m *memberClients) Status(ctx context.Context, pod string) (memberStatus, e
 	return memberStatus{
 		ID: resp.Header.MemberId, Leader: resp.Leader, IsLearner: resp.IsLearner,
 		RaftTerm: resp.RaftTerm, RaftIndex: resp.RaftIndex, AppliedIndex: resp.RaftAppliedIndex,
+		Version: resp.Version, StorageVersion: resp.StorageVersion,
 		Errors: resp.Errors,
 	}, nil
 }

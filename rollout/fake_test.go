@@ -47,6 +47,10 @@ type fakeEtcd struct {
 	forgotten             []string
 	// clusterVersion is what /version says ("3.6.0"); empty: it does not answer.
 	clusterVersion string
+	// serverVersions and storageVersions are what each member's Status reports; absent: empty.
+	serverVersions, storageVersions map[string]string
+	// clusterVersionCalls counts /version requests, so a test can hold Observe to one per look.
+	clusterVersionCalls int
 }
 
 func newFakeEtcd(n, leader int) *fakeEtcd {
@@ -70,7 +74,8 @@ func (f *fakeEtcd) Status(_ context.Context, pod string) (memberStatus, error) {
 		leader = f.ids[f.leader]
 	}
 	f.index++
-	return memberStatus{ID: f.ids[pod], Leader: leader, IsLearner: f.learner[pod], RaftTerm: f.term, RaftIndex: f.index, AppliedIndex: f.index}, nil
+	return memberStatus{ID: f.ids[pod], Leader: leader, IsLearner: f.learner[pod], RaftTerm: f.term, RaftIndex: f.index, AppliedIndex: f.index,
+		Version: f.serverVersions[pod], StorageVersion: f.storageVersions[pod]}, nil
 }
 
 func (f *fakeEtcd) MemberList(_ context.Context, pod string) ([]memberInfo, error) {
@@ -119,6 +124,7 @@ func (f *fakeEtcd) LinearizableRead(_ context.Context, pod string) error {
 func (f *fakeEtcd) ClusterVersion(_ context.Context, pod string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.clusterVersionCalls++
 	if f.isDown(pod) || f.clusterVersion == "" {
 		return "", fmt.Errorf("cluster version through %s: no answer", pod)
 	}

@@ -43,6 +43,7 @@ func (e *Engine) Observe(ctx context.Context) (ClusterState, error) {
 		return st, err
 	}
 	e.observeMemberList(ctx, &st)
+	e.observeClusterVersion(ctx, &st)
 	return st, nil
 }
 
@@ -89,6 +90,7 @@ func stsState(sts *appsv1.StatefulSet) ClusterState {
 	}
 	if c := EtcdContainer(sts.Spec.Template.Spec.Containers); c != nil {
 		st.TemplateImage = c.Image
+		st.TemplateSettings = EtcdSettings(c)
 	}
 	if sts.Spec.Replicas != nil {
 		st.Replicas = int(*sts.Spec.Replicas)
@@ -140,6 +142,7 @@ func (e *Engine) observeMember(ctx context.Context, ordinal int) MemberState {
 	m.Reachable = true
 	m.MemberID, m.IsLeader, m.IsLearner = s.ID, s.Leader != 0 && s.Leader == s.ID, s.IsLearner
 	m.RaftTerm, m.RaftIndex, m.AppliedIndex = s.RaftTerm, s.RaftIndex, s.AppliedIndex
+	m.ServerVersion, m.StorageVersion = s.Version, s.StorageVersion
 	switch {
 	case len(s.Errors) > 0:
 		m.Problem = "etcd reports: " + strings.Join(s.Errors, "; ")
@@ -183,6 +186,26 @@ func (e *Engine) observeMemberList(ctx context.Context, st *ClusterState) {
 			}
 		}
 		return
+	}
+}
+
+// observeClusterVersion asks one healthy member, the leader first, for the cluster version: a single HTTP
+// request per observation (the Status RPC does not carry it). A member that does not answer leaves it
+// empty; nobody else is asked, so a slow member costs one call timeout at most.
+func (e *Engine) observeClusterVersion(ctx context.Context, st *ClusterState) {
+	ask := -1
+	for _, m := range st.Members {
+		if m.Healthy && (ask < 0 || m.IsLeader) {
+			ask = m.Ordinal
+		}
+	}
+	if ask < 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+	defer cancel()
+	if v, err := e.etcd.ClusterVersion(cctx, st.Members[ask].Pod); err == nil {
+		st.ClusterVersion = v
 	}
 }
 

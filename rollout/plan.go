@@ -124,6 +124,7 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 	}
 	p.Steps = append(p.Steps, Step{Kind: StepRelock, Ordinal: s.Replicas})
 	p.VersionMove = versionMove(s, p.Roll)
+	p.Versions = versionPath(s, p.Roll)
 	return p, nil
 }
 
@@ -150,8 +151,8 @@ func withHealthy(s ClusterState, k int) ClusterState {
 	return s
 }
 
-// versionMove says whether rolling changes etcd's minor version, read from the image tags (a member's own
-// version is not known while it is down), and which member's restart is the point of no return: once the
+// versionMove says whether rolling changes etcd's minor version, read from what each member reports (its
+// image tag while it does not answer) and the template's image tag, and which member's restart is the point of no return: once the
 // last member on the old minor runs the new one, etcd raises the cluster version, and a member of the old
 // minor can no longer rejoin.
 func versionMove(s ClusterState, roll []int) *VersionMove {
@@ -161,7 +162,7 @@ func versionMove(s ClusterState, roll []int) *VersionMove {
 	}
 	var move *VersionMove
 	for _, i := range roll {
-		from, ok := ImageVersion(s.Members[i].Image)
+		from, _, ok := memberVersion(s.Members[i])
 		if !ok || (from.Major == to.Major && from.Minor == to.Minor) {
 			continue
 		}

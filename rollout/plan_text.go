@@ -57,7 +57,15 @@ func (p Plan) String() string {
 		parts = append(parts, "move leader "+strings.Join(moves, ", "))
 	}
 	parts = append(parts, plural(p.Transfers, "leader transfer", "leader transfers"))
-	if v := p.VersionMove; v != nil {
+	if path, cluster := p.versionParts(); path != "" {
+		parts = append(parts, path)
+		if v := p.VersionMove; v != nil && v.From.less(v.To) {
+			cluster += " (the point of no return: a member that fails after it is fixed forward, not reverted)"
+		}
+		if cluster != "" {
+			parts = append(parts, cluster)
+		}
+	} else if v := p.VersionMove; v != nil {
 		parts = append(parts, fmt.Sprintf("cluster version %d.%d → %d.%d once %s is rolled (the point of no return: a member that fails after it is fixed forward, not reverted)",
 			v.From.Major, v.From.Minor, v.To.Major, v.To.Minor, p.name(v.After)))
 	}

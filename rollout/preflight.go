@@ -89,18 +89,54 @@ func CheckImagePath(templateImage string, memberImages map[string]string) error 
 }
 
 // checkVersionPaths is CheckImagePath for one observation: the members not yet at the update revision are
-// the ones a rollout would move. The engine runs it itself before its first disruption, because a preview
-// may have judged an older template (in the drop-in shape Check can run before the new template is
-// applied) and the CLI has no Check at all.
+// the ones a rollout would move, judged by the version they report (their image tag while they do not
+// answer). It also refuses template flags the target version does not accept (checkTemplateFlags). The
+// engine runs it itself before its first disruption, because a preview may have judged an older template
+// (in the drop-in shape Check can run before the new template is applied) and the CLI has no Check at all.
 func checkVersionPaths(st ClusterState) error {
-	images := map[string]string{}
-	for _, m := range st.Members {
-		if m.Image != "" && m.Revision != st.UpdateRevision {
-			images[m.Pod] = m.Image
+	to, ok := ImageVersion(st.TemplateImage)
+	if ok {
+		members := make([]MemberState, 0, len(st.Members))
+		for _, m := range st.Members {
+			if m.Revision != st.UpdateRevision {
+				members = append(members, m)
+			}
+		}
+		sort.Slice(members, func(i, j int) bool { return members[i].Pod < members[j].Pod })
+		for _, m := range members {
+			from, byTag, known := memberVersion(m)
+			if !known {
+				continue
+			}
+			if err := CheckVersionPath(from, to); err != nil {
+				runs := fmt.Sprintf("runs %s (etcd %s by its own word)", m.Image, from)
+				if byTag {
+					runs = fmt.Sprintf("runs %s (not answering: version read from the tag)", m.Image)
+				}
+				return fmt.Errorf("%w: %w: the pod template's image %s cannot be rolled onto %s, which %s: %v", ErrBlocked, ErrVersionPath, st.TemplateImage, m.Pod, runs, err)
+			}
 		}
 	}
-	if err := CheckImagePath(st.TemplateImage, images); err != nil {
-		return fmt.Errorf("%w: %w: %v", ErrBlocked, ErrVersionPath, err)
+	return checkTemplateFlags(st)
+}
+
+// checkTemplateFlags refuses template settings the version the members roll to does not accept. That version
+// is the template image's tag; for an image without one, the version a member on the same image reports.
+func checkTemplateFlags(st ClusterState) error {
+	to, ok := ImageVersion(st.TemplateImage)
+	for _, m := range st.Members {
+		if ok {
+			break
+		}
+		if m.Image == st.TemplateImage && m.ServerVersion != "" {
+			to, ok = ParseVersion(m.ServerVersion)
+		}
+	}
+	if !ok {
+		return nil
+	}
+	if err := CheckFlags(st.TemplateSettings, to); err != nil {
+		return fmt.Errorf("%w: %w (%w): %w", ErrBlocked, ErrVersionPath, ErrFlagRefused, err)
 	}
 	return nil
 }

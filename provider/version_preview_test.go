@@ -1,0 +1,87 @@
+package provider
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
+)
+
+// Check refuses a template flag the template's etcd version does not accept, naming the flag and the version.
+func TestPreflightRefusesFlagsTheTargetDoesNotAccept(t *testing.T) {
+	in := RolloutArgs{StsName: "etcd", Namespace: "db", ServiceName: "etcd", VersionHash: "v1"}
+	withContainer := func(image string, args []string, env ...corev1.EnvVar) clusterFacts {
+		return clusterFacts{StatefulSet: etcdSts(func(s *appsv1.StatefulSet) {
+			c := &s.Spec.Template.Spec.Containers[0]
+			c.Image, c.Args, c.Env = image, append(c.Args, args...), env
+		})}
+	}
+	for _, tc := range []struct {
+		name  string
+		facts clusterFacts
+		want  []string // pieces of the one stsName failure; none: no failure
+	}{
+		{name: "3.5 with --feature-gates and --log-format",
+			facts: withContainer("registry.k8s.io/etcd:3.5.35-0", []string{"--feature-gates=InitialCorruptCheck=true", "--log-format", "json"}),
+			want:  []string{"StatefulSet db/etcd, container etcd: etcd 3.5 does not accept --feature-gates, --log-format"}},
+		{name: "3.5 with a 3.6 name of a renamed flag",
+			facts: withContainer("registry.k8s.io/etcd:3.5.35-0", []string{"--compaction-batch-limit=1000"}),
+			want:  []string{"--compaction-batch-limit (3.5 calls it --experimental-compaction-batch-limit)"}},
+		{name: "3.6 with --enable-v2 from the environment",
+			facts: withContainer("registry.k8s.io/etcd:3.6.8-0", nil, corev1.EnvVar{Name: "ETCD_ENABLE_V2", Value: "true"}),
+			want:  []string{"etcd 3.6 does not accept ETCD_ENABLE_V2 (etcd would start without it)"}},
+		{name: "3.6 with its own flags", facts: withContainer("registry.k8s.io/etcd:3.6.8-0", []string{"--feature-gates=InitialCorruptCheck=true", "--log-format=json"})},
+		{name: "an untagged image is left to the engine", facts: withContainer("registry.k8s.io/etcd@sha256:0123", []string{"--no-such-flag"})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			failures := preflightFailures(in, tc.facts, true)
+			if len(tc.want) == 0 {
+				assert.Empty(t, failures)
+				return
+			}
+			require.Len(t, failures, 1, "%v", failures)
+			assert.Equal(t, "stsName", failures[0].Property)
+			for _, w := range tc.want {
+				assert.Contains(t, failures[0].Reason, w)
+			}
+		})
+	}
+}
+
+// The preview's plan list starts with the version path when the roll changes etcd's version.
+func TestPlanLinesStartWithTheVersionPath(t *testing.T) {
+	plan := func(template, member, memberVersion, cluster string) rollout.Plan {
+		s := rollout.ClusterState{Replicas: 3, Partition: 3, UpdateRevision: "new", CurrentRevision: "old", VotingMembers: 3,
+			TemplateImage: template, ClusterVersion: cluster}
+		for i := 0; i < 3; i++ {
+			s.Members = append(s.Members, rollout.MemberState{Ordinal: i, Pod: "etcd-" + string(rune('0'+i)), PodExists: true, Revision: "old",
+				Ready: true, Reachable: true, Healthy: true, MemberID: uint64(100 + i), IsLeader: i == 0, RaftTerm: 2,
+				Image: member, ServerVersion: memberVersion})
+		}
+		p, err := rollout.PlanRollout(s, rollout.LeaderLazy)
+		require.NoError(t, err)
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		plan rollout.Plan
+		want []string
+	}{
+		{name: "a minor upgrade", plan: plan("registry.k8s.io/etcd:3.6.8-0", "registry.k8s.io/etcd:3.5.35-0", "3.5.35", "3.5.0"),
+			want: []string{"etcd 3.5.35 → 3.6.8 (cluster version 3.5 → 3.6 once etcd-0 is rolled)",
+				"roll etcd-2", "roll etcd-1", "move leader etcd-0 -> etcd-2", "roll etcd-0", "re-lock partition at 3"}},
+		{name: "a patch change", plan: plan("registry.k8s.io/etcd:3.6.8-0", "registry.k8s.io/etcd:3.6.7-0", "3.6.7", "3.6.0"),
+			want: []string{"etcd 3.6.7 → 3.6.8 (cluster version stays 3.6)",
+				"roll etcd-2", "roll etcd-1", "move leader etcd-0 -> etcd-2", "roll etcd-0", "re-lock partition at 3"}},
+		{name: "no version change", plan: plan("registry.k8s.io/etcd:3.6.8-0", "registry.k8s.io/etcd:3.6.8-0", "3.6.8", "3.6.0"),
+			want: []string{"roll etcd-2", "roll etcd-1", "move leader etcd-0 -> etcd-2", "roll etcd-0", "re-lock partition at 3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, planLines(tc.plan))
+		})
+	}
+}

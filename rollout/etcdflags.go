@@ -1,0 +1,184 @@
+package rollout
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+//go:generate go run ./internal/etcdflags/gen -root .. -out etcdflags_table.go
+
+// ErrFlagRefused is wrapped (with ErrBlocked and ErrVersionPath: the template cannot go to that version as it is) when the pod template gives etcd a flag the version it rolls to
+// does not accept: etcd would exit at start ("flag provided but not defined"), or, for an ETCD_* variable,
+// start without the setting. Like ErrVersionPath it does not pass by waiting: the template must change.
+var ErrFlagRefused = errors.New("etcd flag not accepted by the target version")
+
+// etcdFlagSet is what one pinned etcd minor accepts: Release is the binary the table was probed from.
+type etcdFlagSet struct {
+	Release string
+	Flags   []string
+}
+
+func (s etcdFlagSet) has(name string) bool {
+	i := sort.SearchStrings(s.Flags, name)
+	return i < len(s.Flags) && s.Flags[i] == name
+}
+
+// EtcdSetting is one setting the pod template gives etcd: a command-line flag or an ETCD_* variable.
+type EtcdSetting struct {
+	// Name is the flag's name without dashes ("feature-gates"), also for a variable (ETCD_FEATURE_GATES).
+	Name string
+	// As is how the template spells it: "--feature-gates" or "ETCD_FEATURE_GATES".
+	As string
+	// FromEnv marks a variable: etcd warns about one it does not know and starts without it.
+	FromEnv bool
+}
+
+// EtcdSettings reads etcd's settings from the container: `--flag=value`, `--flag value` and `-flag` in its
+// command and args (also inside a `sh -c "... etcd --flag ..."` script, from the etcd word on), and ETCD_*
+// variables. Names only: the values are not judged. Variables etcd itself does not read as flags
+// (ETCDCTL_*, ETCD_UNSUPPORTED_ARCH) are left out.
+func EtcdSettings(c *corev1.Container) []EtcdSetting {
+	if c == nil {
+		return nil
+	}
+	words := append(append([]string{}, c.Command...), c.Args...)
+	if len(words) >= 3 && isShell(words[0]) {
+		// sh -c 'exec etcd --name=$(HOSTNAME) ...': the flags are the script's words after "etcd".
+		for i, w := range words {
+			if w == "-c" && i+1 < len(words) {
+				words = shellWords(words[i+1])
+				break
+			}
+		}
+	}
+	var out []EtcdSetting
+	seen := map[string]bool{}
+	add := func(s EtcdSetting) {
+		if !seen[s.As] {
+			seen[s.As] = true
+			out = append(out, s)
+		}
+	}
+	for _, w := range words {
+		if w == "--" {
+			break
+		}
+		if !strings.HasPrefix(w, "-") || w == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(w, "-"), "=")
+		if name == "" || strings.ContainsAny(name, " $\"'") {
+			continue
+		}
+		add(EtcdSetting{Name: name, As: "--" + name})
+	}
+	for _, e := range c.Env {
+		k, ok := strings.CutPrefix(e.Name, "ETCD_")
+		if !ok || k == "" || e.Name == "ETCD_UNSUPPORTED_ARCH" {
+			continue
+		}
+		add(EtcdSetting{Name: strings.ReplaceAll(strings.ToLower(k), "_", "-"), As: e.Name, FromEnv: true})
+	}
+	return out
+}
+
+func isShell(word string) bool {
+	switch path.Base(word) {
+	case "sh", "bash", "ash", "dash":
+		return true
+	}
+	return false
+}
+
+// shellWords splits a script into words (whitespace, quotes stripped) and keeps those after the first
+// word naming etcd, up to the end of that command (;, &&, ||, |).
+func shellWords(script string) []string {
+	fields := strings.Fields(strings.NewReplacer(`\`+"\n", " ", "'", "", `"`, "").Replace(script))
+	var out []string
+	in := false
+	for _, f := range fields {
+		switch {
+		case !in && path.Base(f) == "etcd":
+			in = true
+		case in && (f == ";" || f == "&&" || f == "||" || f == "|"):
+			return out
+		case in:
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// FlagRefusal is one setting the target version does not accept, with what to use there instead when etcd's
+// sources name it.
+type FlagRefusal struct {
+	Setting EtcdSetting
+	Instead string
+}
+
+// FlagsError lists every setting of a template that the target version refuses.
+type FlagsError struct {
+	Target   EtcdVersion
+	Release  string // the pinned release the table was probed from, e.g. "3.5.35"
+	Refusals []FlagRefusal
+}
+
+func (e *FlagsError) Error() string {
+	parts := make([]string, 0, len(e.Refusals))
+	for _, r := range e.Refusals {
+		line := r.Setting.As
+		if r.Setting.FromEnv {
+			line += " (etcd would start without it)"
+		}
+		if r.Instead != "" {
+			line += fmt.Sprintf(" (%d.%d calls it %s)", e.Target.Major, e.Target.Minor, r.Instead)
+		}
+		parts = append(parts, line)
+	}
+	return fmt.Sprintf("etcd %d.%d does not accept %s (checked against etcd %s's flags); change the pod template before rolling to %s",
+		e.Target.Major, e.Target.Minor, strings.Join(parts, ", "), e.Release, e.Target)
+}
+
+// CheckFlags refuses the settings target's minor version does not accept. A minor with no table (anything
+// but the pinned 3.5 and 3.6) is not judged: nil.
+func CheckFlags(settings []EtcdSetting, target EtcdVersion) error {
+	set, ok := etcdFlags[fmt.Sprintf("%d.%d", target.Major, target.Minor)]
+	if !ok {
+		return nil
+	}
+	var refusals []FlagRefusal
+	for _, s := range settings {
+		if set.has(s.Name) {
+			continue
+		}
+		refusals = append(refusals, FlagRefusal{Setting: s, Instead: insteadOf(set, s.Name)})
+	}
+	if len(refusals) == 0 {
+		return nil
+	}
+	return &FlagsError{Target: target, Release: set.Release, Refusals: refusals}
+}
+
+// insteadOf names the flag set's spelling of name, when etcd renamed it between 3.5 and 3.6: forward, the
+// replacement 3.6's deprecation message names; backward, the 3.5 flag 3.6 renamed into name.
+func insteadOf(set etcdFlagSet, name string) string {
+	if r, ok := etcdFlagReplacements[name]; ok && set.has(strings.TrimPrefix(strings.SplitN(r, "=", 2)[0], "--")) {
+		return r
+	}
+	for old, r := range etcdFlagReplacements {
+		if r == "--"+name && set.has(old) {
+			return "--" + old
+		}
+	}
+	return ""
+}
+
+// CheckContainerFlags is CheckFlags for the etcd container of a pod template.
+func CheckContainerFlags(c *corev1.Container, target EtcdVersion) error {
+	return CheckFlags(EtcdSettings(c), target)
+}

@@ -1,0 +1,82 @@
+//go:build integration
+
+package engine_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness"
+)
+
+// A 3.5 cluster given a 3.6 template: the plan states the version path from what the members report
+// (server versions from the Status RPC, the cluster version from /version), and a template carrying a flag
+// 3.6 no longer accepts is refused by the engine before anything restarts. Plain and mTLS: the cluster
+// version is read over the member's client TLS too.
+func TestVersionPathFromEtcdAndAFlagTheTargetRefuses(t *testing.T) {
+	for name, spec := range map[string]harness.EtcdSpec{"http": httpSpec, "mtls": mtlsSpec} {
+		t.Run(name, func(t *testing.T) { versionPathAndRefusedFlag(t, spec) })
+	}
+}
+
+func versionPathAndRefusedFlag(t *testing.T, spec harness.EtcdSpec) {
+	spec.Version = "3.5"
+	f := newFixture(t, spec)
+	_, uidsBefore := f.must.Pods()
+	revBefore := f.must.StatefulSet().Status.CurrentRevision
+	f.must.ChangeVersion("3.6", harness.StartFaults{})
+
+	eng := f.engine(nil)
+	ctx := runCtx(t)
+	st, plan, err := eng.Plan(ctx)
+	require.NoError(t, err)
+	for _, m := range st.Members {
+		assert.Regexp(t, `^3\.5\.\d+$`, m.ServerVersion, "%s's own version", m.Pod)
+		assert.Empty(t, m.StorageVersion, "%s: etcd 3.5 reports no storage version", m.Pod)
+	}
+	assert.Regexp(t, `^3\.5\.`, st.ClusterVersion)
+	last := f.etcd.PodName(0)
+	assert.Regexp(t, `^etcd 3\.5\.\d+ → 3\.6\.\d+ \(cluster version 3\.5 → 3\.6 once `+last+` is rolled\)$`, plan.VersionLine())
+	assert.Contains(t, plan.String(), "cluster version 3.5 → 3.6 once "+last+" is rolled (the point of no return")
+	t.Logf("plan: %s", plan)
+
+	// The same 3.6 template, now also carrying a flag 3.6 removed.
+	ctxT, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	_, err = f.etcd.UpdateTemplate(ctxT, func(tpl *corev1.PodTemplateSpec) {
+		for i := range tpl.Spec.Containers {
+			if tpl.Spec.Containers[i].Name == "etcd" {
+				tpl.Spec.Containers[i].Args = append(tpl.Spec.Containers[i].Args, "--experimental-enable-v2v3=/v2/")
+			}
+		}
+	})
+	require.NoError(t, err)
+	res, err := f.engine(nil).Run(ctx)
+	require.ErrorIs(t, err, rollout.ErrFlagRefused)
+	require.ErrorIs(t, err, rollout.ErrVersionPath)
+	assert.Contains(t, err.Error(), "etcd 3.6 does not accept --experimental-enable-v2v3")
+	assert.Empty(t, res.MembersRolled)
+	assert.Zero(t, res.LeaderTransfers)
+	revs, uids := f.must.Pods()
+	assert.Equal(t, uidsBefore, uids, "no pod was recreated")
+	for i, r := range revs {
+		assert.Equal(t, revBefore, r, "pod %d still on the 3.5 revision", i)
+	}
+	assert.Equal(t, f.etcd.Spec.Replicas, f.must.Partition(), "partition locked")
+	f.requireClusterVersion35(ctx)
+}
+
+func (f *fixture) requireClusterVersion35(ctx context.Context) {
+	f.t.Helper()
+	for i := range f.etcd.Spec.Replicas {
+		v, err := f.etcd.ClusterVersion(ctx, i)
+		require.NoError(f.t, err)
+		require.Regexp(f.t, `^3\.5\.`, v, "cluster version reported by %s", f.etcd.PodName(i))
+	}
+}
