@@ -144,8 +144,9 @@ func (e *FlagsError) Error() string {
 		e.Target.Major, e.Target.Minor, strings.Join(parts, ", "), e.Release, e.Target)
 }
 
-// CheckFlags refuses the settings target's minor version does not accept. A minor with no table (anything
-// but the pinned 3.5 and 3.6) is not judged: nil.
+// CheckFlags refuses the settings target's minor version does not accept: every unknown flag (etcd exits on
+// it), and the ETCD_* variables that another pinned release reads as a flag (etcd would start without the
+// setting). A minor with no table (anything but the pinned 3.5 and 3.6) is not judged: nil.
 func CheckFlags(settings []EtcdSetting, target EtcdVersion) error {
 	set, ok := etcdFlags[fmt.Sprintf("%d.%d", target.Major, target.Minor)]
 	if !ok {
@@ -153,7 +154,9 @@ func CheckFlags(settings []EtcdSetting, target EtcdVersion) error {
 	}
 	var refusals []FlagRefusal
 	for _, s := range settings {
-		if set.has(s.Name) {
+		if set.has(s.Name) || (s.FromEnv && !anyReleaseHas(s.Name)) {
+			// A variable no pinned release reads is not an etcd setting (a script's own ETCD_SOMETHING):
+			// etcd only warns about it, whatever version runs.
 			continue
 		}
 		refusals = append(refusals, FlagRefusal{Setting: s, Instead: insteadOf(set, s.Name)})
@@ -162,6 +165,15 @@ func CheckFlags(settings []EtcdSetting, target EtcdVersion) error {
 		return nil
 	}
 	return &FlagsError{Target: target, Release: set.Release, Refusals: refusals}
+}
+
+func anyReleaseHas(name string) bool {
+	for _, set := range etcdFlags {
+		if set.has(name) {
+			return true
+		}
+	}
+	return false
 }
 
 // insteadOf names the flag set's spelling of name, when etcd renamed it between 3.5 and 3.6: forward, the

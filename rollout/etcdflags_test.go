@@ -75,6 +75,8 @@ func TestCheckFlagsAgainstTheTargetVersion(t *testing.T) {
 		{name: "a variable is refused too: etcd would start without it",
 			settings: []EtcdSetting{{Name: "log-format", As: "ETCD_LOG_FORMAT", FromEnv: true}}, target: v35,
 			refused: []string{"ETCD_LOG_FORMAT"}, contains: []string{"ETCD_LOG_FORMAT (etcd would start without it)"}},
+		{name: "a variable no release reads is no etcd setting",
+			settings: []EtcdSetting{{Name: "snapshot-dir", As: "ETCD_SNAPSHOT_DIR", FromEnv: true}}, target: v36},
 		{name: "flags both accept", settings: []EtcdSetting{flag("name"), flag("discovery-srv"), flag("listen-client-urls"), flag("snapshot-count")}, target: v35},
 		{name: "a minor without a table is not judged", settings: []EtcdSetting{flag("no-such-flag")}, target: v37},
 		{name: "an unknown flag on a pinned minor", settings: []EtcdSetting{flag("no-such-flag")}, target: v36, refused: []string{"--no-such-flag"}},

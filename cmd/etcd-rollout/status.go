@@ -64,10 +64,10 @@ func printStatus(out io.Writer, cfg rollout.Config, st rollout.ClusterState) {
 		lock = "UNLOCKED: pods at or above this ordinal roll by themselves"
 	}
 	fmt.Fprintf(out, "StatefulSet %s/%s: %d replicas, partition %d (%s)\n", cfg.Namespace, cfg.StatefulSet, st.Replicas, st.Partition, lock)
-	fmt.Fprintf(out, "updateRevision %s, currentRevision %s; etcd: %d voting members, %d learners\n\n",
-		st.UpdateRevision, st.CurrentRevision, st.VotingMembers, st.Learners)
+	fmt.Fprintf(out, "updateRevision %s, currentRevision %s; etcd: %d voting members, %d learners, cluster version %s\n\n",
+		st.UpdateRevision, st.CurrentRevision, st.VotingMembers, st.Learners, orDash(st.ClusterVersion))
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "MEMBER\tREVISION\tUPDATED\tREADY\tETCD\tLEADER\tTERM\tRAFT INDEX\tAPPLIED\tPROBLEM")
+	fmt.Fprintln(w, "MEMBER\tREVISION\tUPDATED\tREADY\tETCD\tVERSION\tSTORAGE\tLEADER\tTERM\tRAFT INDEX\tAPPLIED\tPROBLEM")
 	for _, m := range st.Members {
 		health := "down"
 		switch {
@@ -86,8 +86,15 @@ func printStatus(out io.Writer, cfg rollout.Config, st rollout.ClusterState) {
 			}
 			return strconv.FormatUint(v, 10)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Pod, orDash(m.Revision), yesNo(m.Revision == st.UpdateRevision),
-			yesNo(m.Ready), health, leader, num(m.RaftTerm), num(m.RaftIndex), num(m.AppliedIndex), m.Problem)
+		// The member's own word; for one that does not answer, its image tag, marked as such.
+		version := m.ServerVersion
+		if version == "" {
+			if v, ok := rollout.ImageVersion(m.Image); ok {
+				version = v.String() + " (tag)"
+			}
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Pod, orDash(m.Revision), yesNo(m.Revision == st.UpdateRevision),
+			yesNo(m.Ready), health, orDash(version), orDash(m.StorageVersion), leader, num(m.RaftTerm), num(m.RaftIndex), num(m.AppliedIndex), m.Problem)
 	}
 	w.Flush()
 }
