@@ -80,3 +80,19 @@ func (f *fixture) requireClusterVersion35(ctx context.Context) {
 		require.Regexp(f.t, `^3\.5\.`, v, "cluster version reported by %s", f.etcd.PodName(i))
 	}
 }
+
+// On etcd 3.6 every member also reports its storage version, and the cluster version is 3.6; a patch-only
+// or no-version template change shows no version path.
+func TestVersionsOfA36Cluster(t *testing.T) {
+	f := newFixture(t, httpSpec)
+	f.must.ChangeTemplate("versions-36")
+	st, plan, err := f.engine(nil).Plan(runCtx(t))
+	require.NoError(t, err)
+	for _, m := range st.Members {
+		assert.Regexp(t, `^3\.6\.\d+$`, m.ServerVersion, "%s's own version", m.Pod)
+		assert.Regexp(t, `^3\.6\.`, m.StorageVersion, "%s's storage version", m.Pod)
+	}
+	assert.Regexp(t, `^3\.6\.`, st.ClusterVersion)
+	assert.Len(t, plan.Roll, 3)
+	assert.Empty(t, plan.VersionLine(), "the template change keeps the version")
+}
