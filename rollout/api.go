@@ -109,6 +109,9 @@ type MemberState struct {
 	// image tag (Image) is only a hint, for members that do not answer.
 	ServerVersion  string
 	StorageVersion string
+	// DowngradeTarget is the version etcd's downgrade API is enabled for, as this member reports it; empty
+	// when none is (and always before etcd 3.6).
+	DowngradeTarget string
 	// Healthy is etcd's word: the member answered a health check (a linearizable read through it).
 	Healthy bool
 	// Problem says, for a person, why the member is not reachable or not healthy.

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -29,6 +30,9 @@ type memberStatus struct {
 	// ("3.6.0"), which only etcd 3.6 and later report (empty before).
 	Version        string
 	StorageVersion string
+	// DowngradeTarget is the version etcd's downgrade API has been enabled for ("3.5.0"); empty when no
+	// downgrade is enabled, or before etcd 3.6.
+	DowngradeTarget string
 	// Errors are the member's active alarms and errors, as etcd words them.
 	Errors []string
 }
@@ -168,9 +172,16 @@ func (m *memberClients) Status(ctx context.Context, pod string) (memberStatus, e
 	return memberStatus{
 		ID: resp.Header.MemberId, Leader: resp.Leader, IsLearner: resp.IsLearner,
 		RaftTerm: resp.RaftTerm, RaftIndex: resp.RaftIndex, AppliedIndex: resp.RaftAppliedIndex,
-		Version: resp.Version, StorageVersion: resp.StorageVersion,
+		Version: resp.Version, StorageVersion: resp.StorageVersion, DowngradeTarget: downgradeTarget(resp.DowngradeInfo),
 		Errors: resp.Errors,
 	}, nil
+}
+
+func downgradeTarget(d *etcdserverpb.DowngradeInfo) string {
+	if !d.GetEnabled() {
+		return ""
+	}
+	return d.GetTargetVersion()
 }
 
 func (m *memberClients) MemberList(ctx context.Context, pod string) ([]memberInfo, error) {

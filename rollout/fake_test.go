@@ -47,8 +47,8 @@ type fakeEtcd struct {
 	forgotten             []string
 	// clusterVersion is what /version says ("3.6.0"); empty: it does not answer.
 	clusterVersion string
-	// serverVersions and storageVersions are what each member's Status reports; absent: empty.
-	serverVersions, storageVersions map[string]string
+	// serverVersions, storageVersions and downgradeTargets are what each member's Status reports; absent: empty.
+	serverVersions, storageVersions, downgradeTargets map[string]string
 	// clusterVersionCalls counts /version requests, so a test can hold Observe to one per look.
 	clusterVersionCalls int
 }
@@ -75,7 +75,7 @@ func (f *fakeEtcd) Status(_ context.Context, pod string) (memberStatus, error) {
 	}
 	f.index++
 	return memberStatus{ID: f.ids[pod], Leader: leader, IsLearner: f.learner[pod], RaftTerm: f.term, RaftIndex: f.index, AppliedIndex: f.index,
-		Version: f.serverVersions[pod], StorageVersion: f.storageVersions[pod]}, nil
+		Version: f.serverVersions[pod], StorageVersion: f.storageVersions[pod], DowngradeTarget: f.downgradeTargets[pod]}, nil
 }
 
 func (f *fakeEtcd) MemberList(_ context.Context, pod string) ([]memberInfo, error) {

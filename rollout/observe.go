@@ -142,7 +142,7 @@ func (e *Engine) observeMember(ctx context.Context, ordinal int) MemberState {
 	m.Reachable = true
 	m.MemberID, m.IsLeader, m.IsLearner = s.ID, s.Leader != 0 && s.Leader == s.ID, s.IsLearner
 	m.RaftTerm, m.RaftIndex, m.AppliedIndex = s.RaftTerm, s.RaftIndex, s.AppliedIndex
-	m.ServerVersion, m.StorageVersion = s.Version, s.StorageVersion
+	m.ServerVersion, m.StorageVersion, m.DowngradeTarget = s.Version, s.StorageVersion, s.DowngradeTarget
 	switch {
 	case len(s.Errors) > 0:
 		m.Problem = "etcd reports: " + strings.Join(s.Errors, "; ")

@@ -40,7 +40,7 @@ func ImageVersion(image string) (EtcdVersion, bool) {
 
 // CheckVersionPath refuses a member version change that etcd does not support as a rolling upgrade: skipping
 // a minor version, leaving 3.5 from a patch older than MinPatchBefore36, or going down a minor version (a
-// downgrade needs etcd's downgrade API first, which a rollout does not drive). Patch changes within a minor
+// downgrade needs etcd's downgrade API first, which a rollout does not drive yet). Patch changes within a minor
 // are always fine. The error says what to do instead.
 func CheckVersionPath(from, to EtcdVersion) error {
 	switch {
@@ -50,8 +50,8 @@ func CheckVersionPath(from, to EtcdVersion) error {
 		return fmt.Errorf("etcd %s -> %s skips a minor version: etcd upgrades one minor at a time; roll to the newest %d.%d patch first",
 			from, to, from.Major, from.Minor+1)
 	case to.Minor < from.Minor:
-		return fmt.Errorf("etcd %s -> %s is a downgrade: start it with etcd's downgrade API (etcdctl downgrade enable %d.%d) before rolling the members",
-			from, to, to.Major, to.Minor)
+		return fmt.Errorf("etcd %s -> %s is a downgrade: etcd needs its downgrade API first (etcdctl downgrade enable %d.%d, then each member replaced once its storage version is %d.%d), which this rollout does not drive yet; follow etcd's downgrade guide by hand, or keep %d.%d",
+			from, to, to.Major, to.Minor, to.Major, to.Minor, from.Major, from.Minor)
 	case from.Major == 3 && from.Minor == 5 && to.Minor == 6 && from.Patch < MinPatchBefore36:
 		return fmt.Errorf("etcd %s -> %s: etcd supports upgrading to 3.6 only from 3.5.%d or later "+
 			"(https://etcd.io/docs/latest/upgrades/upgrade_3_6/); roll every member to the newest 3.5 patch first", from, to, MinPatchBefore36)

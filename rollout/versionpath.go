@@ -18,6 +18,9 @@ type VersionPath struct {
 	To EtcdVersion
 	// Cluster is the cluster version now ("3.5.0"), as a healthy member reports it; empty when unknown.
 	Cluster string
+	// DowngradeTarget is the version etcd's downgrade API is enabled for, as a member reports it; empty
+	// when none is.
+	DowngradeTarget string
 }
 
 // memberVersion is the version a member runs: its own answer to the Status RPC, else its image tag.
@@ -44,6 +47,11 @@ func versionPath(s ClusterState, roll []int) *VersionPath {
 		return nil
 	}
 	path := &VersionPath{To: to, Cluster: s.ClusterVersion}
+	for _, m := range s.Members {
+		if m.DowngradeTarget != "" && (path.DowngradeTarget == "" || m.IsLeader) {
+			path.DowngradeTarget = m.DowngradeTarget
+		}
+	}
 	seen := map[EtcdVersion]bool{}
 	changes := false
 	for _, i := range roll {
@@ -121,6 +129,8 @@ func (p Plan) versionParts() (path, cluster string) {
 			now = move.From.minor()
 		}
 		return path, fmt.Sprintf("cluster version %s → %s once %s is rolled", now, move.To.minor(), p.name(move.After))
+	case move != nil && v.DowngradeTarget != "":
+		return path, fmt.Sprintf("a minor downgrade: etcd's downgrade to %s is enabled, cluster version %s", v.DowngradeTarget, orUnknown(now))
 	case move != nil && now != "":
 		return path, fmt.Sprintf("a minor downgrade: the cluster version is %s, and only etcd's downgrade API lowers it", now)
 	case move != nil:
@@ -129,4 +139,11 @@ func (p Plan) versionParts() (path, cluster string) {
 		return path, "cluster version stays " + now
 	}
 	return path, ""
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
 }

@@ -18,7 +18,9 @@ func TestPlanShowsTheLiveVersionPath(t *testing.T) {
 		images   []string // per member
 		versions []string // Status answers; "" for a member that does not answer
 		cluster  string
-		want     string
+		// downgrade is the target etcd's downgrade API is enabled for, as the leader reports it.
+		downgrade string
+		want      string
 	}{
 		{name: "a minor upgrade, with the cluster version read from etcd", template: tag36,
 			images: []string{tag35, tag35, tag35}, versions: []string{"3.5.35", "3.5.35", "3.5.35"}, cluster: "3.5.0",
@@ -39,6 +41,9 @@ func TestPlanShowsTheLiveVersionPath(t *testing.T) {
 		{name: "a minor downgrade", template: tag35,
 			images: []string{tag36, tag36, tag36}, versions: []string{"3.6.8", "3.6.8", "3.6.8"}, cluster: "3.6.0",
 			want: "etcd 3.6.8 → 3.5.35 (a minor downgrade: the cluster version is 3.6, and only etcd's downgrade API lowers it)"},
+		{name: "a minor downgrade that etcd's downgrade API has enabled", template: tag35,
+			images: []string{tag36, tag36, tag36}, versions: []string{"3.6.8", "3.6.8", "3.6.8"}, cluster: "3.5.0", downgrade: "3.5.0",
+			want: "etcd 3.6.8 → 3.5.35 (a minor downgrade: etcd's downgrade to 3.5.0 is enabled, cluster version 3.5)"},
 		{name: "no version change (a flag change)", template: tag36,
 			images: []string{tag36, tag36, tag36}, versions: []string{"3.6.8", "3.6.8", "3.6.8"}, cluster: "3.6.0"},
 		{name: "an untagged template: the target is unknown", template: "etcd@sha256:abcd",
@@ -47,6 +52,7 @@ func TestPlanShowsTheLiveVersionPath(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := healthyState(3, 1)
 			s.TemplateImage, s.ClusterVersion = tc.template, tc.cluster
+			s.Members[1].DowngradeTarget = tc.downgrade
 			for i := range s.Members {
 				s.Members[i].Image, s.Members[i].ServerVersion = tc.images[i], tc.versions[i]
 			}
@@ -60,7 +66,7 @@ func TestPlanShowsTheLiveVersionPath(t *testing.T) {
 	}
 }
 
-// Observe fills each member's server and storage version from its Status answer, and the cluster version
+// Observe fills each member's server and storage version (and an enabled downgrade) from its Status answer, and the cluster version
 // with one /version request to one healthy member (the leader), whatever the cluster's size.
 func TestObserveReadsVersionsFromEtcd(t *testing.T) {
 	for _, tc := range []struct {
@@ -79,6 +85,7 @@ func TestObserveReadsVersionsFromEtcd(t *testing.T) {
 			c.etcd.clusterVersion = tc.cluster
 			c.etcd.serverVersions = map[string]string{"etcd-0": "3.6.8", "etcd-1": "3.5.35", "etcd-2": "3.5.35"}
 			c.etcd.storageVersions = map[string]string{"etcd-0": "3.6.0"}
+			c.etcd.downgradeTargets = map[string]string{"etcd-0": "3.5.0"}
 			if tc.down != "" {
 				c.etcd.stop(tc.down)
 			}
@@ -93,6 +100,7 @@ func TestObserveReadsVersionsFromEtcd(t *testing.T) {
 				}
 				assert.Equal(t, c.etcd.serverVersions[m.Pod], m.ServerVersion, m.Pod)
 				assert.Equal(t, c.etcd.storageVersions[m.Pod], m.StorageVersion, m.Pod)
+				assert.Equal(t, c.etcd.downgradeTargets[m.Pod], m.DowngradeTarget, m.Pod)
 			}
 		})
 	}

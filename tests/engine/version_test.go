@@ -4,11 +4,13 @@ package engine_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
@@ -81,8 +83,9 @@ func (f *fixture) requireClusterVersion35(ctx context.Context) {
 	}
 }
 
-// On etcd 3.6 every member also reports its storage version, and the cluster version is 3.6; a patch-only
-// or no-version template change shows no version path.
+// On etcd 3.6 every member also reports its storage version, and the cluster version is 3.6; a template
+// change that keeps the version shows no version path; a downgrade enabled through etcd's API is reported
+// by every member until it is cancelled.
 func TestVersionsOfA36Cluster(t *testing.T) {
 	f := newFixture(t, httpSpec)
 	f.must.ChangeTemplate("versions-36")
@@ -95,4 +98,26 @@ func TestVersionsOfA36Cluster(t *testing.T) {
 	assert.Regexp(t, `^3\.6\.`, st.ClusterVersion)
 	assert.Len(t, plan.Roll, 3)
 	assert.Empty(t, plan.VersionLine(), "the template change keeps the version")
+	for _, m := range st.Members {
+		assert.Empty(t, m.DowngradeTarget, "%s: no downgrade enabled", m.Pod)
+	}
+
+	// A downgrade enabled through etcd's API shows on every member (and lowers the cluster version);
+	// cancelled again, the cluster goes back to 3.6.
+	ctx := runCtx(t)
+	cli := f.client()
+	_, err = cli.Downgrade(ctx, clientv3.DowngradeEnable, "3.5")
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = cli.Downgrade(context.Background(), clientv3.DowngradeCancel, "") })
+	st, err = f.engine(nil).Observe(ctx)
+	require.NoError(t, err)
+	for _, m := range st.Members {
+		assert.Regexp(t, `^3\.5\.`, m.DowngradeTarget, "%s reports the enabled downgrade", m.Pod)
+	}
+	_, err = cli.Downgrade(ctx, clientv3.DowngradeCancel, "")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		st, err = f.engine(nil).Observe(ctx)
+		return err == nil && st.Members[0].DowngradeTarget == "" && strings.HasPrefix(st.ClusterVersion, "3.6.")
+	}, 30*time.Second, 500*time.Millisecond, "downgrade cancelled: cluster version back to 3.6 (last: %q, target %q)", st.ClusterVersion, st.Members[0].DowngradeTarget)
 }
