@@ -41,6 +41,8 @@ type Cell struct {
 	// ReadyAfter and GateAfter split the engine's time per member: partition lowered → pod Ready, then →
 	// etcd's health gate passed (from the engine's own progress events).
 	ReadyAfter, GateAfter []float64
+	// APIRequests is, per cluster rollout an engine ran, the requests it sent to the API server.
+	APIRequests []float64
 }
 
 var (
@@ -86,6 +88,9 @@ func (c *Cell) add(r Rollout) {
 			c.TransfersByLeader[l] = append(c.TransfersByLeader[l], float64(cr.Raft.Count(ChangePlanned)+cr.Raft.Count(ChangeHandover)))
 		}
 		if cr.Engine != nil {
+			if n := cr.Engine.Result.APIRequests; n > 0 {
+				c.APIRequests = append(c.APIRequests, float64(n))
+			}
 			var ready time.Duration
 			for _, ev := range cr.Engine.Events {
 				if m := reReadyAfter.FindStringSubmatch(ev.Message); m != nil {
@@ -402,6 +407,15 @@ func extras(b *strings.Builder, meta *Meta, cells map[string]map[string]*Cell) {
 		for _, st := range strategyOrder(meta) {
 			if c := cells[sc.Name][st]; c != nil && len(c.ReadyAfter) > 0 {
 				p(" %s/%s %.2f + %.2f;", sc.Name, st, mean(c.ReadyAfter), mean(c.GateAfter))
+			}
+		}
+	}
+	p("\n")
+	p("\nAPI-server requests per cluster rollout by an engine (its own count: reads, writes, Lease, Events, port-forward upgrades), mean (max):")
+	for _, sc := range meta.Scenarios {
+		for _, st := range strategyOrder(meta) {
+			if c := cells[sc.Name][st]; c != nil && len(c.APIRequests) > 0 {
+				p(" %s/%s %.0f (%.0f);", sc.Name, st, mean(c.APIRequests), maxOf(c.APIRequests))
 			}
 		}
 	}

@@ -127,7 +127,7 @@ func summary(target string, res rollout.Result) string {
 	if len(res.MembersRolled) == 0 {
 		return fmt.Sprintf("%s: every member already at revision %s; partition locked%s", target, res.UpdateRevision, took)
 	}
-	return fmt.Sprintf("%s: rolled %d member(s) (%s) to revision %s%s; %d leader transfer(s), %d unplanned election(s); partition locked",
+	return fmt.Sprintf("%s: rolled %d member(s) (%s) to revision %s%s; %d leader transfer(s), %d unplanned election(s), %d API request(s); partition locked",
 		target, len(res.MembersRolled), strings.Join(res.MembersRolled, ", "), res.UpdateRevision, took,
-		res.LeaderTransfers, res.UnplannedElections)
+		res.LeaderTransfers, res.UnplannedElections, res.APIRequests)
 }

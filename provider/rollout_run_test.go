@@ -18,7 +18,7 @@ import (
 func finished(members ...string) rollout.Result {
 	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	return rollout.Result{
-		UpdateRevision: "rev-b", MembersRolled: members, LeaderTransfers: 2,
+		UpdateRevision: "rev-b", MembersRolled: members, LeaderTransfers: 2, APIRequests: 412,
 		StartedAt: start, FinishedAt: start.Add(90 * time.Second),
 	}
 }
@@ -46,7 +46,7 @@ func TestUpdateRunsTheEngineAndRecordsTheResult(t *testing.T) {
 
 	msgs := logs.messages()
 	assert.Contains(t, msgs, "move leader etcd-2 → etcd-0", "each engine event is a status line")
-	assert.Contains(t, msgs, "db/etcd: rolled 3 member(s) (etcd-2, etcd-1, etcd-0) to revision rev-b in 1m30s; 2 leader transfer(s), 0 unplanned election(s); partition locked")
+	assert.Contains(t, msgs, "db/etcd: rolled 3 member(s) (etcd-2, etcd-1, etcd-0) to revision rev-b in 1m30s; 2 leader transfer(s), 0 unplanned election(s), 412 API request(s); partition locked")
 	for _, m := range msgs {
 		assert.NotContains(t, m, "/tmp/kubeconfig", "the kubeconfig never reaches the logs")
 	}

@@ -232,6 +232,9 @@ type Result struct {
 	FinishedAt         time.Time
 	// Failure is the member that failed its gates on the new revision, when one did.
 	Failure *Failure
+	// APIRequests is how many requests the run sent to the API server (reads, writes, the Lease, Events,
+	// the upgrade requests of port-forwards); 0 when the Engine was given a clientset instead of a RestConfig.
+	APIRequests int
 }
 
 // Failure records a member that did not pass its gates on a revision, so the next preview can say so before

@@ -56,6 +56,8 @@ type Engine struct {
 	status    *statusPublisher
 
 	ownDialer bool
+	// requests counts the API requests made through RestConfig (none when the caller passed Kube).
+	requests requestCounter
 }
 
 // New checks the Config and prepares cluster access; it contacts nothing yet.
@@ -71,11 +73,14 @@ func New(cfg Config, opts Options) (*Engine, error) {
 	if e.pollEvery <= 0 {
 		e.pollEvery = defaultPollInterval
 	}
+	if opts.RestConfig != nil {
+		e.rest = withRequestCounting(opts.RestConfig, &e.requests)
+	}
 	if e.kube == nil {
-		if opts.RestConfig == nil {
+		if e.rest == nil {
 			return nil, errors.New("rollout options: RestConfig is required")
 		}
-		kube, err := kubernetes.NewForConfig(withRolloutRateLimits(opts.RestConfig))
+		kube, err := kubernetes.NewForConfig(withRolloutRateLimits(e.rest))
 		if err != nil {
 			return nil, fmt.Errorf("kubernetes client: %w", err)
 		}
@@ -86,7 +91,7 @@ func New(cfg Config, opts Options) (*Engine, error) {
 			if opts.RestConfig == nil {
 				return nil, errors.New("rollout options: a Dialer or a RestConfig (for port-forward) is required")
 			}
-			pf, err := memberdial.NewPortForward(opts.RestConfig)
+			pf, err := memberdial.NewPortForward(e.rest)
 			if err != nil {
 				return nil, err
 			}

@@ -15,9 +15,13 @@ func (r Result) Summary() string {
 	if n := len(r.MembersRolled); n > 0 {
 		rolled = fmt.Sprintf("%s rolled (%v)", plural(n, "member", "members"), r.MembersRolled)
 	}
-	return fmt.Sprintf("%s to revision %s in %s; %s; %s (raft term %d → %d)", rolled, r.UpdateRevision,
+	line := fmt.Sprintf("%s to revision %s in %s; %s; %s (raft term %d → %d)", rolled, r.UpdateRevision,
 		took.Round(100*time.Millisecond), plural(r.LeaderTransfers, "leader transfer", "leader transfers"),
 		plural(r.UnplannedElections, "unplanned election", "unplanned elections"), r.TermBefore, r.TermAfter)
+	if r.APIRequests > 0 {
+		line += "; " + plural(r.APIRequests, "API request", "API requests")
+	}
+	return line
 }
 
 // FailureOutcome says what became of a failed member, from a Failure's RevertedTo and RevertError, in the

@@ -21,6 +21,8 @@ const maxStepRetries = 3
 func (e *Engine) Run(ctx context.Context) (res Result, err error) {
 	defer func() { err = explainForbidden(err) }() // runs last: after the re-lock and the lease release
 	res.StartedAt = time.Now()
+	requestsBefore := e.requests.count()
+	defer func() { res.APIRequests = int(e.requests.count() - requestsBefore) }() // the lease release included
 	// A StatefulSet that is not there gets no Lease either: bad input leaves no trace.
 	if _, err := e.settledStatefulSet(ctx); err != nil {
 		res.FinishedAt = time.Now()
@@ -35,7 +37,7 @@ func (e *Engine) Run(ctx context.Context) (res Result, err error) {
 	defer cancel(nil)
 	stopRenew := e.lease.keepRenewed(runCtx, cancel)
 
-	r := &run{e: e, res: &res, lease: lease, passed: map[int]time.Time{}, rolledFrom: map[int]string{}}
+	r := &run{e: e, res: &res, lease: lease, passed: map[int]time.Time{}, rolledFrom: map[int]string{}, requestsBefore: requestsBefore}
 	defer func() {
 		p := recover()
 		if p != nil {
@@ -108,6 +110,8 @@ type run struct {
 	passed map[int]time.Time
 	// rolledFrom is the image each member ran before this run restarted it: what a revert goes back to.
 	rolledFrom map[int]string
+	// requestsBefore is the engine's API request count when the run started.
+	requestsBefore int64
 	// planned is set once the plan has been reported.
 	planned      bool
 	cooldownDue  bool
@@ -378,6 +382,7 @@ func (r *run) finish(ctx context.Context) {
 	if err == nil {
 		r.res.TermAfter = maxTerm(after)
 	}
+	r.res.APIRequests = int(e.requests.count() - r.requestsBefore)
 	if r.res.TermAfter > r.res.TermBefore && r.res.TermBefore > 0 {
 		r.res.UnplannedElections = max(0, int(r.res.TermAfter-r.res.TermBefore)-r.res.LeaderTransfers)
 	}
