@@ -25,40 +25,12 @@ func Quorum(n int) int { return n/2 + 1 }
 // voting, or quorum would be lost with the next member down).
 func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 	p := Plan{UpdateRevision: s.UpdateRevision}
-	if s.Replicas < 1 {
-		return p, blocked("the StatefulSet has %d replicas; at least 1 is needed", s.Replicas)
+	pods, err := checkShape(s, policy)
+	if err != nil {
+		return p, err
 	}
-	if len(s.Members) != s.Replicas {
-		return p, blocked("observed %d members for %d replicas", len(s.Members), s.Replicas)
-	}
-	if s.UpdateRevision == "" {
-		return p, blocked("the StatefulSet has no updateRevision yet (the controller has not observed it)")
-	}
-	for i, m := range s.Members {
-		if m.Ordinal != i {
-			return p, fmt.Errorf("member at index %d has ordinal %d: observation out of order", i, m.Ordinal)
-		}
-		p.Pods = append(p.Pods, m.Pod)
-	}
-	switch policy {
-	case LeaderLazy, LeaderJobLike, "":
-	default:
-		return p, fmt.Errorf("unknown leader policy %q (want %q or %q)", policy, LeaderLazy, LeaderJobLike)
-	}
-
-	// Which members need work, in the only order a partition allows.
-	var work []int
-	needsRoll := map[int]bool{}
-	for i := s.Replicas - 1; i >= 0; i-- {
-		m := s.Members[i]
-		switch {
-		case m.Revision != s.UpdateRevision:
-			work = append(work, i)
-			needsRoll[i] = true
-		case !m.Healthy:
-			work = append(work, i)
-		}
-	}
+	p.Pods = pods
+	work, needsRoll := workOrder(s)
 	if s.Partition < s.Replicas {
 		p.Steps = append(p.Steps, Step{Kind: StepLock, Ordinal: s.Replicas})
 	}
@@ -126,6 +98,47 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 	p.VersionMove = versionMove(s, p.Roll)
 	p.Versions = versionPath(s, p.Roll)
 	return p, nil
+}
+
+// checkShape refuses an observation a plan cannot be made from, and names each ordinal's pod.
+func checkShape(s ClusterState, policy LeaderPolicy) ([]string, error) {
+	switch {
+	case s.Replicas < 1:
+		return nil, blocked("the StatefulSet has %d replicas; at least 1 is needed", s.Replicas)
+	case len(s.Members) != s.Replicas:
+		return nil, blocked("observed %d members for %d replicas", len(s.Members), s.Replicas)
+	case s.UpdateRevision == "":
+		return nil, blocked("the StatefulSet has no updateRevision yet (the controller has not observed it)")
+	}
+	pods := make([]string, 0, len(s.Members))
+	for i, m := range s.Members {
+		if m.Ordinal != i {
+			return nil, fmt.Errorf("member at index %d has ordinal %d: observation out of order", i, m.Ordinal)
+		}
+		pods = append(pods, m.Pod)
+	}
+	switch policy {
+	case LeaderLazy, LeaderJobLike, "":
+		return pods, nil
+	}
+	return nil, fmt.Errorf("unknown leader policy %q (want %q or %q)", policy, LeaderLazy, LeaderJobLike)
+}
+
+// workOrder lists the members that need work, in the only order a partition allows (N-1 down to 0), and
+// which of them must restart (not at the update revision) rather than only be waited for (not healthy).
+func workOrder(s ClusterState) (work []int, needsRoll map[int]bool) {
+	needsRoll = map[int]bool{}
+	for i := s.Replicas - 1; i >= 0; i-- {
+		m := s.Members[i]
+		switch {
+		case m.Revision != s.UpdateRevision:
+			work = append(work, i)
+			needsRoll[i] = true
+		case !m.Healthy:
+			work = append(work, i)
+		}
+	}
+	return work, needsRoll
 }
 
 // reviveFirst picks the member to bring back before anything else when the next member to roll would cost
