@@ -88,15 +88,34 @@ func (c component) construct(ctx *pulumi.Context, name string, args EtcdRollingU
 		}
 	}
 
+	inputs := childRolloutInputs(args, versionHash, access, stsMustExist)
+	var ro rolloutResource
+	if err := ctx.RegisterResource(rolloutToken, name, inputs, &ro, rolloutOpts...); err != nil {
+		return nil, fmt.Errorf("registering the rollout of %s: %w", name, err)
+	}
+	comp.VersionHash = ro.VersionHash
+	comp.UpdateRevision = ro.UpdateRevision
+	comp.MembersRolled = ro.MembersRolled
+	comp.LeaderTransfers = ro.LeaderTransfers
+	comp.UnplannedElections = ro.UnplannedElections
+	comp.FinishedAt = ro.FinishedAt
+	comp.Job = referenceTo(&ro)
+	return comp, nil
+}
+
+// childRolloutInputs are the child Rollout's inputs: the component's own, the resolved cluster access (the
+// kubeconfig as a secret), and stsMustExist, which is not a dependency, only a hint for the Rollout's Check
+// (see allExist).
+func childRolloutInputs(args EtcdRollingUpgradeArgs, versionHash pulumi.StringInput, access accessOutputs,
+	stsMustExist pulumi.BoolOutput) pulumi.Map {
 	inputs := pulumi.Map{
-		"stsName":     args.StsName,
-		"namespace":   args.Namespace,
-		"serviceName": args.ServiceName,
-		"versionHash": versionHash,
-		"kubeconfig":  pulumi.ToSecret(access.Kubeconfig),
-		"context":     access.Context,
-		"cluster":     access.Cluster,
-		// Not a dependency of the Rollout: only a hint for its Check (see allExist).
+		"stsName":      args.StsName,
+		"namespace":    args.Namespace,
+		"serviceName":  args.ServiceName,
+		"versionHash":  versionHash,
+		"kubeconfig":   pulumi.ToSecret(access.Kubeconfig),
+		"context":      access.Context,
+		"cluster":      access.Cluster,
 		"stsMustExist": stsMustExist,
 	}
 	if args.OnFailure != nil {
@@ -120,19 +139,7 @@ func (c component) construct(ctx *pulumi.Context, name string, args EtcdRollingU
 			"keyFile":  pulumi.String(args.TLS.KeyFile),
 		}
 	}
-
-	var ro rolloutResource
-	if err := ctx.RegisterResource(rolloutToken, name, inputs, &ro, rolloutOpts...); err != nil {
-		return nil, fmt.Errorf("registering the rollout of %s: %w", name, err)
-	}
-	comp.VersionHash = ro.VersionHash
-	comp.UpdateRevision = ro.UpdateRevision
-	comp.MembersRolled = ro.MembersRolled
-	comp.LeaderTransfers = ro.LeaderTransfers
-	comp.UnplannedElections = ro.UnplannedElections
-	comp.FinishedAt = ro.FinishedAt
-	comp.Job = referenceTo(&ro)
-	return comp, nil
+	return inputs
 }
 
 // clusterAccess resolves the Rollout's cluster access so that it reaches the cluster the StatefulSet is
