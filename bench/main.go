@@ -192,6 +192,10 @@ func oneLine(r Rollout) string {
 	if len(r.Client.WriteErrors) > 0 {
 		s += fmt.Sprintf(" %v", r.Client.WriteErrors)
 	}
+	if rc := r.RetryClient; rc != nil {
+		s += fmt.Sprintf("; retrying client: writes failed %d of %d, retries %d, worst time to success %s",
+			rc.FailedWrites, rc.Writes, rc.Retries, rc.WorstToSuccess.Round(time.Millisecond))
+	}
 	s += fmt.Sprintf(" (prep %.1fs, cycle %.1fs)", r.Prep.Seconds(), r.Cycle.Seconds())
 	if r.Err != "" {
 		s += " ERROR: " + r.Err

@@ -43,6 +43,9 @@ type Cell struct {
 	ReadyAfter, GateAfter []float64
 	// APIRequests is, per cluster rollout an engine ran, the requests it sent to the API server.
 	APIRequests []float64
+	// Retry sums the retrying (production-like) client over the rollouts that had one; RetryRuns counts them.
+	Retry     RetryClientStats
+	RetryRuns int
 }
 
 var (
@@ -77,6 +80,7 @@ func (c *Cell) add(r Rollout) {
 	c.Gaps = append(c.Gaps, ms(r.Client.WorstGap))
 	c.P99 = append(c.P99, ms(r.Client.P99Write))
 	c.MaxRSSMB = max(c.MaxRSSMB, float64(r.MaxRSSKB)/1024)
+	c.addRetry(r.RetryClient)
 	lost := false
 	for i, cr := range r.Clusters {
 		c.ClusterRolls++
@@ -351,6 +355,7 @@ func renderMarkdown(meta *Meta, cells map[string]map[string]*Cell, plots []strin
 		}
 	}
 	p("\n%s\n", howMeasured)
+	retryClientTable(&b, meta, cells)
 	extras(&b, meta, cells)
 	p("\n## Targets (issue #6)\n\n")
 	for _, t := range evaluateTargets(meta, cells) {

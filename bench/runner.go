@@ -30,6 +30,8 @@ type Rollout struct {
 	Clusters    []ClusterRoll `json:"clusters"`
 	// Client sums the background clients of all clusters.
 	Client ClientStats `json:"client"`
+	// RetryClient sums the retrying (production-like) clients of all clusters; nil in data from before it.
+	RetryClient *RetryClientStats `json:"retryClient,omitempty"`
 	// LoadFrom/LoadTo bound the background client's ops (loadMargin before Start to loadMargin after End).
 	LoadFrom time.Time `json:"loadFrom"`
 	LoadTo   time.Time `json:"loadTo"`
@@ -58,6 +60,9 @@ type ClusterRoll struct {
 	Engine       *EngineOutcome    `json:"engine,omitempty"`
 	Transfers    []time.Time       `json:"transfers,omitempty"`
 	Extra        map[string]string `json:"extra,omitempty"`
+	// RetryClient is what the retrying client saw; RetryWrites its writes, kept like Ops.
+	RetryClient *RetryClientStats `json:"retryClient,omitempty"`
+	RetryWrites []RetryWrite      `json:"retryWrites,omitempty"`
 }
 
 // TermCheck is true when the raft term rose by exactly the number of terms the logs show campaigns in.
@@ -80,6 +85,8 @@ type bed struct {
 	logs       [][]string
 	pressure   []*Pressure
 	namespaces []string
+	// memberClients are the retrying client's connections, one per member, per cluster.
+	memberClients []memberClients
 	// Setup facts for the report (db size, preload time, ...).
 	Facts map[string]string
 }
@@ -117,6 +124,11 @@ func setUp(ctx context.Context, c *harness.Cluster, sc Scenario) (*bed, error) {
 			return b, err
 		}
 		b.clients = append(b.clients, cli)
+		mc, err := dialMembers(ctx, e)
+		if err != nil {
+			return b, err
+		}
+		b.memberClients = append(b.memberClients, mc)
 		ids := map[string]int{}
 		var logs []string
 		for o := range e.Spec.Replicas {
@@ -156,6 +168,28 @@ func setUp(ctx context.Context, c *harness.Cluster, sc Scenario) (*bed, error) {
 	return b, nil
 }
 
+// retryProbeKey is the retrying client's key, apart from today's client's bench/probe.
+const retryProbeKey = "bench/probe-retry"
+
+// dialMembers opens one client per member of e, on the same local client URLs as today's client.
+func dialMembers(ctx context.Context, e *harness.Etcd) (memberClients, error) {
+	var mc memberClients
+	for o := range e.Spec.Replicas {
+		m, err := e.Member(ctx, o)
+		if err != nil {
+			_ = mc.Close()
+			return nil, fmt.Errorf("retrying client of %s: %w", e.Namespace, err)
+		}
+		cli, err := e.NewClient(m.ClientURL)
+		if err != nil {
+			_ = mc.Close()
+			return nil, fmt.Errorf("retrying client of %s, member %d: %w", e.Namespace, o, err)
+		}
+		mc = append(mc, cli)
+	}
+	return mc, nil
+}
+
 func dbSize(ctx context.Context, e *harness.Etcd, ordinal int) (float64, error) {
 	text, err := e.Metrics(ctx, ordinal)
 	if err != nil {
@@ -172,6 +206,9 @@ func (b *bed) tearDown() {
 	}
 	for _, cli := range b.clients {
 		_ = cli.Close()
+	}
+	for _, mc := range b.memberClients {
+		_ = mc.Close()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -257,6 +294,10 @@ func (b *bed) rollOnce(ctx context.Context, st Strategy, run int, o rollOpts) (r
 		loads[i] = harness.StartLoad(ctx, cli, harness.LoadOptions{Key: "bench/probe", Interval: b.sc.LoadInterval,
 			Timeout: 500 * time.Millisecond})
 	}
+	retryLoads := make([]*RetryLoad, len(b.clusters))
+	for i, mc := range b.memberClients {
+		retryLoads[i] = StartRetryLoad(ctx, mc.put, len(mc), retryProbeKey, b.sc.LoadInterval, defaultRetryPolicy)
+	}
 	time.Sleep(loadMargin)
 
 	r.Start = time.Now()
@@ -298,6 +339,9 @@ func (b *bed) rollOnce(ctx context.Context, st Strategy, run int, o rollOpts) (r
 		ops := l.Stop()
 		r.Clusters[i].Ops = ops
 	}
+	for i, l := range retryLoads {
+		r.Clusters[i].RetryWrites = l.Stop()
+	}
 	r.LoadTo = time.Now()
 	samples, startups := mon.Stop()
 	if rollErr != nil {
@@ -328,11 +372,15 @@ func (b *bed) rollOnce(ctx context.Context, st Strategy, run int, o rollOpts) (r
 		cr.MetricCheck, cr.MetricDetail = metricCheck(ctx, e, b.logs[i])
 		cr.Client = clientStats(cr.Ops, r.LoadFrom, r.LoadTo)
 		all = append(all, cr.Ops...)
+		rs := retryClientStats(cr.RetryWrites)
+		cr.RetryClient = &rs
 		if !o.keepOps {
 			cr.Ops = nil
+			cr.RetryWrites = nil
 		}
 	}
 	r.Client = mergeClientStats(r.Clusters, all, r.LoadFrom, r.LoadTo)
+	r.RetryClient = mergeRetryClientStats(r.Clusters)
 	return r
 }
 

@@ -71,6 +71,8 @@ func evaluateTargets(meta *Meta, cells map[string]map[string]*Cell) []Goal {
 	fw.Unknown, fw.Detail = !found, strings.Join(fwDetail, "; ")
 	out = append(out, fw)
 
+	out = append(out, retryClientGoal(meta, cell))
+
 	// Mean transfers per 3-member rollout.
 	tr := Goal{Name: "engine: mean leader transfers ≤ 1.34 per 3-member rollout (each starting ordinal weighed alike)", Met: true}
 	var trDetail []string
@@ -157,4 +159,36 @@ func orAll(details []string, none string) string {
 		return none
 	}
 	return strings.Join(details, "; ")
+}
+
+// retryClientGoal judges issue #14's target for the production-like client: no write lost by the engine in
+// any scenario. An engine cell without that client's data makes it NOT MEASURED unless another already
+// failed it.
+func retryClientGoal(meta *Meta, cell func(sc, st string) *Cell) Goal {
+	g := Goal{Name: "engine, every scenario, hung shutdown included: 0 failed writes for the production-like (retrying) client (issue #14)", Met: true}
+	var detail, missing []string
+	measured := 0
+	for _, sc := range meta.Scenarios {
+		for _, st := range engineStrategies {
+			c := cell(sc.Name, st)
+			if c == nil {
+				continue
+			}
+			if c.RetryRuns == 0 {
+				missing = append(missing, sc.Name+"/"+st)
+				continue
+			}
+			measured++
+			detail = append(detail, fmt.Sprintf("%s/%s %d of %d", sc.Name, st, c.Retry.FailedWrites, c.Retry.Writes))
+			if c.Retry.FailedWrites > 0 {
+				g.Met = false
+			}
+		}
+	}
+	if len(missing) > 0 {
+		detail = append(detail, "not measured: "+strings.Join(missing, ", "))
+	}
+	g.Unknown = g.Met && (measured == 0 || len(missing) > 0)
+	g.Detail = orAll(detail, "no engine cell")
+	return g
 }

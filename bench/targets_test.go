@@ -6,19 +6,21 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
+const retryGoal = "engine, every scenario, hung shutdown included: 0 failed writes for the production-like (retrying) client (issue #14)"
+
 func TestEvaluateTargets(t *testing.T) {
 	meta := &Meta{Scenarios: []ScenarioMeta{{Name: "easy", Replicas: 3}, {Name: "hung", Replicas: 3}}}
 	good := func() map[string]map[string]*Cell {
 		return map[string]map[string]*Cell{
 			"easy": {
 				"default":    {Wall: []float64{4, 4}, Gaps: []float64{100}},
-				"engine":     {Wall: []float64{6, 6}, Gaps: []float64{50}, TransfersByLeader: map[int][]float64{0: {1}, 1: {1}, 2: {2}}},
-				"engine-cd0": {Wall: []float64{4.4, 4.6}, Gaps: []float64{50}, TransfersByLeader: map[int][]float64{0: {1}, 1: {1}, 2: {2}}},
+				"engine":     {Wall: []float64{6, 6}, Gaps: []float64{50}, TransfersByLeader: map[int][]float64{0: {1}, 1: {1}, 2: {2}}, RetryRuns: 2, Retry: RetryClientStats{Writes: 100}},
+				"engine-cd0": {Wall: []float64{4.4, 4.6}, Gaps: []float64{50}, TransfersByLeader: map[int][]float64{0: {1}, 1: {1}, 2: {2}}, RetryRuns: 2, Retry: RetryClientStats{Writes: 100}},
 			},
 			"hung": {
 				"default":    {Gaps: []float64{1200}, Elections: 3},
-				"engine":     {Gaps: []float64{150}, Writes: 100, TransfersByLeader: map[int][]float64{0: {1}, 1: {1}, 2: {2}}},
-				"engine-cd0": {Gaps: []float64{200}, Writes: 100, TransfersByLeader: map[int][]float64{0: {1}, 1: {1}, 2: {2}}},
+				"engine":     {Gaps: []float64{150}, Writes: 100, TransfersByLeader: map[int][]float64{0: {1}, 1: {1}, 2: {2}}, RetryRuns: 2, Retry: RetryClientStats{Writes: 100}},
+				"engine-cd0": {Gaps: []float64{200}, Writes: 100, TransfersByLeader: map[int][]float64{0: {1}, 1: {1}, 2: {2}}, RetryRuns: 2, Retry: RetryClientStats{Writes: 100}},
 			},
 		}
 	}
@@ -58,6 +60,27 @@ func TestEvaluateTargets(t *testing.T) {
 		{"5 s vs 4 s is not", func(c map[string]map[string]*Cell) { c["easy"]["engine-cd0"].Wall = []float64{5} },
 			"engine with cool-down 0, easy scenario: wall time ≤ 1.2× the default's", false, false},
 		{"no ten-clusters scenario: not measured", nil, "engine: 10 clusters rolled at once in ≤ 1.5× the time of one", false, true},
+		{"production-like client: no write lost by any engine cell", func(c map[string]map[string]*Cell) {
+			c["hung"]["default"].RetryRuns, c["hung"]["default"].Retry.FailedWrites = 2, 7 // the default's do not count
+			c["hung"]["engine"].FailedWrites, c["hung"]["engine"].Retry.Retries = 3, 3     // retried, not lost
+		}, retryGoal, true, false},
+		{"production-like client: one write lost in hung", func(c map[string]map[string]*Cell) {
+			c["hung"]["engine-cd0"].Retry.FailedWrites = 1
+		}, retryGoal, false, false},
+		{"production-like client: a write lost outweighs a cell not measured", func(c map[string]map[string]*Cell) {
+			c["hung"]["engine-cd0"].Retry.FailedWrites = 1
+			c["easy"]["engine"].RetryRuns = 0
+		}, retryGoal, false, false},
+		{"production-like client: an engine cell without its data is not measured", func(c map[string]map[string]*Cell) {
+			c["easy"]["engine"].RetryRuns, c["easy"]["engine"].Retry = 0, RetryClientStats{}
+		}, retryGoal, false, true},
+		{"production-like client: raw data from before it", func(c map[string]map[string]*Cell) {
+			for _, m := range c {
+				for _, cell := range m {
+					cell.RetryRuns, cell.Retry = 0, RetryClientStats{}
+				}
+			}
+		}, retryGoal, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,4 +96,21 @@ func TestEvaluateTargets(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestRetryClientGoalDetail(t *testing.T) {
+	meta := &Meta{Scenarios: []ScenarioMeta{{Name: "easy"}, {Name: "hung"}}}
+	cells := map[string]map[string]*Cell{
+		"easy": {"engine": {RetryRuns: 1, Retry: RetryClientStats{Writes: 98}}, "engine-cd0": {Runs: 1}},
+		"hung": {"engine": {RetryRuns: 1, Retry: RetryClientStats{Writes: 90, FailedWrites: 2}}},
+	}
+	var g Goal
+	for _, x := range evaluateTargets(meta, cells) {
+		if x.Name == retryGoal {
+			g = x
+		}
+	}
+	assert.False(t, g.Met)
+	assert.False(t, g.Unknown)
+	assert.Equal(t, "easy/engine 0 of 98; hung/engine 2 of 90; not measured: easy/engine-cd0", g.Detail)
 }
