@@ -232,6 +232,9 @@ type Result struct {
 	FinishedAt         time.Time
 	// Failure is the member that failed its gates on the new revision, when one did.
 	Failure *Failure
+	// ClusterVersion is the cluster version etcd reported at the end of a complete run ("3.6.0"); after a
+	// minor-version change, the run waited for it to move (awaitClusterVersion).
+	ClusterVersion string
 	// APIRequests is how many requests the run sent to the API server (reads, writes, the Lease, Events,
 	// the upgrade requests of port-forwards); 0 when the Engine was given a clientset instead of a RestConfig.
 	APIRequests int

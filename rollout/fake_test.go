@@ -47,6 +47,10 @@ type fakeEtcd struct {
 	forgotten             []string
 	// clusterVersion is what /version says ("3.6.0"); empty: it does not answer.
 	clusterVersion string
+	// clusterVersionOnceAllRestarted, when set, becomes clusterVersion once every member has restarted (the
+	// leader raising it after the last member of a minor upgrade).
+	clusterVersionOnceAllRestarted string
+	restartedOnce                  map[string]bool
 	// serverVersions, storageVersions and downgradeTargets are what each member's Status reports; absent: empty.
 	serverVersions, storageVersions, downgradeTargets map[string]string
 	// clusterVersionCalls counts /version requests, so a test can hold Observe to one per look.
@@ -143,6 +147,12 @@ func (f *fakeEtcd) Forget(pod string) {
 func (f *fakeEtcd) restart(pod string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.restartedOnce == nil {
+		f.restartedOnce = map[string]bool{}
+	}
+	if f.restartedOnce[pod] = true; len(f.restartedOnce) == len(f.ids) && f.clusterVersionOnceAllRestarted != "" {
+		f.clusterVersion = f.clusterVersionOnceAllRestarted
+	}
 	if f.leader == pod {
 		// No hand-over: the survivors elect a new leader.
 		var others []string

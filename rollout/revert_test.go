@@ -275,3 +275,32 @@ func (c *fakeCluster) setPodRevision(t *testing.T, ordinal int, rev string) {
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
 	require.NoError(t, c.kube.Tracker().Update(podGVR, p, "db"))
 }
+
+// After the last member of a minor upgrade the run waits for etcd to move the cluster version and reports it;
+// one that does not move within the health timeout is reported as it is, and the run still succeeds.
+func TestRunReportsTheClusterVersionAfterAMinorUpgrade(t *testing.T) {
+	for _, tt := range []struct {
+		name, after, want string
+	}{
+		{name: "moves", after: "3.6.0", want: "3.6.0"},
+		{name: "does not move in time", want: "3.5.0"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newFakeCluster(t, 3, 1)
+			c.withImages(t, map[string]string{oldRev: "etcd:v3.5.35", newRev: "etcd:v3.6.8"})
+			c.etcd.clusterVersion, c.etcd.clusterVersionOnceAllRestarted = "3.5.0", tt.after
+			var said []string
+			res, err := c.engine(t, func(cfg *Config, o *Options) {
+				cfg.HealthTimeout = 300 * time.Millisecond
+				o.OnEvent = func(ev Event) { said = append(said, ev.Message) }
+			}).Run(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, res.ClusterVersion)
+			if tt.after == "" {
+				assert.Contains(t, strings.Join(said, "\n"), `cluster version is still "3.5.0", not yet 3.6`)
+			} else {
+				assert.Contains(t, strings.Join(said, "\n"), "cluster version is 3.6.0")
+			}
+		})
+	}
+}

@@ -110,6 +110,8 @@ type run struct {
 	passed map[int]time.Time
 	// rolledFrom is the image each member ran before this run restarted it: what a revert goes back to.
 	rolledFrom map[int]string
+	// versionMove is the first plan's minor-version change, if any: finish waits for the cluster version.
+	versionMove *VersionMove
 	// requestsBefore is the engine's API request count when the run started.
 	requestsBefore int64
 	// planned is set once the plan has been reported.
@@ -245,6 +247,7 @@ func (r *run) planOrHold(ctx context.Context, st ClusterState) (plan Plan, ready
 		}
 		if !r.planned {
 			r.planned = true
+			r.versionMove = plan.VersionMove
 			e.emit(Step{}, "plan: %s", plan)
 		}
 		return plan, true, nil
@@ -381,6 +384,10 @@ func (r *run) finish(ctx context.Context) {
 	after, err := e.Observe(ctx)
 	if err == nil {
 		r.res.TermAfter = maxTerm(after)
+		r.res.ClusterVersion = after.ClusterVersion
+	}
+	if mv := r.versionMove; mv != nil && err == nil {
+		r.res.ClusterVersion = e.awaitClusterVersion(ctx, after, mv.To)
 	}
 	r.res.APIRequests = int(e.requests.count() - r.requestsBefore)
 	if r.res.TermAfter > r.res.TermBefore && r.res.TermBefore > 0 {

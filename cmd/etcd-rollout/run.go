@@ -44,6 +44,9 @@ func printSummary(cmd *cobra.Command, res rollout.Result, err error) {
 	fmt.Fprintf(out, "  leader transfers:     %d\n", res.LeaderTransfers)
 	fmt.Fprintf(out, "  unplanned elections:  %d (raft term %d → %d)\n", res.UnplannedElections, res.TermBefore, res.TermAfter)
 	fmt.Fprintf(out, "  API requests:         %d\n", res.APIRequests)
+	if res.ClusterVersion != "" {
+		fmt.Fprintf(out, "  cluster version:      %s\n", res.ClusterVersion)
+	}
 	if f := res.Failure; f != nil {
 		fmt.Fprintf(out, "  failed member:        %s on revision %s (%s gate) at %s; %s\n", f.Pod, f.Revision, f.Gate,
 			f.At.Format(time.RFC3339), rollout.FailureOutcome(f.RevertedTo, f.RevertError))

@@ -1,0 +1,28 @@
+package rollout
+
+import (
+	"context"
+	"time"
+)
+
+// awaitClusterVersion waits, after the last member of a minor-version change, for etcd to move the cluster
+// version to the target's minor (the leader decides it every few seconds once every member runs the new
+// version), for up to the health timeout, and returns the cluster version it last saw. A cluster version
+// that does not move is reported, not failed: every member is on the new revision and healthy, and etcd
+// moves it on its own; the operator is told what it still is.
+func (e *Engine) awaitClusterVersion(ctx context.Context, st ClusterState, to EtcdVersion) string {
+	start, seen := time.Now(), st.ClusterVersion
+	for {
+		if v, ok := ImageVersion(":" + seen); ok && v.Major == to.Major && v.Minor == to.Minor {
+			e.emit(Step{Kind: StepRelock}, "cluster version is %s (%s after the last member)", seen, time.Since(start).Round(100*time.Millisecond))
+			return seen
+		}
+		if time.Since(start) > e.cfg.HealthTimeout || sleep(ctx, e.pollEvery) != nil {
+			e.emit(Step{Kind: StepRelock}, "cluster version is still %q, not yet %d.%d: etcd moves it once its leader has seen every member run %d.%d", seen, to.Major, to.Minor, to.Major, to.Minor)
+			return seen
+		}
+		if v, err := e.clusterVersion(ctx, st, -1); err == nil {
+			seen = v.String()
+		}
+	}
+}
