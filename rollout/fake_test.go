@@ -47,6 +47,9 @@ type fakeEtcd struct {
 	forgotten             []string
 	// clusterVersion is what /version says ("3.6.0"); empty: it does not answer.
 	clusterVersion string
+	// moveLeaderAnswersLost is how many MoveLeader calls move the leader but answer with a timeout, as when
+	// the response is lost on its way back.
+	moveLeaderAnswersLost int
 	// clusterVersionOnceAllRestarted, when set, becomes clusterVersion once every member has restarted (the
 	// leader raising it after the last member of a minor upgrade).
 	clusterVersionOnceAllRestarted string
@@ -110,6 +113,10 @@ func (f *fakeEtcd) MoveLeader(_ context.Context, leaderPod string, to uint64) er
 			f.leader = p
 			f.term++
 			f.moves++
+			if f.moveLeaderAnswersLost > 0 {
+				f.moveLeaderAnswersLost--
+				return context.DeadlineExceeded
+			}
 			return nil
 		}
 	}

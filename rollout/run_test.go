@@ -485,3 +485,16 @@ func TestLeaseHolder(t *testing.T) {
 	assert.Equal(t, "killed-run", holder)
 	assert.LessOrEqual(t, expiresIn, time.Duration(0), "stale")
 }
+
+// A MoveLeader whose answer is lost although Raft moved the leader (seen on the local cluster under load) is
+// our transfer, not an unplanned election.
+func TestRunCountsATransferWhoseAnswerWasLost(t *testing.T) {
+	c := newFakeCluster(t, 3, 2)
+	c.etcd.moveLeaderAnswersLost = 1
+	res, err := c.engine(t, nil).Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 2, res.LeaderTransfers, "off etcd-2 first, then off etcd-0 onto the updated etcd-2")
+	assert.Zero(t, res.UnplannedElections)
+	assert.Zero(t, c.etcd.elections)
+	assert.Equal(t, []string{newRev, newRev, newRev}, c.revisions())
+}

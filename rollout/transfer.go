@@ -20,6 +20,13 @@ func (e *Engine) transferLeader(ctx context.Context, st ClusterState, step Step)
 	cctx, cancel := context.WithTimeout(ctx, moveLeaderTimeout)
 	defer cancel()
 	if err := e.etcd.MoveLeader(cctx, from.Pod, to.MemberID); err != nil {
+		// The answer can be lost while the transfer itself went through (seen on a loaded machine: Raft moved
+		// the leader within milliseconds and the call still ran into its deadline). Counting that as a
+		// failure would report our own transfer as an unplanned election: ask the target first.
+		if ctx.Err() == nil && e.leads(ctx, to) {
+			e.emit(step, "MoveLeader %s → %s answered %v, but %s leads: the transfer went through", from.Pod, to.Pod, err, to.Pod)
+			return nil
+		}
 		return fmt.Errorf("moving leader %s → %s: %w", from.Pod, to.Pod, err)
 	}
 	for {
@@ -58,4 +65,12 @@ func (e *Engine) leaderIs(ctx context.Context, st ClusterState, ordinal int) (bo
 		return target != 0 && s.Leader == target, nil
 	}
 	return false, fmt.Errorf("no member says who leads: cannot confirm %s is not the leader", st.Members[ordinal].Pod)
+}
+
+// leads says whether member m itself reports that it is the leader.
+func (e *Engine) leads(ctx context.Context, m MemberState) bool {
+	cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+	defer cancel()
+	s, err := e.etcd.Status(cctx, m.Pod)
+	return err == nil && s.Leader == m.MemberID && s.ID == m.MemberID
 }
