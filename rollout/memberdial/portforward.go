@@ -33,7 +33,16 @@ type PortForward struct {
 	// caller for the same pod waits for that forward rather than open a second one.
 	opening map[string]*opening
 	closed  bool
+	// now is the clock that ages a forward's pod check; time.Now except in tests.
+	now func() time.Time
 }
+
+// podRecheck is how long a forward is handed out again without reading its pod to confirm the UID. Every etcd
+// call asks for the endpoint (five or so per gate poll), and a pod GET for each was most of the engine's load
+// on the API server. The engine releases a member's forward itself before it restarts that member; a pod
+// recreated by someone else is noticed within this long, and meanwhile its calls fail like a member that is
+// away for a moment.
+const podRecheck = 2 * time.Second
 
 // opening is one forward being opened; f or err is set when done is closed.
 type opening struct {
@@ -47,12 +56,14 @@ var errClosed = errors.New("port-forward dialer is closed")
 
 // forward is one open port-forward; done is closed when its stream ends.
 type forward struct {
-	uid   types.UID
-	addr  string
-	stop  chan struct{}
-	done  chan struct{}
-	errMu sync.Mutex
-	err   error
+	uid types.UID
+	// checked is when the pod was last read and still had uid.
+	checked time.Time
+	addr    string
+	stop    chan struct{}
+	done    chan struct{}
+	errMu   sync.Mutex
+	err     error
 }
 
 func (f *forward) alive() bool {
@@ -77,17 +88,20 @@ func NewPortForward(cfg *rest.Config) (*PortForward, error) {
 }
 
 func newPortForward(kube kubernetes.Interface, open func(ctx context.Context, namespace, pod string, port int) (*forward, error)) *PortForward {
-	return &PortForward{kube: kube, openForward: open, forwards: map[string]*forward{}, opening: map[string]*opening{}}
+	return &PortForward{kube: kube, openForward: open, forwards: map[string]*forward{}, opening: map[string]*opening{}, now: time.Now}
 }
 
 // Endpoint implements Dialer. It looks the pod up first: a new UID means the pod was recreated and the old
 // stream, which a real kubelet ties to the old pod, is replaced.
 func (p *PortForward) Endpoint(ctx context.Context, namespace, pod string, port int) (string, error) {
+	key := fmt.Sprintf("%s/%s:%d", namespace, pod, port)
+	if addr, ok := p.recentlyChecked(key); ok {
+		return addr, nil
+	}
 	got, err := p.kube.CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{})
 	if err != nil {
 		return "", fmt.Errorf("port-forward to %s/%s: %w", namespace, pod, err)
 	}
-	key := fmt.Sprintf("%s/%s:%d", namespace, pod, port)
 	failed := func(err error) (string, error) {
 		return "", fmt.Errorf("port-forward to %s/%s port %d: %w", namespace, pod, port, explainForbidden(err, namespace))
 	}
@@ -100,6 +114,7 @@ func (p *PortForward) Endpoint(ctx context.Context, namespace, pod string, port 
 		}
 		if f, ok := p.forwards[key]; ok {
 			if f.alive() && f.uid == got.UID {
+				f.checked = p.now()
 				p.mu.Unlock()
 				return f.addr, nil
 			}
@@ -131,6 +146,17 @@ func (p *PortForward) Endpoint(ctx context.Context, namespace, pod string, port 
 	}
 }
 
+// recentlyChecked hands out the forward of key when it is alive and its pod was confirmed within podRecheck.
+func (p *PortForward) recentlyChecked(key string) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f, ok := p.forwards[key]
+	if !ok || p.closed || !f.alive() || p.now().Sub(f.checked) >= podRecheck {
+		return "", false
+	}
+	return f.addr, true
+}
+
 // openAs opens the forward for key while the others wait for it (called with p.mu held; it unlocks), and
 // keeps it unless the dialer was closed meanwhile.
 func (p *PortForward) openAs(ctx context.Context, key, namespace, pod string, port int, uid types.UID) (string, error) {
@@ -153,7 +179,7 @@ func (p *PortForward) openAs(ctx context.Context, key, namespace, pod string, po
 		f, err = nil, errClosed
 	}
 	if err == nil {
-		f.uid = uid
+		f.uid, f.checked = uid, p.now()
 		p.forwards[key] = f
 	}
 	o.f, o.err = f, err

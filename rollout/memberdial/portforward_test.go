@@ -276,6 +276,9 @@ func TestPortForwardReplacesForwardOfRecreatedPod(t *testing.T) {
 	defer p.Close()
 	defer opener.releaseAll()
 
+	clock := time.Now()
+	p.now = func() time.Time { return clock }
+
 	before, err := p.Endpoint(context.Background(), "db", "etcd-0", 2379)
 	require.NoError(t, err)
 	require.NoError(t, kube.CoreV1().Pods("db").Delete(context.Background(), "etcd-0", metav1.DeleteOptions{}))
@@ -283,11 +286,55 @@ func TestPortForwardReplacesForwardOfRecreatedPod(t *testing.T) {
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "etcd-0", Namespace: "db", UID: "uid-0-again"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 
+	within, err := p.Endpoint(context.Background(), "db", "etcd-0", 2379)
+	require.NoError(t, err)
+	assert.Equal(t, before, within, "within podRecheck the forward is trusted without reading the pod")
+	clock = clock.Add(podRecheck)
 	after, err := p.Endpoint(context.Background(), "db", "etcd-0", 2379)
 	require.NoError(t, err)
-	assert.NotEqual(t, before, after)
+	assert.NotEqual(t, before, after, "after podRecheck the pod is read again and the recreated pod gets a new forward")
 	forwards := opener.all()
 	require.Len(t, forwards, 2)
 	assert.True(t, stopped(forwards[0]), "the old pod's forward was stopped")
 	assert.False(t, stopped(forwards[1]))
+}
+
+// Asking for an endpoint again and again (every etcd call does) reads the pod once per podRecheck, not once per
+// call: that GET was most of the engine's load on the API server.
+func TestPortForwardReadsThePodOncePerRecheck(t *testing.T) {
+	opener := newFakeOpener(false)
+	kube := testPods("uid-0")
+	p := newPortForward(kube, opener.open)
+	defer p.Close()
+	defer opener.releaseAll()
+	clock := time.Now()
+	p.now = func() time.Time { return clock }
+	podGets := func() int {
+		n := 0
+		for _, a := range kube.Actions() {
+			if a.GetVerb() == "get" && a.GetResource().Resource == "pods" {
+				n++
+			}
+		}
+		return n
+	}
+
+	for range 10 {
+		_, err := p.Endpoint(context.Background(), "db", "etcd-0", 2379)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 1, podGets(), "ten calls within podRecheck: one pod read")
+	clock = clock.Add(podRecheck)
+	for range 10 {
+		_, err := p.Endpoint(context.Background(), "db", "etcd-0", 2379)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 2, podGets(), "one more read once podRecheck has passed")
+	assert.Len(t, opener.all(), 1, "the same forward throughout")
+
+	p.Release("db", "etcd-0", 2379)
+	_, err := p.Endpoint(context.Background(), "db", "etcd-0", 2379)
+	require.NoError(t, err)
+	assert.Equal(t, 3, podGets(), "a released forward is never handed out: the pod is read and a new one opened")
+	assert.Len(t, opener.all(), 2)
 }
