@@ -270,14 +270,7 @@ func TestPortForwardWaiterOpensWhenOpenerGivesUp(t *testing.T) {
 
 // A recreated pod (new UID) gets a new forward and the old one is stopped.
 func TestPortForwardReplacesForwardOfRecreatedPod(t *testing.T) {
-	opener := newFakeOpener(false)
-	kube := testPods("uid-0")
-	p := newPortForward(kube, opener.open)
-	defer p.Close()
-	defer opener.releaseAll()
-
-	clock := time.Now()
-	p.now = func() time.Time { return clock }
+	opener, kube, p, clock := newClockedForward(t)
 
 	before, err := p.Endpoint(context.Background(), "db", "etcd-0", 2379)
 	require.NoError(t, err)
@@ -289,7 +282,7 @@ func TestPortForwardReplacesForwardOfRecreatedPod(t *testing.T) {
 	within, err := p.Endpoint(context.Background(), "db", "etcd-0", 2379)
 	require.NoError(t, err)
 	assert.Equal(t, before, within, "within podRecheck the forward is trusted without reading the pod")
-	clock = clock.Add(podRecheck)
+	*clock = clock.Add(podRecheck)
 	after, err := p.Endpoint(context.Background(), "db", "etcd-0", 2379)
 	require.NoError(t, err)
 	assert.NotEqual(t, before, after, "after podRecheck the pod is read again and the recreated pod gets a new forward")
@@ -302,13 +295,7 @@ func TestPortForwardReplacesForwardOfRecreatedPod(t *testing.T) {
 // Asking for an endpoint again and again (every etcd call does) reads the pod once per podRecheck, not once per
 // call: that GET was most of the engine's load on the API server.
 func TestPortForwardReadsThePodOncePerRecheck(t *testing.T) {
-	opener := newFakeOpener(false)
-	kube := testPods("uid-0")
-	p := newPortForward(kube, opener.open)
-	defer p.Close()
-	defer opener.releaseAll()
-	clock := time.Now()
-	p.now = func() time.Time { return clock }
+	opener, kube, p, clock := newClockedForward(t)
 	podGets := func() int {
 		n := 0
 		for _, a := range kube.Actions() {
@@ -324,7 +311,7 @@ func TestPortForwardReadsThePodOncePerRecheck(t *testing.T) {
 		require.NoError(t, err)
 	}
 	assert.Equal(t, 1, podGets(), "ten calls within podRecheck: one pod read")
-	clock = clock.Add(podRecheck)
+	*clock = clock.Add(podRecheck)
 	for range 10 {
 		_, err := p.Endpoint(context.Background(), "db", "etcd-0", 2379)
 		require.NoError(t, err)
@@ -337,4 +324,15 @@ func TestPortForwardReadsThePodOncePerRecheck(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 3, podGets(), "a released forward is never handed out: the pod is read and a new one opened")
 	assert.Len(t, opener.all(), 2)
+}
+
+// newClockedForward is a PortForward over one pod (etcd-0, uid-0) whose clock the test moves by hand.
+func newClockedForward(t *testing.T) (*fakeOpener, *fake.Clientset, *PortForward, *time.Time) {
+	opener := newFakeOpener(false)
+	kube := testPods("uid-0")
+	p := newPortForward(kube, opener.open)
+	t.Cleanup(func() { _ = p.Close(); opener.releaseAll() })
+	clock := time.Now()
+	p.now = func() time.Time { return clock }
+	return opener, kube, p, &clock
 }
