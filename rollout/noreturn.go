@@ -39,8 +39,12 @@ func (e *Engine) checkPointOfNoReturn(ctx context.Context, st ClusterState, ordi
 		ErrPointOfNoReturn, cluster.Major, cluster.Minor, pod, describeVersion(back, knownBack), cluster.Major, cluster.Minor)
 }
 
-// clusterVersion asks the healthy members other than the failed one, in order, until one answers.
+// clusterVersion is the cluster version the observation already read (Observe asks one healthy member), or,
+// when it could not, what the healthy members other than the failed one say, asked in order until one answers.
 func (e *Engine) clusterVersion(ctx context.Context, st ClusterState, except int) (EtcdVersion, error) {
+	if v, ok := ImageVersion(":" + st.ClusterVersion); ok {
+		return v, nil
+	}
 	last := errors.New("no other member is healthy")
 	for _, m := range st.Members {
 		if m.Ordinal == except || !m.Healthy {
