@@ -18,7 +18,25 @@ export interface EtcdOptions {
     /** Extra pod-template annotations: the local cluster reads its fault modes from them (start-delay,
      *  serve-delay, crash-after; see README's "Local cluster"). */
     podAnnotations?: { [key: string]: string };
+    /** The etcd release the members run, as registry.k8s.io/etcd tags it without the "-0" suffix; default
+     *  "3.6.8". Changing it is a version change, which the rollout checks and previews like any other roll. */
+    etcdVersion?: string;
+    /** More etcd flags after the ones above, e.g. "--feature-gates=...": the rollout checks each against
+     *  the target version before anything restarts. */
+    extraArgs?: string[];
 }
+
+/** The minor ("3.6") of an etcd release ("3.6.8"): the local cluster chooses the binary by it. */
+function minorOf(version: string): string {
+    return version.split(".").slice(0, 2).join(".");
+}
+
+/** The rollout's client certificate files where the tls StatefulSet mounts Secret etcd-cluster-secret. */
+export const clientTLSFiles = {
+    caFile: "/var/lib/etcd-tls/ca.crt",
+    certFile: "/var/lib/etcd-tls/client.crt",
+    keyFile: "/var/lib/etcd-tls/client.key",
+};
 
 export function etcdService(namespace: string): k8s.core.v1.ServiceArgs {
     return {
@@ -37,6 +55,7 @@ export function etcdService(namespace: string): k8s.core.v1.ServiceArgs {
 
 export function etcdStatefulSet(o: EtcdOptions): k8s.apps.v1.StatefulSetArgs {
     const scheme = o.tls ? "https" : "http";
+    const etcdVersion = o.etcdVersion ?? "3.6.8";
     const peers = [0, 1, 2].map(i => `${name}-${i}=${scheme}://${name}-${i}.${serviceName}.$(POD_NAMESPACE).svc:2380`);
     const tlsArgs = o.tls ? [
         "--client-cert-auth",
@@ -68,7 +87,7 @@ export function etcdStatefulSet(o: EtcdOptions): k8s.apps.v1.StatefulSetArgs {
                         "etcd-rollout.test/member": "true", // local cluster
                     },
                     annotations: {
-                        "etcd-rollout.test/etcd-version": "3.6", // local cluster
+                        "etcd-rollout.test/etcd-version": minorOf(etcdVersion), // local cluster
                         "example.etcd-rollout/pod-revision": o.podRevision,
                         ...(o.podAnnotations ?? {}), // local cluster
                     },
@@ -79,7 +98,7 @@ export function etcdStatefulSet(o: EtcdOptions): k8s.apps.v1.StatefulSetArgs {
                     automountServiceAccountToken: false,
                     containers: [{
                         name: "etcd",
-                        image: "registry.k8s.io/etcd:3.6.8-0",
+                        image: `registry.k8s.io/etcd:${etcdVersion}-0`,
                         command: ["etcd"],
                         args: [
                             "--name=$(POD_NAME)",
@@ -93,6 +112,7 @@ export function etcdStatefulSet(o: EtcdOptions): k8s.apps.v1.StatefulSetArgs {
                             "--initial-cluster-state=new",
                             `--initial-cluster-token=${name}`,
                             ...tlsArgs,
+                            ...(o.extraArgs ?? []),
                         ],
                         env: [
                             { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },

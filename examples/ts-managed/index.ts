@@ -4,7 +4,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as k8s from "@pulumi/kubernetes";
 import { EtcdRollingUpgrade } from "pulumi-etcd-rollout";
-import { etcdService, etcdStatefulSet } from "../shared/etcd"; // shared with examples/ts-dropin
+import { clientTLSFiles, etcdService, etcdStatefulSet } from "../shared/etcd"; // shared with examples/ts-dropin
 
 const config = new pulumi.Config();
 const namespace = config.require("namespace");
@@ -15,6 +15,11 @@ const createNamespace = config.getBoolean("createNamespace") ?? true;
 const ns = createNamespace ? [new k8s.core.v1.Namespace(namespace, { metadata: { name: namespace } }, { provider })] : [];
 const svc = new k8s.core.v1.Service("etcd-headless", etcdService(namespace), { provider, dependsOn: ns });
 const nodeName = config.get("nodeName");
+// tls: client and peer mTLS; the Secret etcd-cluster-secret must exist in the namespace.
+const tls = config.getBoolean("tls") ?? false;
+// etcdVersion ("3.6.8" when unset) and extraArgs (more etcd flags): a version change is a roll like any other.
+const etcdVersion = config.get("etcdVersion");
+const extraArgs = config.getObject<string[]>("extraArgs");
 
 const upgrade = new EtcdRollingUpgrade("etcd", {
     stsName: config.get("stsName") ?? "etcd",
@@ -25,8 +30,9 @@ const upgrade = new EtcdRollingUpgrade("etcd", {
     healthTimeoutSeconds: config.getNumber("healthTimeoutSeconds"),
     // "revert" (default): a member that fails on a new template is brought back on the old one; "stop": left as is.
     onFailure: config.get("onFailure"),
-    statefulSet: etcdStatefulSet({ namespace, podRevision, nodeName,
+    statefulSet: etcdStatefulSet({ namespace, podRevision, nodeName, tls, etcdVersion, extraArgs,
         podAnnotations: config.getObject<{ [key: string]: string }>("podAnnotations") }), // local cluster
+    ...(tls ? { tls: clientTLSFiles } : {}),
 }, { provider, dependsOn: svc });
 
 export const versionHash = upgrade.versionHash;
