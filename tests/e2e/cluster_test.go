@@ -70,8 +70,9 @@ func renderManifest(t *testing.T, c *harness.Cluster, dir string, tls bool, rev 
 	return path
 }
 
-// createTLSSecret puts the harness's certificates where the TLS manifest mounts them.
-func createTLSSecret(ctx context.Context, t *testing.T, c *harness.Cluster, ns string) {
+// createTLSSecret puts the harness's certificates where the TLS manifest mounts them, and returns them for the
+// test's own clients.
+func createTLSSecret(ctx context.Context, t *testing.T, c *harness.Cluster, ns string) harness.TLSMaterial {
 	t.Helper()
 	spec, err := harness.EtcdSpec{TLS: true}.WithDefaults()
 	require.NoError(t, err)
@@ -83,6 +84,7 @@ func createTLSSecret(ctx context.Context, t *testing.T, c *harness.Cluster, ns s
 		Data:       m.SecretData(),
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
+	return m
 }
 
 // waitRolloutStarted waits until the partition is below replicas: the engine has begun restarting members.

@@ -3,18 +3,14 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/anishathalye/porcupine"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness"
 )
 
@@ -130,48 +126,6 @@ func TestFaultsStuckMemberIsFixedForward(t *testing.T) {
 	assert.Zero(t, unplannedElections(ctx, t, c, ns, termBefore, e.Must(t).Term()), "no real election")
 	stopHistory()
 	require.NoError(t, r.destroy(ctx))
-}
-
-// startHistory attaches to the stack's etcd and starts the background client; the returned func stops it and
-// fails the test unless its history is linearizable (porcupine) and long enough to mean something.
-func startHistory(ctx context.Context, t *testing.T, c *harness.Cluster, ns string) (*harness.Etcd, func()) {
-	t.Helper()
-	e, err := c.AttachEtcd(ns, harness.EtcdSpec{Name: "etcd", ServiceName: "etcd-headless", Replicas: 3})
-	require.NoError(t, err)
-	require.NoError(t, e.WaitHealthy(ctx))
-	cli, err := e.Client(ctx)
-	require.NoError(t, err)
-	rec := harness.StartRecorder(context.Background(), cli, harness.RecorderOptions{})
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		ops := rec.Stop()
-		_ = cli.Close()
-		sum := harness.SummarizeHistory(ops)
-		check := harness.CheckLinearizable(ops, 2*time.Minute)
-		t.Logf("background client: %s; porcupine: %s over %d ops", sum, check.Result, check.Ops)
-		assert.GreaterOrEqual(t, sum.Puts, 20, "the background client made progress")
-		assert.Equal(t, porcupine.Ok, check.Result, "the history is linearizable")
-	}
-	t.Cleanup(stop)
-	return e, stop
-}
-
-// unplannedElections is the raft term's rise minus the leader transfers the rollout recorded as Events.
-func unplannedElections(ctx context.Context, t *testing.T, c *harness.Cluster, ns string, before, after uint64) int {
-	t.Helper()
-	events, err := c.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
-	require.NoError(t, err)
-	transfers := 0
-	for _, ev := range events.Items {
-		if ev.Reason == rollout.ReasonLeaderTransferred {
-			transfers++
-		}
-	}
-	return int(after-before) - transfers
 }
 
 func tail(s string, lines int) string {
