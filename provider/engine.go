@@ -14,6 +14,9 @@ import (
 type Engine interface {
 	// Observe reads the StatefulSet and every member once, without changing anything.
 	Observe(ctx context.Context) (rollout.ClusterState, error)
+	// ValidateDowngrade asks etcd whether the cluster can go down to target ("3.5"): `downgrade validate`,
+	// which changes nothing.
+	ValidateDowngrade(ctx context.Context, st rollout.ClusterState, target string) error
 	// Run rolls every outdated member and re-locks the partition. It returns what it did even on error.
 	Run(ctx context.Context) (rollout.Result, error)
 	// Close releases the engine's connections (port-forwards, etcd clients).

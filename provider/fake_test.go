@@ -29,10 +29,13 @@ type fakeCluster struct {
 	lookupErr  error
 	state      rollout.ClusterState
 	observeErr error
-	result     rollout.Result
-	runErr     error
-	events     []string
-	blockRun   bool
+	// validateErr is what `downgrade validate` answers; validated records the targets asked for.
+	validateErr error
+	validated   []string
+	result      rollout.Result
+	runErr      error
+	events      []string
+	blockRun    bool
 
 	runs     int
 	configs  []rollout.Config
@@ -92,6 +95,14 @@ func (e *fakeEngine) Run(ctx context.Context) (rollout.Result, error) {
 		return e.f.result, fmt.Errorf("rolling: %w", ctx.Err())
 	}
 	return e.f.result, e.f.runErr
+}
+
+// ValidateDowngrade answers with the cluster's validateErr and records the target asked for.
+func (e *fakeEngine) ValidateDowngrade(_ context.Context, _ rollout.ClusterState, target string) error {
+	e.f.mu.Lock()
+	defer e.f.mu.Unlock()
+	e.f.validated = append(e.f.validated, target)
+	return e.f.validateErr
 }
 
 func (e *fakeEngine) Close() error { return nil }

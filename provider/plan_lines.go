@@ -31,6 +31,8 @@ func planLines(plan rollout.Plan) []string {
 		switch st.Kind {
 		case rollout.StepLock:
 			lines = append(lines, fmt.Sprintf("lock partition at %d", st.Ordinal))
+		case rollout.StepEnableDowngrade:
+			lines = append(lines, fmt.Sprintf("enable etcd's downgrade to %s, then wait for cluster version %s", st.Version, st.Version))
 		case rollout.StepTransferLeader:
 			lines = append(lines, fmt.Sprintf("move leader %s -> %s", name(st.From), name(st.To)))
 		case rollout.StepLowerPartition:

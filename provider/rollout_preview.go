@@ -90,5 +90,12 @@ func (r *Rollout) previewPlan(ctx context.Context, in RolloutArgs, templateChang
 	if !hasWork(plan) {
 		return nil, nil
 	}
+	if d := plan.Downgrade; d != nil && !d.Enabled {
+		// etcd's own word on the downgrade, before `pulumi up` enables it: validate changes nothing.
+		if err := eng.ValidateDowngrade(ctx, state, d.Target); err != nil {
+			return nil, []p.CheckFailure{{Property: "stsName", Reason: fmt.Sprintf("StatefulSet %s: %v", target, err)}}
+		}
+		d.Validated = true
+	}
 	return planLines(plan), nil
 }

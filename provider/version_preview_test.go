@@ -1,7 +1,10 @@
 package provider
 
 import (
+	"errors"
 	"testing"
+
+	p "github.com/pulumi/pulumi-go-provider"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -82,6 +85,46 @@ func TestPlanLinesStartWithTheVersionPath(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, planLines(tc.plan))
+		})
+	}
+}
+
+// Check asks etcd `downgrade validate` for a plan that lowers the minor version: the preview says etcd agreed,
+// and a refusal is a Check failure that names etcd's answer, before anything is touched.
+func TestCheckValidatesADowngradeWithEtcd(t *testing.T) {
+	downgrade := func() rollout.ClusterState {
+		s := healthyState("rev-a", 0)
+		s.UpdateRevision, s.TemplateImage, s.ClusterVersion = "rev-b", "registry.k8s.io/etcd:3.5.35-0", "3.6.0"
+		for i := range s.Members {
+			s.Members[i].Image, s.Members[i].ServerVersion, s.Members[i].StorageVersion = "registry.k8s.io/etcd:3.6.8-0", "3.6.8", "3.6.0"
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name        string
+		validateErr error
+		wantPlan    []string
+		wantFailure string
+	}{
+		{name: "etcd agrees", wantPlan: []string{
+			"etcd 3.6.8 → 3.5.35 (downgrade to 3.5: validate ok; enable before etcd-2; cluster version 3.6 → 3.5)",
+			"enable etcd's downgrade to 3.5, then wait for cluster version 3.5",
+			"roll etcd-2", "roll etcd-1", "move leader etcd-0 -> etcd-2", "roll etcd-0", "re-lock partition at 3"}},
+		{name: "etcd refuses", validateErr: errors.New("etcd refused `downgrade validate 3.5` (asked through etcd-0): etcdserver: invalid downgrade target version"),
+			wantFailure: "StatefulSet db/etcd: etcd refused `downgrade validate 3.5`"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeCluster{uid: "uid-1", state: downgrade(), validateErr: tc.validateErr}
+			resp, err := server(t, f.deps()).Check(p.CheckRequest{Urn: rolloutURN, State: inputs(nil), Inputs: inputs(nil)})
+			require.NoError(t, err)
+			assert.Equal(t, []string{"3.5"}, f.validated)
+			if tc.wantFailure != "" {
+				require.Len(t, resp.Failures, 1)
+				assert.Contains(t, resp.Failures[0].Reason, tc.wantFailure)
+				return
+			}
+			require.Empty(t, resp.Failures)
+			assert.Equal(t, tc.wantPlan, planOf(resp.Inputs))
 		})
 	}
 }

@@ -156,6 +156,10 @@ const (
 	// member that is already down on a revision it will not start from. It costs no quorum: the member is out.
 	StepRecreate StepKind = "recreate"
 	StepRelock   StepKind = "relock" // partition = replicas
+	// StepEnableDowngrade asks etcd to validate and enable a downgrade to Version (a minor, "3.5"), then waits
+	// until the cluster version and every member's storage version are that minor: only then may a member
+	// restart on the older binary (etcd refuses to start a server older than the cluster version).
+	StepEnableDowngrade StepKind = "enable-downgrade"
 )
 
 // Step is one action. Ordinal is the member rolled or waited for; From and To are ordinals of a transfer.
@@ -168,6 +172,8 @@ type Step struct {
 	// costs no quorum, and its pod is deleted if the controller does not replace it (OrderedReady never
 	// replaces a pod that is not Ready).
 	AlreadyDown bool
+	// Version is the minor an enable-downgrade step lowers the cluster to ("3.5").
+	Version string `json:",omitempty"`
 }
 
 // Plan is the ordered list of steps for one observation. Its String form is what `pulumi preview` shows and
@@ -195,6 +201,21 @@ type Plan struct {
 	// tag when they do not answer) to the template's image tag; nil when neither side is known or the
 	// roll changes no version.
 	Versions *VersionPath
+	// Downgrade is set when the roll lowers etcd's minor version: it goes through etcd's downgrade API.
+	Downgrade *DowngradePlan
+}
+
+// DowngradePlan is how a minor downgrade goes through etcd's downgrade API.
+type DowngradePlan struct {
+	// Target is the minor the cluster goes down to ("3.5").
+	Target string
+	// Enabled says etcd's downgrade to Target is enabled already and the cluster version is Target (an
+	// earlier run enabled it); otherwise the plan enables it before EnableBefore restarts.
+	Enabled      bool
+	EnableBefore int
+	// Validated says etcd answered `downgrade validate` with success for this plan; set by whoever asked it
+	// (Engine.ValidateDowngrade), not by the pure planner.
+	Validated bool
 }
 
 // VersionMove is a minor-version change of the cluster and the member after which it happens.

@@ -56,6 +56,9 @@ type etcdAccess interface {
 	LinearizableRead(ctx context.Context, pod string) error
 	// ClusterVersion is the version the cluster runs at, as pod reports it ("3.6.0").
 	ClusterVersion(ctx context.Context, pod string) (string, error)
+	// Downgrade calls etcd's downgrade API through pod with a target minor ("3.5") and returns the cluster
+	// version etcd answers with.
+	Downgrade(ctx context.Context, pod string, action downgradeAction, version string) (string, error)
 	// Forget closes every connection to the member. The engine calls it right before the member restarts:
 	// an etcd that still has client connections open can outlive its SIGTERM until the grace period ends
 	// and it is killed (seen with plain-HTTP members), which would slow every restart to the grace period.
@@ -209,6 +212,21 @@ func (m *memberClients) MoveLeader(ctx context.Context, leaderPod string, to uin
 		return fmt.Errorf("move leader from %s to member %x: %w", leaderPod, to, err)
 	}
 	return nil
+}
+
+func (m *memberClients) Downgrade(ctx context.Context, pod string, action downgradeAction, version string) (string, error) {
+	cli, err := m.client(ctx, pod)
+	if err != nil {
+		return "", err
+	}
+	actions := map[downgradeAction]clientv3.DowngradeAction{
+		downgradeValidate: clientv3.DowngradeValidate, downgradeEnable: clientv3.DowngradeEnable, downgradeCancel: clientv3.DowngradeCancel,
+	}
+	resp, err := cli.Downgrade(ctx, actions[action], version)
+	if err != nil {
+		return "", fmt.Errorf("downgrade %s %s through %s: %w", action, version, pod, explain(err))
+	}
+	return resp.Version, nil
 }
 
 func (m *memberClients) LinearizableRead(ctx context.Context, pod string) error {

@@ -58,6 +58,17 @@ type fakeEtcd struct {
 	serverVersions, storageVersions, downgradeTargets map[string]string
 	// clusterVersionCalls counts /version requests, so a test can hold Observe to one per look.
 	clusterVersionCalls int
+	// downgradeCalls records each downgrade API call as "action version"; downgradeRefused makes validate
+	// (and enable) fail with that reason; downgradeEnableAnswerLost makes enable take effect but answer with a
+	// timeout; versionBeforeDowngrade is the cluster version a cancel restores.
+	downgradeCalls            []string
+	downgradeRefused          string
+	downgradeEnableAnswerLost bool
+	versionBeforeDowngrade    string
+	// storageLagsDowngrade is how many Status answers per member still report the old storage version after
+	// an enable (etcd lowers it shortly after, not at once).
+	storageLagsDowngrade int
+	storageLag           map[string]int
 }
 
 func newFakeEtcd(n, leader int) *fakeEtcd {
@@ -81,8 +92,13 @@ func (f *fakeEtcd) Status(_ context.Context, pod string) (memberStatus, error) {
 		leader = f.ids[f.leader]
 	}
 	f.index++
+	storage := f.storageVersions[pod]
+	if f.storageLag[pod] > 0 && storage != "" {
+		f.storageLag[pod]--
+		storage = f.versionBeforeDowngrade
+	}
 	return memberStatus{ID: f.ids[pod], Leader: leader, IsLearner: f.learner[pod], RaftTerm: f.term, RaftIndex: f.index, AppliedIndex: f.index,
-		Version: f.serverVersions[pod], StorageVersion: f.storageVersions[pod], DowngradeTarget: f.downgradeTargets[pod]}, nil
+		Version: f.serverVersions[pod], StorageVersion: storage, DowngradeTarget: f.downgradeTargets[pod]}, nil
 }
 
 func (f *fakeEtcd) MemberList(_ context.Context, pod string) ([]memberInfo, error) {
@@ -140,6 +156,81 @@ func (f *fakeEtcd) ClusterVersion(_ context.Context, pod string) (string, error)
 		return "", fmt.Errorf("cluster version through %s: no answer", pod)
 	}
 	return f.clusterVersion, nil
+}
+
+func (f *fakeEtcd) Downgrade(_ context.Context, pod string, action downgradeAction, version string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.downgradeCalls = append(f.downgradeCalls, action.String()+" "+version)
+	if f.isDown(pod) {
+		return "", fmt.Errorf("downgrade %s through %s: connection refused", action, pod)
+	}
+	switch action {
+	case downgradeValidate:
+		if f.downgradeRefused != "" {
+			return "", errors.New(f.downgradeRefused)
+		}
+	case downgradeEnable:
+		if f.downgradeRefused != "" {
+			return "", errors.New(f.downgradeRefused)
+		}
+		f.versionBeforeDowngrade = f.clusterVersion
+		f.clusterVersion = version + ".0"
+		f.storageLag = map[string]int{}
+		for p := range f.ids {
+			f.setDowngradeTarget(p, version+".0")
+			f.storageLag[p] = f.storageLagsDowngrade
+		}
+		if f.downgradeEnableAnswerLost {
+			return "", context.DeadlineExceeded
+		}
+	case downgradeCancel:
+		for p := range f.ids {
+			f.setDowngradeTarget(p, "")
+		}
+		if f.versionBeforeDowngrade != "" {
+			f.clusterVersion = f.versionBeforeDowngrade
+			for p, v := range f.storageVersions {
+				if v != "" {
+					f.storageVersions[p] = f.versionBeforeDowngrade
+				}
+			}
+		}
+	}
+	return f.clusterVersion, nil
+}
+
+// setDowngradeTarget records target as what pod reports; a member that reports a storage version (3.6+)
+// also reports its storage version lowered along with it. f.mu is held.
+func (f *fakeEtcd) setDowngradeTarget(pod, target string) {
+	if f.downgradeTargets == nil {
+		f.downgradeTargets = map[string]string{}
+	}
+	f.downgradeTargets[pod] = target
+	if target != "" && f.storageVersions[pod] != "" {
+		f.storageVersions[pod] = target
+	}
+}
+
+// runsImage makes pod report the version of image, as the binary of a restarted member does: 3.6 and later
+// report a storage version (the cluster version's), 3.5 none, and only 3.6 and later report a downgrade.
+func (f *fakeEtcd) runsImage(pod, image string) {
+	v, ok := ImageVersion(image)
+	if !ok || f.serverVersions == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.serverVersions[pod] = v.String()
+	if f.storageVersions == nil {
+		f.storageVersions = map[string]string{}
+	}
+	f.storageVersions[pod] = ""
+	if v.Minor >= 6 {
+		f.storageVersions[pod] = f.clusterVersion
+	} else {
+		delete(f.downgradeTargets, pod)
+	}
 }
 
 func (f *fakeEtcd) Close() error { return nil }
@@ -264,6 +355,7 @@ func newFakeCluster(t *testing.T, n, leader int, updated ...int) *fakeCluster {
 	c.kube.PrependReactor("delete", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, c.recreate(action.(k8stesting.DeleteActionImpl))
 	})
+	c.kube.PrependReactor("patch", "statefulsets", c.reconcileOnPatch)
 	c.kube.PrependReactor("create", "events", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		ev := action.(k8stesting.CreateAction).GetObject().(*corev1.Event)
 		ev.Name = ev.GenerateName + strconv.Itoa(int(c.events.Add(1)))
@@ -292,6 +384,7 @@ func (c *fakeCluster) reconcile(pod string) {
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	if img := c.images[sts.Status.UpdateRevision]; img != "" && len(p.Spec.Containers) > 0 {
 		p.Spec.Containers[0].Image = img
+		c.etcd.runsImage(pod, img)
 	}
 	require.NoError(c.t, c.kube.Tracker().Update(podGVR, p, "db"))
 	c.etcd.restart(pod)
@@ -335,6 +428,7 @@ func (c *fakeCluster) recreate(del k8stesting.DeleteActionImpl) error {
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	if img := c.images[rev]; img != "" && len(p.Spec.Containers) > 0 {
 		p.Spec.Containers[0].Image = img
+		c.etcd.runsImage(del.Name, img)
 	}
 	require.NoError(c.t, c.kube.Tracker().Update(podGVR, p, "db"))
 	if rev == sts.Status.CurrentRevision {

@@ -97,7 +97,7 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 	p.Steps = append(p.Steps, Step{Kind: StepRelock, Ordinal: s.Replicas})
 	p.VersionMove = versionMove(s, p.Roll)
 	p.Versions = versionPath(s, p.Roll)
-	return p, nil
+	return p, planDowngrade(s, &p)
 }
 
 // checkShape refuses an observation a plan cannot be made from, and names each ordinal's pod.

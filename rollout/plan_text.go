@@ -97,6 +97,8 @@ func (p Plan) describe(st Step) string {
 			line += fmt.Sprintf(" — point of no return: the cluster version moves to %d.%d after it", v.To.Major, v.To.Minor)
 		}
 		return line
+	case StepEnableDowngrade:
+		return fmt.Sprintf("etcd downgrade validate and enable %s, then wait until the cluster version and every member's storage version are %s (before %s restarts on %s)", st.Version, st.Version, p.name(st.Ordinal), st.Version)
 	case StepRecreate:
 		return fmt.Sprintf("bring back %s: delete its pod with the partition locked, so it returns at the current revision (it is down already: costs no quorum)", p.name(st.Ordinal))
 	case StepWaitMember:

@@ -38,10 +38,10 @@ func ImageVersion(image string) (EtcdVersion, bool) {
 	return EtcdVersion{n(m[1]), n(m[2]), n(m[3])}, true
 }
 
-// CheckVersionPath refuses a member version change that etcd does not support as a rolling upgrade: skipping
-// a minor version, leaving 3.5 from a patch older than MinPatchBefore36, or going down a minor version (a
-// downgrade needs etcd's downgrade API first, which a rollout does not drive yet). Patch changes within a minor
-// are always fine. The error says what to do instead.
+// CheckVersionPath refuses a member version change that etcd does not support as a rolling change: skipping
+// a minor version either way, leaving 3.5 from a patch older than MinPatchBefore36, or going down a minor from
+// before 3.6 (etcd's downgrade API, which the rollout drives for a one-minor downgrade, exists from 3.6).
+// Patch changes within a minor are always fine. The error says what to do instead.
 func CheckVersionPath(from, to EtcdVersion) error {
 	switch {
 	case from.Major != to.Major:
@@ -49,9 +49,12 @@ func CheckVersionPath(from, to EtcdVersion) error {
 	case to.Minor > from.Minor+1:
 		return fmt.Errorf("etcd %s -> %s skips a minor version: etcd upgrades one minor at a time; roll to the newest %d.%d patch first",
 			from, to, from.Major, from.Minor+1)
-	case to.Minor < from.Minor:
-		return fmt.Errorf("etcd %s -> %s is a downgrade: etcd needs its downgrade API first (etcdctl downgrade enable %d.%d, then each member replaced once its storage version is %d.%d), which this rollout does not drive yet; follow etcd's downgrade guide by hand, or keep %d.%d",
-			from, to, to.Major, to.Minor, to.Major, to.Minor, from.Major, from.Minor)
+	case to.Minor < from.Minor-1:
+		return fmt.Errorf("etcd %s -> %s goes down more than one minor version: etcd downgrades one minor at a time; roll to %d.%d first",
+			from, to, from.Major, from.Minor-1)
+	case to.Minor < from.Minor && (from.Major < 3 || (from.Major == 3 && from.Minor < 6)):
+		return fmt.Errorf("etcd %s -> %s is a downgrade from before 3.6: etcd's downgrade API, which lowers the cluster version so that older members may rejoin, exists from 3.6 on; restore a %d.%d snapshot instead, or keep %d.%d",
+			from, to, to.Major, to.Minor, from.Major, from.Minor)
 	case from.Major == 3 && from.Minor == 5 && to.Minor == 6 && from.Patch < MinPatchBefore36:
 		return fmt.Errorf("etcd %s -> %s: etcd supports upgrading to 3.6 only from 3.5.%d or later "+
 			"(https://etcd.io/docs/latest/upgrades/upgrade_3_6/); roll every member to the newest 3.5 patch first", from, to, MinPatchBefore36)

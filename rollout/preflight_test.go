@@ -44,7 +44,9 @@ func TestCheckVersionPath(t *testing.T) {
 		{name: "3.6 to 3.7", from: v(6, 8), to: v(7, 0)},
 		{name: "3.5 too old for 3.6", from: v(5, 21), to: v(6, 8), want: "etcd 3.5.21 -> 3.6.8: etcd supports upgrading to 3.6 only from 3.5.26 or later"},
 		{name: "skipping a minor", from: v(4, 30), to: v(6, 8), want: "skips a minor version"},
-		{name: "minor downgrade", from: v(6, 8), to: v(5, 26), want: "is a downgrade"},
+		{name: "minor downgrade from 3.6, through etcd's downgrade API", from: v(6, 8), to: v(5, 26)},
+		{name: "minor downgrade from before 3.6", from: v(5, 35), to: v(4, 30), want: "is a downgrade from before 3.6"},
+		{name: "two minors down", from: v(7, 0), to: v(5, 35), want: "goes down more than one minor version"},
 		{name: "major change", from: v(6, 8), to: EtcdVersion{4, 0, 0}, want: "changes the major version"},
 	}
 	for _, tt := range tests {

@@ -52,6 +52,11 @@ func (e *Engine) Run(ctx context.Context) (res Result, err error) {
 				e.emit(Step{Kind: StepRelock}, "partition re-locked")
 			}
 		}
+		if err != nil {
+			if said := r.settleDowngrade(ctx, r.last); said != "" {
+				err = fmt.Errorf("%w; %s", err, said)
+			}
+		}
 		var gate *GateTimeoutError
 		var reverted *RevertedError
 		switch {
@@ -112,8 +117,12 @@ type run struct {
 	rolledFrom map[int]string
 	// versionMove is the first plan's minor-version change, if any: finish waits for the cluster version.
 	versionMove *VersionMove
+	// downgrade is set once this run enabled etcd's downgrade API: an exit before any restart cancels it.
+	downgrade *downgradeRun
 	// requestsBefore is the engine's API request count when the run started.
 	requestsBefore int64
+	// last is the latest observation: what an exit asks etcd through.
+	last ClusterState
 	// planned is set once the plan has been reported.
 	planned      bool
 	cooldownDue  bool
@@ -137,6 +146,7 @@ func (r *run) execute(ctx context.Context) error {
 				return err
 			}
 		}
+		r.last = st
 		plan, ready, err := r.planOrHold(ctx, st)
 		if err != nil {
 			return err
@@ -160,14 +170,13 @@ func (r *run) execute(ctx context.Context) error {
 			continue // the cluster may have moved while we waited: look again
 		}
 		if err := r.step(ctx, st, plan.Steps[0]); err != nil {
-			if plan.Steps[0].Kind == StepRecreate {
-				return err // a member brought back at the current revision is not a failure of the new one
+			if k := plan.Steps[0].Kind; k == StepRecreate || k == StepEnableDowngrade {
+				return err // neither is a failure of a member on the new revision
 			}
 			return r.onMemberFailure(ctx, err)
 		}
 	}
-	r.finish(ctx)
-	return nil
+	return r.finish(ctx)
 }
 
 // begin takes the first look: it refuses what a rollout cannot work with (OnDelete, a partition lowered
@@ -358,6 +367,8 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 		r.cooldownDue, r.retries = true, 0
 	case StepRecreate:
 		return r.recreate(ctx, st, step.Ordinal)
+	case StepEnableDowngrade:
+		return r.enableDowngrade(ctx, st, step)
 	case StepWaitMember:
 		pod := st.Members[step.Ordinal].Pod
 		if at, ok := r.passed[step.Ordinal]; ok && !st.Members[step.Ordinal].Reachable {
@@ -377,8 +388,9 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 }
 
 // finish records the outcome once every member passed its gates; every path out of the loop ended with
-// this run's own lock write, so there is nothing left to re-lock.
-func (r *run) finish(ctx context.Context) {
+// this run's own lock write, so there is nothing left to re-lock. After a minor-version change it waits for
+// the cluster version and fails when a member's own version is not the template's minor.
+func (r *run) finish(ctx context.Context) error {
 	e := r.e
 	r.touched = false
 	after, err := e.Observe(ctx)
@@ -387,6 +399,9 @@ func (r *run) finish(ctx context.Context) {
 		r.res.ClusterVersion = after.ClusterVersion
 	}
 	if mv := r.versionMove; mv != nil && err == nil {
+		if verr := checkMemberVersions(after, mv.To); verr != nil {
+			return verr
+		}
 		r.res.ClusterVersion = e.awaitClusterVersion(ctx, after, mv.To)
 	}
 	r.res.APIRequests = int(e.requests.count() - r.requestsBefore)
@@ -397,6 +412,7 @@ func (r *run) finish(ctx context.Context) {
 	if len(r.res.MembersRolled) > 0 {
 		e.record(ctx, r.uid, corev1.EventTypeNormal, ReasonRolloutDone, r.res.Summary())
 	}
+	return nil
 }
 
 // rollMember lowers the partition to the member's ordinal and locks it again as soon as the StatefulSet
@@ -412,6 +428,9 @@ func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) error 
 	}
 	e.etcd.Forget(pod)
 	r.touched, r.disrupted = true, true
+	if r.downgrade != nil {
+		r.downgrade.restarted = true
+	}
 	r.rolledFrom[step.Ordinal] = st.Members[step.Ordinal].Image
 	gen, err := e.setPartition(ctx, step.Ordinal)
 	if err != nil {

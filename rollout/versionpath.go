@@ -129,10 +129,8 @@ func (p Plan) versionParts() (path, cluster string) {
 			now = move.From.minor()
 		}
 		return path, fmt.Sprintf("cluster version %s → %s once %s is rolled", now, move.To.minor(), p.name(move.After))
-	case move != nil && v.DowngradeTarget != "":
-		return path, fmt.Sprintf("a minor downgrade: etcd's downgrade to %s is enabled, cluster version %s", v.DowngradeTarget, orUnknown(now))
-	case move != nil && now != "":
-		return path, fmt.Sprintf("a minor downgrade: the cluster version is %s, and only etcd's downgrade API lowers it", now)
+	case move != nil && p.Downgrade != nil:
+		return path, p.Downgrade.line(now, p.name)
 	case move != nil:
 		return path, "a minor downgrade: only etcd's downgrade API lowers the cluster version"
 	case now != "":

@@ -1,0 +1,214 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// downgradeAction is one call of etcd's downgrade API (clientv3 Maintenance.Downgrade).
+type downgradeAction int
+
+const (
+	downgradeValidate downgradeAction = iota
+	downgradeEnable
+	downgradeCancel
+)
+
+func (a downgradeAction) String() string {
+	return [...]string{"validate", "enable", "cancel"}[a]
+}
+
+// ReasonDowngradeEnabled and ReasonDowngradeCancelled are the Events recorded on the StatefulSet when the
+// engine enables or cancels etcd's downgrade: cluster-wide changes an operator should find in `kubectl describe`.
+const (
+	ReasonDowngradeEnabled   = "EtcdDowngradeEnabled"
+	ReasonDowngradeCancelled = "EtcdDowngradeCancelled"
+)
+
+// downgradeCallTimeout bounds one downgrade API call; enable is a Raft proposal, answered within an election
+// timeout or two on a healthy cluster.
+const downgradeCallTimeout = 10 * time.Second
+
+// downgradeRun is what this run did with etcd's downgrade API: what an exit must undo or report.
+type downgradeRun struct {
+	target string
+	// restarted is set once a member restarted after the downgrade was enabled: from then on the cluster is
+	// mixed (or about to be), and cancelling would strand that member.
+	restarted bool
+}
+
+// ValidateDowngrade asks etcd whether the cluster can go down to target ("3.5"): `downgrade validate`, sent
+// to the leader (else any member that answers). Preview and Check call it, and the engine again right before
+// enabling. The error wraps ErrVersionPath: waiting does not change etcd's answer, the template must.
+func (e *Engine) ValidateDowngrade(ctx context.Context, st ClusterState, target string) error {
+	pod, err := downgradeMember(st)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, downgradeCallTimeout)
+	defer cancel()
+	if _, err := e.etcd.Downgrade(cctx, pod, downgradeValidate, target); err != nil {
+		return fmt.Errorf("%w: %w: etcd refused `downgrade validate %s` (asked through %s): %v", ErrBlocked, ErrVersionPath, target, pod, err)
+	}
+	return nil
+}
+
+// downgradeMember is the member the downgrade API is asked through: the leader, which serves enable and cancel
+// without forwarding, else the first member that answers.
+func downgradeMember(st ClusterState) (string, error) {
+	for _, m := range st.Members {
+		if m.IsLeader && m.Reachable {
+			return m.Pod, nil
+		}
+	}
+	for _, m := range st.Members {
+		if m.Reachable {
+			return m.Pod, nil
+		}
+	}
+	return "", fmt.Errorf("%w: no member answers, so etcd's downgrade API cannot be asked", ErrBlocked)
+}
+
+// enableDowngrade validates and enables etcd's downgrade to the step's minor, unless a member already reports
+// it enabled (an earlier run), then waits for etcd to lower the cluster version and every member's storage
+// version to it.
+func (r *run) enableDowngrade(ctx context.Context, st ClusterState, step Step) error {
+	e, target := r.e, step.Version
+	if !downgradeEnabledFor(st, target) {
+		if err := e.ValidateDowngrade(ctx, st, target); err != nil {
+			return err
+		}
+		pod, _ := downgradeMember(st)
+		e.emit(step, "enabling etcd's downgrade to %s through %s (validate ok)", target, pod)
+		r.downgrade = &downgradeRun{target: target} // set first: a lost answer may still have enabled it
+		cctx, cancel := context.WithTimeout(ctx, downgradeCallTimeout)
+		_, err := e.etcd.Downgrade(cctx, pod, downgradeEnable, target)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("enabling etcd's downgrade to %s through %s: %w", target, pod, err)
+		}
+		e.record(ctx, r.uid, corev1.EventTypeNormal, ReasonDowngradeEnabled, fmt.Sprintf("Enabled etcd's downgrade to %s before restarting members on %s", target, target))
+	}
+	return e.awaitDowngradeReady(ctx, st, step)
+}
+
+// downgradeEnabledFor says a member reports etcd's downgrade enabled for target.
+func downgradeEnabledFor(st ClusterState, target string) bool {
+	for _, m := range st.Members {
+		if v, ok := ParseVersion(m.DowngradeTarget); ok && v.minor() == target {
+			return true
+		}
+	}
+	return false
+}
+
+// awaitDowngradeReady waits, for up to the health timeout, until the cluster version is the step's minor and
+// no member reports a newer storage version: the moment a member may restart on the older binary.
+func (e *Engine) awaitDowngradeReady(ctx context.Context, st ClusterState, step Step) error {
+	start, last := time.Now(), "nothing yet"
+	for {
+		seen, ok := e.downgradeReady(ctx, st, step.Version)
+		if ok {
+			e.emit(step, "cluster version and every member's storage version are %s (%s after enabling)", step.Version, time.Since(start).Round(100*time.Millisecond))
+			return nil
+		}
+		last = seen
+		if time.Since(start) > e.cfg.HealthTimeout {
+			return fmt.Errorf("etcd's downgrade to %s is enabled, but after %s (the health timeout) %s", step.Version, e.cfg.HealthTimeout, last)
+		}
+		if err := sleep(ctx, e.pollEvery); err != nil {
+			return fmt.Errorf("waiting for the cluster version to reach %s (last seen: %s): %w", step.Version, last, err)
+		}
+	}
+}
+
+// downgradeReady reads the cluster version and each member's storage version; seen says what is not there yet.
+func (e *Engine) downgradeReady(ctx context.Context, st ClusterState, target string) (seen string, ok bool) {
+	cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+	defer cancel()
+	now := st
+	now.ClusterVersion = ""
+	e.observeClusterVersion(cctx, &now)
+	if v, ok := ParseVersion(now.ClusterVersion); !ok || v.minor() != target {
+		return fmt.Sprintf("the cluster version is %q", now.ClusterVersion), false
+	}
+	for _, m := range st.Members {
+		s, err := e.etcd.Status(cctx, m.Pod)
+		if err != nil {
+			return fmt.Sprintf("%s: %v", m.Pod, err), false
+		}
+		if v, ok := ParseVersion(s.StorageVersion); ok && v.minor() != target {
+			return fmt.Sprintf("%s reports storage version %s", m.Pod, s.StorageVersion), false
+		}
+	}
+	return "", true
+}
+
+// settleDowngrade is what a run that enabled etcd's downgrade does with it on its way out with err: before any
+// member restarted it cancels the downgrade, so that the cluster goes back to where it was (cluster version
+// up again); after one did it leaves the downgrade enabled, because the restarted member needs it, and says
+// where the downgrade stands. The returned text is added to the run's error.
+func (r *run) settleDowngrade(ctx context.Context, st ClusterState) string {
+	d := r.downgrade
+	if d == nil {
+		return ""
+	}
+	if d.restarted {
+		return fmt.Sprintf("etcd's downgrade to %s stays enabled: a member restarted on %s already and needs it (cancelling now would strand it); the next run resumes the downgrade", d.target, d.target)
+	}
+	e := r.e
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), downgradeCallTimeout)
+	defer cancel()
+	pod, err := downgradeMember(st)
+	if err == nil {
+		_, err = e.etcd.Downgrade(cctx, pod, downgradeCancel, d.target)
+	}
+	if err != nil {
+		return fmt.Sprintf("etcd's downgrade to %s was enabled before any member restarted, and cancelling it failed (%v): cancel it by hand (`etcdctl downgrade cancel`) or run again to go on with it", d.target, err)
+	}
+	e.record(cctx, r.uid, corev1.EventTypeNormal, ReasonDowngradeCancelled, fmt.Sprintf("Cancelled etcd's downgrade to %s: the rollout stopped before any member restarted", d.target))
+	e.emit(Step{Kind: StepEnableDowngrade, Version: d.target}, "cancelled etcd's downgrade to %s (no member had restarted)", d.target)
+	return fmt.Sprintf("etcd's downgrade to %s was cancelled, since no member had restarted: the cluster version %s", d.target, e.clusterVersionAfterCancel(cctx, st, d.target))
+}
+
+// clusterVersionAfterCancel waits briefly for etcd's leader to raise the cluster version again after a cancel
+// (it re-decides every few seconds) and says what it is.
+func (e *Engine) clusterVersionAfterCancel(ctx context.Context, st ClusterState, target string) string {
+	seen := ""
+	for {
+		now := st
+		now.ClusterVersion = ""
+		e.observeClusterVersion(ctx, &now)
+		if v, ok := ParseVersion(now.ClusterVersion); ok {
+			seen = now.ClusterVersion
+			if v.minor() != target {
+				return "is back to " + seen
+			}
+		}
+		if err := sleep(ctx, e.pollEvery); err != nil {
+			if seen == "" {
+				return "could not be read again"
+			}
+			return fmt.Sprintf("is still %s; etcd's leader raises it within seconds", seen)
+		}
+	}
+}
+
+// errMemberVersion is returned when a finished downgrade or upgrade finds a member whose own version is
+// not the template's minor: the image tag said one version and the binary is another.
+var errMemberVersion = errors.New("a member runs another version than the template's image tag says")
+
+// checkMemberVersions is the end of a minor-version change: every member that answers must run the
+// template's minor by its own word.
+func checkMemberVersions(st ClusterState, to EtcdVersion) error {
+	for _, m := range st.Members {
+		if v, ok := ParseVersion(m.ServerVersion); ok && v.minor() != to.minor() {
+			return fmt.Errorf("%w: every member rolled to etcd %s, but %s reports %s", errMemberVersion, to, m.Pod, m.ServerVersion)
+		}
+	}
+	return nil
+}

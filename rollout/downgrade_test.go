@@ -1,0 +1,183 @@
+package rollout
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// newDowngradeCluster is a 3-member cluster on etcd 3.6.8 (cluster and storage version 3.6.0) whose template
+// runs 3.5.35; updated members run the template already.
+func newDowngradeCluster(t *testing.T, leader int, updated ...int) *fakeCluster {
+	c := newFakeCluster(t, 3, leader, updated...)
+	c.withImages(t, map[string]string{oldRev: "registry.k8s.io/etcd:3.6.8-0", newRev: "registry.k8s.io/etcd:3.5.35-0"})
+	c.etcd.clusterVersion = "3.6.0"
+	c.etcd.serverVersions, c.etcd.storageVersions = map[string]string{}, map[string]string{}
+	for i := 0; i < 3; i++ {
+		c.etcd.serverVersions[podName("etcd", i)], c.etcd.storageVersions[podName("etcd", i)] = "3.6.8", "3.6.0"
+	}
+	for _, u := range updated {
+		c.etcd.runsImage(podName("etcd", u), "registry.k8s.io/etcd:3.5.35-0")
+	}
+	return c
+}
+
+func TestPlanPutsTheDowngradeAPIBeforeTheFirstRestart(t *testing.T) {
+	st := func(cluster string, storage string) ClusterState {
+		s := healthyState(3, 1)
+		s.TemplateImage, s.ClusterVersion = "etcd:3.5.35", cluster
+		for i := range s.Members {
+			s.Members[i].Image, s.Members[i].ServerVersion, s.Members[i].StorageVersion = "etcd:3.6.8", "3.6.8", storage
+		}
+		return s
+	}
+	tests := []struct {
+		name      string
+		state     ClusterState
+		wantFirst StepKind
+		wantLine  string
+		wantBlock string
+		wantSteps int // enable steps
+	}{
+		{name: "not enabled yet", state: st("3.6.0", "3.6.0"), wantFirst: StepEnableDowngrade, wantSteps: 1,
+			wantLine: "etcd 3.6.8 → 3.5.35 (downgrade to 3.5: enable before etcd-2; cluster version 3.6 → 3.5)"},
+		{name: "cluster version unknown", state: st("", "3.6.0"), wantFirst: StepEnableDowngrade, wantSteps: 1,
+			wantLine: "etcd 3.6.8 → 3.5.35 (downgrade to 3.5: enable before etcd-2; cluster version unknown → 3.5)"},
+		{name: "enabled by an earlier run", state: st("3.5.0", "3.5.0"), wantFirst: StepLowerPartition,
+			wantLine: "etcd 3.6.8 → 3.5.35 (downgrade to 3.5: enabled; cluster version 3.5)"},
+		{name: "enabled, storage version not lowered yet", state: st("3.5.0", "3.6.0"), wantBlock: "etcd-2 still reports storage version 3.6.0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := PlanRollout(tt.state, LeaderLazy)
+			if tt.wantBlock != "" {
+				require.ErrorIs(t, err, ErrBlocked)
+				assert.Contains(t, err.Error(), tt.wantBlock)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantFirst, p.Steps[0].Kind)
+			enables := 0
+			for _, s := range p.Steps {
+				if s.Kind == StepEnableDowngrade {
+					enables++
+					assert.Equal(t, "3.5", s.Version)
+				}
+			}
+			assert.Equal(t, tt.wantSteps, enables)
+			assert.Equal(t, tt.wantLine, p.VersionLine())
+			p.Downgrade.Validated = true
+			if !p.Downgrade.Enabled {
+				assert.Contains(t, p.VersionLine(), "downgrade to 3.5: validate ok; enable before etcd-2")
+			}
+		})
+	}
+}
+
+// A 3.6 → 3.5 roll validates and enables etcd's downgrade before the first restart, waits for the storage
+// versions to come down, rolls every member and ends with every member on 3.5 and the cluster version 3.5.
+func TestRunDowngradesThroughEtcdsDowngradeAPI(t *testing.T) {
+	c := newDowngradeCluster(t, 1)
+	c.etcd.storageLagsDowngrade = 3
+	var said []string
+	res, err := c.engine(t, func(_ *Config, o *Options) { o.OnEvent = func(ev Event) { said = append(said, ev.Message) } }).Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"validate 3.5", "enable 3.5"}, c.etcd.downgradeCalls)
+	assert.Equal(t, []string{"etcd-2", "etcd-1", "etcd-0"}, res.MembersRolled)
+	assert.Equal(t, "3.5.0", res.ClusterVersion)
+	assert.Zero(t, res.UnplannedElections)
+	log := strings.Join(said, "\n")
+	enabled, firstRestart := strings.Index(log, "enabling etcd's downgrade to 3.5"), strings.Index(log, "restarting etcd-2")
+	require.GreaterOrEqual(t, enabled, 0, log)
+	assert.Less(t, enabled, firstRestart, "enabled before the first restart")
+	assert.Less(t, strings.Index(log, "every member's storage version are 3.5"), firstRestart, "and the storage versions waited for")
+	assert.Equal(t, 1, c.eventReasons()[ReasonDowngradeEnabled])
+}
+
+// A run that finds the downgrade enabled and a member already on 3.5 (an earlier run stopped after it) goes on
+// without asking etcd's downgrade API again.
+func TestRunResumesAnEnabledDowngrade(t *testing.T) {
+	c := newDowngradeCluster(t, 1, 2)
+	_, err := c.etcd.Downgrade(context.Background(), "etcd-1", downgradeEnable, "3.5")
+	require.NoError(t, err)
+	c.etcd.downgradeCalls = nil
+	res, err := c.engine(t, nil).Run(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, c.etcd.downgradeCalls)
+	assert.Equal(t, []string{"etcd-1", "etcd-0"}, res.MembersRolled)
+	assert.Equal(t, "3.5.0", res.ClusterVersion)
+}
+
+func TestRunDowngradeRefusedByEtcdTouchesNothing(t *testing.T) {
+	c := newDowngradeCluster(t, 2)
+	c.etcd.downgradeRefused = "etcdserver: invalid downgrade target version"
+	res, err := c.engine(t, nil).Run(context.Background())
+	require.ErrorIs(t, err, ErrVersionPath)
+	assert.Contains(t, err.Error(), "etcd refused `downgrade validate 3.5`")
+	assert.Contains(t, err.Error(), "invalid downgrade target version")
+	assert.Equal(t, []string{"validate 3.5"}, c.etcd.downgradeCalls)
+	assert.Empty(t, res.MembersRolled)
+	assert.Zero(t, res.LeaderTransfers, "the leader on etcd-2 was not moved")
+	assert.Equal(t, []string{oldRev, oldRev, oldRev}, c.revisions())
+}
+
+// A run that enabled the downgrade and stops before any member restarted cancels it, whatever stopped it: the
+// storage versions never coming down within the health timeout, the caller giving up, an enable whose answer
+// was lost. After a member restarted it leaves the downgrade enabled and says the next run resumes it.
+func TestRunCancelsTheDowngradeItEnabledWhenItStopsBeforeARestart(t *testing.T) {
+	tests := []struct {
+		name    string
+		setup   func(c *fakeCluster)
+		cancel  bool
+		wantErr string
+	}{
+		{name: "storage version never lowered", setup: func(c *fakeCluster) { c.etcd.storageLagsDowngrade = 1 << 30 },
+			wantErr: "reports storage version 3.6.0"},
+		{name: "cancelled by the caller", setup: func(c *fakeCluster) { c.etcd.storageLagsDowngrade = 1 << 30 }, cancel: true,
+			wantErr: "stopped by the caller"},
+		{name: "enable answer lost", setup: func(c *fakeCluster) { c.etcd.downgradeEnableAnswerLost = true },
+			wantErr: "enabling etcd's downgrade to 3.5"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newDowngradeCluster(t, 1)
+			tt.setup(c)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var e *Engine
+			e = c.engine(t, func(cfg *Config, o *Options) {
+				cfg.HealthTimeout = 200 * time.Millisecond
+				o.OnEvent = func(ev Event) {
+					if tt.cancel && strings.Contains(ev.Message, "enabling etcd's downgrade") {
+						cancel()
+					}
+				}
+			})
+			res, err := e.Run(ctx)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.wantErr)
+			assert.Contains(t, err.Error(), "etcd's downgrade to 3.5 was cancelled, since no member had restarted: the cluster version is back to 3.6.0")
+			assert.Equal(t, "cancel 3.5", c.etcd.downgradeCalls[len(c.etcd.downgradeCalls)-1])
+			assert.Empty(t, res.MembersRolled)
+			assert.Equal(t, []string{oldRev, oldRev, oldRev}, c.revisions())
+			assert.Equal(t, 1, c.eventReasons()[ReasonDowngradeCancelled])
+		})
+	}
+}
+
+func TestRunLeavesTheDowngradeEnabledOnceAMemberRestarted(t *testing.T) {
+	c := newDowngradeCluster(t, 1)
+	c.etcd.brokenAfterRestart["etcd-2"] = true
+	res, err := c.engine(t, func(cfg *Config, _ *Options) {
+		cfg.OnFailure = FailureStop
+		cfg.ReadyTimeout, cfg.HealthTimeout = 300*time.Millisecond, 300*time.Millisecond
+	}).Run(context.Background())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "etcd's downgrade to 3.5 stays enabled")
+	assert.Equal(t, []string{"validate 3.5", "enable 3.5"}, c.etcd.downgradeCalls, "not cancelled")
+	assert.Empty(t, res.MembersRolled)
+}
