@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -126,12 +125,4 @@ func TestFaultsStuckMemberIsFixedForward(t *testing.T) {
 	assert.Zero(t, unplannedElections(ctx, t, c, ns, termBefore, e.Must(t).Term()), "no real election")
 	stopHistory()
 	require.NoError(t, r.destroy(ctx))
-}
-
-func tail(s string, lines int) string {
-	all := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
 }

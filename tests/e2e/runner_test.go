@@ -62,3 +62,12 @@ func rolled(plan []string) []string {
 	}
 	return out
 }
+
+// tail is the last lines of a CLI's text, for a test log.
+func tail(s string, lines int) string {
+	all := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}
