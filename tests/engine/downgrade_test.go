@@ -1,0 +1,111 @@
+//go:build integration
+
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness"
+)
+
+// A whole 3.6 → 3.5 downgrade on real etcd processes: the engine enables etcd's downgrade before the first
+// restart (a 3.5 member started while the cluster version is 3.6 would not join), every member ends on the
+// 3.5 binary by its own word, the cluster version is 3.5, the keys written before are all there, and the
+// term rose only by the engine's transfers.
+func TestMinorDowngradeGoesThroughEtcdsDowngradeAPI(t *testing.T) {
+	f := newFixture(t, httpSpec)
+	ctx := runCtx(t)
+	keys := putKeys(ctx, t, f.etcd, 500)
+	before := f.must.Term()
+	rev := f.must.ChangeVersion("3.5", harness.StartFaults{})
+
+	var said []string
+	res, err := f.engine(func(_ *rollout.Config, o *rollout.Options) {
+		log := o.OnEvent
+		o.OnEvent = func(ev rollout.Event) {
+			log(ev)
+			said = append(said, ev.Message)
+		}
+	}).Run(ctx)
+	require.NoError(t, err)
+	t.Logf("%s", res.Summary())
+	revs, _ := f.must.Pods()
+	assert.Equal(t, []string{rev, rev, rev}, revs)
+	assert.Regexp(t, `^3\.5\.`, res.ClusterVersion)
+	for i := 0; i < 3; i++ {
+		st, err := f.etcd.Status(ctx, i)
+		require.NoError(t, err)
+		assert.Regexp(t, `^3\.5\.`, st.Version, "etcd-%d runs 3.5 by its own word", i)
+	}
+	log := strings.Join(said, "\n")
+	assert.Less(t, strings.Index(log, "enabling etcd's downgrade to 3.5"), strings.Index(log, "restarting "), "enabled before the first restart:\n%s", log)
+	assert.Equal(t, before+uint64(res.LeaderTransfers), f.must.Term(), "raft term rose only by the transfers")
+	assert.Equal(t, keys, countKeys(ctx, t, f.etcd), "every key written before is there")
+
+	// And up again: etcd ended the downgrade once every member ran 3.5, so the cluster version can rise.
+	f.must.ChangeVersion("3.6", harness.StartFaults{})
+	res, err = f.engine(nil).Run(ctx)
+	require.NoError(t, err)
+	assert.Regexp(t, `^3\.6\.`, res.ClusterVersion, "back on 3.6 after the downgrade")
+}
+
+// A downgrade stopped by the caller after the engine enabled it and before any member restarted is cancelled:
+// the cluster version goes back to 3.6, the partition is locked and no member restarted.
+func TestDowngradeCancelledBeforeTheFirstRestartIsUndone(t *testing.T) {
+	f := newFixture(t, httpSpec)
+	_, uidsBefore := f.must.Pods()
+	f.must.ChangeVersion("3.5", harness.StartFaults{})
+	ctx, cancel := context.WithCancel(runCtx(t))
+	defer cancel()
+	_, err := f.engine(func(_ *rollout.Config, o *rollout.Options) {
+		log := o.OnEvent
+		o.OnEvent = func(ev rollout.Event) {
+			log(ev)
+			if strings.Contains(ev.Message, "cluster version and every member's storage version are 3.5") {
+				cancel() // enabled and waited for: the next step would disrupt a member
+			}
+		}
+	}).Run(ctx)
+	require.Error(t, err)
+	t.Logf("%v", err)
+	assert.Contains(t, err.Error(), "etcd's downgrade to 3.5 was cancelled, since no member had restarted")
+	assert.Equal(t, 3, f.must.Partition())
+	_, uidsAfter := f.must.Pods()
+	assert.Equal(t, uidsBefore, uidsAfter, "no member restarted")
+	require.Eventually(t, func() bool {
+		v, err := f.etcd.ClusterVersion(context.Background(), 0)
+		return err == nil && strings.HasPrefix(v, "3.6.")
+	}, 30*time.Second, 500*time.Millisecond, "the cluster version goes back to 3.6")
+}
+
+// putKeys writes n keys under /downgrade/ and returns how many there are.
+func putKeys(ctx context.Context, t *testing.T, e *harness.Etcd, n int) int64 {
+	t.Helper()
+	cli, err := e.Client(ctx)
+	require.NoError(t, err)
+	defer cli.Close()
+	for i := 0; i < n; i++ {
+		_, err := cli.Put(ctx, fmt.Sprintf("/downgrade/%05d", i), strings.Repeat("v", 64))
+		require.NoError(t, err)
+	}
+	return countKeys(ctx, t, e)
+}
+
+func countKeys(ctx context.Context, t *testing.T, e *harness.Etcd) int64 {
+	t.Helper()
+	cli, err := e.Client(ctx)
+	require.NoError(t, err)
+	defer cli.Close()
+	resp, err := cli.Get(ctx, "/downgrade/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	require.NoError(t, err)
+	return resp.Count
+}
