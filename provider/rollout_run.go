@@ -80,6 +80,7 @@ func (r *Rollout) roll(ctx context.Context, id string, in RolloutArgs, st *Rollo
 	recordResult(st, res)
 	recordFailure(st, res, runErr == nil)
 	if runErr != nil {
+		st.Plan = r.planLeft(ctx, eng, st.Plan)
 		return r.partial(ctx, in, st, runErr)
 	}
 	st.Complete = true
@@ -107,6 +108,28 @@ func (r *Rollout) partial(ctx context.Context, in RolloutArgs, st *RolloutState,
 		st.Plan = []string{"finish the interrupted rollout"}
 	}
 	return infer.ResourceInitFailedError{Reasons: []string{reason}}
+}
+
+// planLeft is the plan of what is left after a run that stopped, read afresh from the cluster, so that the
+// state says where the roll (and a downgrade: enabled or not, which members are on which version) stands and
+// what the next `pulumi up` will do. It keeps the plan it had when the cluster cannot be read.
+func (r *Rollout) planLeft(ctx context.Context, eng Engine, had []string) []string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), observeTimeout)
+	defer cancel()
+	state, err := eng.Observe(ctx)
+	if err != nil {
+		return had
+	}
+	plan, err := r.deps.Plan(state, rollout.LeaderLazy)
+	switch {
+	case errors.Is(err, rollout.ErrBlocked):
+		return []string{fmt.Sprintf("blocked: %v", err)}
+	case err != nil:
+		return had
+	case !hasWork(plan):
+		return []string{}
+	}
+	return planLines(plan)
 }
 
 func recordResult(st *RolloutState, res rollout.Result) {

@@ -148,3 +148,17 @@ func stringsOf(v property.Value) []string {
 	}
 	return out
 }
+
+// A run that stops records in the state's plan what is left, read afresh from the cluster (not the plan the
+// run started from), so the state says where the roll stands and what the next `pulumi up` does.
+func TestFailedRunRecordsWhatIsLeft(t *testing.T) {
+	left := healthyState("rev-b", 2)
+	left.Members[0].Revision, left.Members[1].Revision = "rev-a", "rev-a"
+	f := &fakeCluster{uid: "uid-1", state: left, result: rollout.Result{UpdateRevision: "rev-b", MembersRolled: []string{"etcd-2"}},
+		runErr: errors.New("etcd-1 not healthy after 60s")}
+	resp, err := server(t, f.deps()).Update(p.UpdateRequest{Urn: rolloutURN, ID: "db/etcd", State: state(nil),
+		Inputs: inputs(map[string]property.Value{"versionHash": property.New("v2"),
+			"plan": property.New([]property.Value{property.New("roll etcd-2"), property.New("roll etcd-1"), property.New("roll etcd-0")})})})
+	require.Error(t, err)
+	assert.Equal(t, []string{"roll etcd-1", "roll etcd-0", "re-lock partition at 3"}, planOf(resp.Properties))
+}
