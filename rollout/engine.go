@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,6 +56,12 @@ type Engine struct {
 	lease     *rolloutLease
 	status    *statusPublisher
 
+	// watch caches the StatefulSet and its pods while a run holds the lease (watch.go).
+	watch *memberWatch
+	// wroteGeneration is the StatefulSet generation of the engine's last partition write: a cache that has
+	// not seen it yet is behind, not evidence of interference.
+	wroteGeneration atomic.Int64
+
 	ownDialer bool
 	// requests counts the API requests made through RestConfig (none when the caller passed Kube).
 	requests requestCounter
@@ -86,12 +93,14 @@ func New(cfg Config, opts Options) (*Engine, error) {
 		}
 		e.kube = kube
 	}
+	e.watch = newMemberWatch(e.kube, cfg.Namespace, cfg.StatefulSet)
 	if e.etcd == nil {
 		if e.dialer == nil {
 			if opts.RestConfig == nil {
 				return nil, errors.New("rollout options: a Dialer or a RestConfig (for port-forward) is required")
 			}
-			pf, err := memberdial.NewPortForward(e.rest)
+			// The forwards learn each pod's UID from the watch's cache, not with a GET per forward check.
+			pf, err := memberdial.NewPortForward(e.rest, memberdial.WithPodLookup(e.watch.lookupPod))
 			if err != nil {
 				return nil, err
 			}
@@ -120,9 +129,10 @@ func New(cfg Config, opts Options) (*Engine, error) {
 // Config is the configuration the Engine runs with.
 func (e *Engine) Config() Config { return e.cfg }
 
-// Close releases member connections and port-forwards.
+// Close releases member connections and port-forwards, and stops the watch.
 func (e *Engine) Close() error {
 	e.status.stop()
+	e.watch.close()
 	err := e.etcd.Close()
 	if e.ownDialer {
 		err = errors.Join(err, e.dialer.Close())
@@ -158,16 +168,19 @@ func (e *Engine) loadTLS(ctx context.Context) (*tls.Config, error) {
 }
 
 func (e *Engine) anyPod(ctx context.Context) (*corev1.Pod, error) {
-	sts, err := e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Get(ctx, e.cfg.StatefulSet, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
+	sts, _ := e.statefulSetFromWatch(0, &watchLag{})
+	if sts == nil {
+		var err error
+		if sts, err = e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Get(ctx, e.cfg.StatefulSet, metav1.GetOptions{}); err != nil {
+			return nil, err
+		}
 	}
 	replicas := 1
 	if sts.Spec.Replicas != nil {
 		replicas = int(*sts.Spec.Replicas)
 	}
 	for i := 0; i < replicas; i++ {
-		pod, err := e.kube.CoreV1().Pods(e.cfg.Namespace).Get(ctx, podName(e.cfg.StatefulSet, i), metav1.GetOptions{})
+		pod, err := e.readPod(ctx, podName(e.cfg.StatefulSet, i))
 		if err == nil && pod.DeletionTimestamp == nil && pod.Status.Phase == corev1.PodRunning {
 			return pod, nil
 		}

@@ -23,14 +23,17 @@ const (
 // waitMember blocks until the member passes both gates: its pod at updateRevision and Ready (pod Ready
 // only says the container started), then etcd's word that it is a healthy, caught-up voter. The pod gate
 // has the ready timeout from since (when the member was disrupted), the etcd gate the health timeout from
-// when the pod is Ready. Each poll also checks that nobody else changed the StatefulSet meanwhile (want: the
+// when the pod is Ready. Each look also checks that nobody else changed the StatefulSet meanwhile (want: the
 // partition and generation this run wrote last), so the run stops (and re-locks) at once, not at its next
-// step.
+// step. The pod gate looks again on every watch event; the etcd gate on its poll interval, as etcd health
+// is no Kubernetes event.
 func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, want expectedSpec, since time.Time) error {
 	pod := st.Members[ordinal].Pod
-	if err := e.poll(ctx, pod, GatePodReady, e.cfg.ReadyTimeout, since, func(ctx context.Context) (bool, string, error) {
-		if err := e.checkUnchanged(ctx, st, pod, want); err != nil {
-			return false, "", err
+	lag := &watchLag{}
+	podGate := gateWait{pod: pod, gate: GatePodReady, timeout: e.cfg.ReadyTimeout, since: since, onEvents: true}
+	if err := e.poll(ctx, podGate, func(ctx context.Context) (bool, string, error) {
+		if pending, err := e.checkUnchanged(ctx, st, pod, want, lag); err != nil || pending != "" {
+			return false, pending, err
 		}
 		ok, seen := e.podAtRevision(ctx, pod, want.podRevision(st), true)
 		return ok, seen, nil
@@ -39,9 +42,10 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 	}
 	e.emit(Step{Kind: StepWaitMember, Ordinal: ordinal}, "%s is Ready at %s after %s; checking etcd health", pod, want.podRevision(st), time.Since(since).Round(10*time.Millisecond))
 	stable := &stability{stableFor: e.stableFor}
-	return e.poll(ctx, pod, GateEtcdHealth, e.cfg.HealthTimeout, time.Now(), func(ctx context.Context) (bool, string, error) {
-		if err := e.checkUnchanged(ctx, st, pod, want); err != nil {
-			return false, "", err
+	etcdGate := gateWait{pod: pod, gate: GateEtcdHealth, timeout: e.cfg.HealthTimeout, since: time.Now()}
+	return e.poll(ctx, etcdGate, func(ctx context.Context) (bool, string, error) {
+		if pending, err := e.checkUnchanged(ctx, st, pod, want, lag); err != nil || pending != "" {
+			return false, pending, err
 		}
 		ok, seen := e.memberHealthy(ctx, st, ordinal)
 		return stable.observe(ok, seen)
@@ -53,9 +57,11 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 // gate's ready timeout from since.
 func (e *Engine) waitPodRecreated(ctx context.Context, st ClusterState, ordinal int, want expectedSpec, since time.Time) error {
 	pod := st.Members[ordinal].Pod
-	return e.poll(ctx, pod, GatePodReady, e.cfg.ReadyTimeout, since, func(ctx context.Context) (bool, string, error) {
-		if err := e.checkUnchanged(ctx, st, pod, want); err != nil {
-			return false, "", err
+	lag := &watchLag{}
+	podGate := gateWait{pod: pod, gate: GatePodReady, timeout: e.cfg.ReadyTimeout, since: since, onEvents: true}
+	return e.poll(ctx, podGate, func(ctx context.Context) (bool, string, error) {
+		if pending, err := e.checkUnchanged(ctx, st, pod, want, lag); err != nil || pending != "" {
+			return false, pending, err
 		}
 		ok, seen := e.podAtRevision(ctx, pod, want.podRevision(st), false)
 		return ok, seen, nil
@@ -79,28 +85,50 @@ func (w expectedSpec) podRevision(st ClusterState) string {
 }
 
 // checkUnchanged reads the StatefulSet and returns an ErrInterference error when its partition, generation
-// or updateRevision is not what this run left. A read that fails is not a verdict: the gate polls again.
-func (e *Engine) checkUnchanged(ctx context.Context, st ClusterState, pod string, want expectedSpec) error {
-	sts, err := e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Get(ctx, e.cfg.StatefulSet, metav1.GetOptions{})
-	if err != nil {
-		return nil
+// or updateRevision is not what this run left. It reads the watch's cache, which lags this run's own writes:
+// until the cache has seen the generation this run wrote last, it gives no verdict (pending says so, and the
+// gate waits for the next event rather than pass or fail), and after watchLagLimit it reads with a GET. A
+// GET that fails is not a verdict either: the gate looks again.
+func (e *Engine) checkUnchanged(ctx context.Context, st ClusterState, pod string, want expectedSpec, lag *watchLag) (pending string, err error) {
+	sts, waiting := e.statefulSetFromWatch(want.Generation, lag)
+	if waiting {
+		return "waiting for the StatefulSet watch to deliver this run's last partition write", nil
+	}
+	if sts == nil {
+		if sts, err = e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Get(ctx, e.cfg.StatefulSet, metav1.GetOptions{}); err != nil {
+			return "", nil
+		}
 	}
 	now := stsState(sts)
 	genChanged := want.Generation != 0 && sts.Generation != want.Generation
 	revChanged := now.UpdateRevision != "" && now.UpdateRevision != st.UpdateRevision
 	if now.Partition != want.Partition || genChanged || revChanged {
-		return fmt.Errorf("%w while waiting for %s: partition %d (this run set %d), generation %d (expected %d), updateRevision %q (started with %q); stopping rather than racing it: find who changed it (the StatefulSet's managedFields name the writer), then run again",
+		return "", fmt.Errorf("%w while waiting for %s: partition %d (this run set %d), generation %d (expected %d), updateRevision %q (started with %q); stopping rather than racing it: find who changed it (the StatefulSet's managedFields name the writer), then run again",
 			ErrInterference, pod, now.Partition, want.Partition, sts.Generation, want.Generation, sts.Status.UpdateRevision, st.UpdateRevision)
 	}
-	return nil
+	return "", nil
 }
 
-// poll runs check until it passes, fails for good (its error), the gate's timeout counted from since passes
-// (a *GateTimeoutError carrying the last thing seen), or ctx ends.
-func (e *Engine) poll(ctx context.Context, pod, gate string, timeout time.Duration, since time.Time, check func(context.Context) (bool, string, error)) error {
-	deadline := since.Add(timeout)
+// gateWait is one gate's wait: for which pod, which gate, and its timeout counted from since. onEvents makes
+// it look again on every watch event as well as every poll interval: for gates that wait for the Kubernetes
+// objects themselves, so a member's gate passes the moment its pod changes, not up to an interval later.
+type gateWait struct {
+	pod, gate string
+	timeout   time.Duration
+	since     time.Time
+	onEvents  bool
+}
+
+// poll runs check until it passes, fails for good (its error), the gate's timeout passes (a
+// *GateTimeoutError carrying the last thing seen), or ctx ends.
+func (e *Engine) poll(ctx context.Context, g gateWait, check func(context.Context) (bool, string, error)) error {
+	deadline := g.since.Add(g.timeout)
 	lastSeen := "nothing yet"
 	for {
+		var event <-chan struct{}
+		if g.onEvents {
+			event = e.watch.changes() // taken before the look, so an event during it is not missed
+		}
 		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
 		ok, seen, err := check(cctx)
 		cancel()
@@ -114,22 +142,34 @@ func (e *Engine) poll(ctx context.Context, pod, gate string, timeout time.Durati
 			lastSeen = seen
 		}
 		if err := context.Cause(ctx); err != nil {
-			return fmt.Errorf("waiting for %s (%s gate, last seen: %s): %w", pod, gate, lastSeen, err)
+			return fmt.Errorf("waiting for %s (%s gate, last seen: %s): %w", g.pod, g.gate, lastSeen, err)
 		}
 		if time.Now().After(deadline) {
-			return &GateTimeoutError{Pod: pod, Gate: gate, Timeout: timeout, LastSeen: lastSeen}
+			return &GateTimeoutError{Pod: g.pod, Gate: g.gate, Timeout: g.timeout, LastSeen: lastSeen}
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(e.pollEvery):
+		if err := e.waitForChange(ctx, event); err != nil {
+			return fmt.Errorf("waiting for %s (%s gate, last seen: %s): %w", g.pod, g.gate, lastSeen, err)
 		}
 	}
+}
+
+// waitForChange returns at the event, after the poll interval, or when ctx ends (its cause).
+func (e *Engine) waitForChange(ctx context.Context, event <-chan struct{}) error {
+	t := time.NewTimer(e.pollEvery)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-event:
+	case <-t.C:
+	}
+	return nil
 }
 
 // podAtRevision says whether the pod exists at revision (and, with needReady, is Ready), or what it is
 // instead.
 func (e *Engine) podAtRevision(ctx context.Context, pod, revision string, needReady bool) (bool, string) {
-	p, err := e.kube.CoreV1().Pods(e.cfg.Namespace).Get(ctx, pod, metav1.GetOptions{})
+	p, err := e.readPod(ctx, pod)
 	if apierrors.IsNotFound(err) {
 		return false, "pod does not exist (being recreated)"
 	}

@@ -53,9 +53,13 @@ var settleTimeout = 10 * time.Second
 // settledStatefulSet reads the StatefulSet, giving the controller a few seconds to observe the latest spec
 // (right after our own partition write its status is briefly stale). After that the status may still be
 // stale (a controller manager catching up after an API server restart); stsState then leaves the
-// updateRevision unknown, and the planner holds.
+// updateRevision unknown, and the planner holds. While a run's watch can answer, it is read from there
+// (settledFromWatch), else with GETs; the first successful GET of a run starts the watch.
 func (e *Engine) settledStatefulSet(ctx context.Context) (*appsv1.StatefulSet, error) {
 	deadline := time.Now().Add(settleTimeout)
+	if sts, err := e.settledFromWatch(ctx, deadline); sts != nil || err != nil {
+		return sts, err
+	}
 	for {
 		var sts *appsv1.StatefulSet
 		err := withAPIRetry(ctx, func(ctx context.Context) (err error) {
@@ -68,6 +72,7 @@ func (e *Engine) settledStatefulSet(ctx context.Context) (*appsv1.StatefulSet, e
 		if err != nil {
 			return nil, fmt.Errorf("reading StatefulSet %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err)
 		}
+		e.startWatch(sts)
 		if sts.Status.ObservedGeneration >= sts.Generation || time.Now().After(deadline) {
 			return sts, nil
 		}
@@ -79,6 +84,27 @@ func (e *Engine) settledStatefulSet(ctx context.Context) (*appsv1.StatefulSet, e
 	}
 }
 
+// settledFromWatch is settledStatefulSet from the watch's cache: it waits for events until the cache has
+// seen this engine's last partition write and the controller has observed the latest generation, or the
+// deadline passes. Neither result nor error means the cache cannot answer (not running, refused, or behind
+// for longer than watchLagLimit): the caller reads with GETs.
+func (e *Engine) settledFromWatch(ctx context.Context, deadline time.Time) (*appsv1.StatefulSet, error) {
+	e.reportWatchRefusal()
+	lag := &watchLag{}
+	for {
+		event := e.watch.changes()
+		sts, pending := e.statefulSetFromWatch(0, lag)
+		switch {
+		case sts != nil && (sts.Status.ObservedGeneration >= sts.Generation || time.Now().After(deadline)):
+			return sts, nil
+		case sts == nil && !pending:
+			return nil, nil
+		}
+		if e.waitForChange(ctx, event) != nil {
+			return nil, ctx.Err()
+		}
+	}
+}
 func stsState(sts *appsv1.StatefulSet) ClusterState {
 	st := ClusterState{
 		StatefulSetUID:  string(sts.UID),
@@ -111,7 +137,7 @@ func stsState(sts *appsv1.StatefulSet) ClusterState {
 
 func (e *Engine) observeMember(ctx context.Context, ordinal int) MemberState {
 	m := MemberState{Ordinal: ordinal, Pod: podName(e.cfg.StatefulSet, ordinal)}
-	pod, err := e.kube.CoreV1().Pods(e.cfg.Namespace).Get(ctx, m.Pod, metav1.GetOptions{})
+	pod, err := e.readPod(ctx, m.Pod)
 	switch {
 	case apierrors.IsNotFound(err):
 		m.Problem = "pod does not exist"

@@ -24,6 +24,7 @@ func (e *Engine) setPartition(ctx context.Context, partition int) (int64, error)
 	if err != nil {
 		return 0, fmt.Errorf("setting partition of %s/%s to %d: %w", e.cfg.Namespace, e.cfg.StatefulSet, partition, err)
 	}
+	e.wroteGeneration.Store(written.Generation)
 	e.releaseFieldOwnership(ctx, written)
 	return written.Generation, nil
 }

@@ -291,11 +291,12 @@ func TestRunHoldsWhileTheControllerHasNotObservedTheSpec(t *testing.T) {
 	settleTimeout = 20 * time.Millisecond
 	t.Cleanup(func() { settleTimeout = old })
 	c := newFakeCluster(t, 3, 0)
-	setObserved := func(g int64) {
+	// behind is how many generations the controller's observation trails the spec.
+	setObserved := func(behind int64) {
 		obj, err := c.kube.Tracker().Get(stsGVR, "db", "etcd")
 		require.NoError(t, err)
 		sts := obj.(*appsv1.StatefulSet).DeepCopy()
-		sts.Status.ObservedGeneration = g
+		sts.Status.ObservedGeneration = sts.Generation - behind
 		require.NoError(t, c.kube.Tracker().Update(stsGVR, sts, "db"))
 	}
 	var lines []string
@@ -303,7 +304,7 @@ func TestRunHoldsWhileTheControllerHasNotObservedTheSpec(t *testing.T) {
 		o.OnEvent = func(ev Event) {
 			lines = append(lines, ev.Message)
 			if strings.HasPrefix(ev.Message, "etcd-2 rolled") {
-				setObserved(-1)
+				setObserved(1)
 				time.AfterFunc(300*time.Millisecond, func() { setObserved(0) })
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/httpstream"
@@ -35,6 +36,21 @@ type PortForward struct {
 	closed  bool
 	// now is the clock that ages a forward's pod check; time.Now except in tests.
 	now func() time.Time
+	// lookup, when set, tells a pod's UID without a GET (WithPodLookup).
+	lookup PodLookup
+}
+
+// PodLookup tells a pod as the caller already knows it (an informer's cache); found is false when it cannot
+// say, and the dialer reads the pod with a GET instead.
+type PodLookup func(namespace, name string) (pod *corev1.Pod, found bool)
+
+// Option configures a PortForward.
+type Option func(*PortForward)
+
+// WithPodLookup makes the dialer learn each pod's UID from lookup before it falls back to a GET: a caller
+// that watches the pods anyway spares the API server a read per forward check.
+func WithPodLookup(lookup PodLookup) Option {
+	return func(p *PortForward) { p.lookup = lookup }
 }
 
 // podRecheck is how long a forward is handed out again without reading its pod to confirm the UID. Every etcd
@@ -76,7 +92,7 @@ func (f *forward) alive() bool {
 }
 
 // NewPortForward returns a Dialer that forwards through the API server described by cfg.
-func NewPortForward(cfg *rest.Config) (*PortForward, error) {
+func NewPortForward(cfg *rest.Config, opts ...Option) (*PortForward, error) {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("port-forward client: %w", err)
@@ -84,6 +100,9 @@ func NewPortForward(cfg *rest.Config) (*PortForward, error) {
 	p := newPortForward(kube, nil)
 	p.cfg = cfg
 	p.openForward = p.open
+	for _, o := range opts {
+		o(p)
+	}
 	return p, nil
 }
 
@@ -98,7 +117,7 @@ func (p *PortForward) Endpoint(ctx context.Context, namespace, pod string, port 
 	if addr, ok := p.recentlyChecked(key); ok {
 		return addr, nil
 	}
-	got, err := p.kube.CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{})
+	got, err := p.readPod(ctx, namespace, pod)
 	if err != nil {
 		return "", fmt.Errorf("port-forward to %s/%s: %w", namespace, pod, err)
 	}
@@ -144,6 +163,16 @@ func (p *PortForward) Endpoint(ctx context.Context, namespace, pod string, port 
 		}
 		return addr, err
 	}
+}
+
+// readPod asks the lookup first, then the API server.
+func (p *PortForward) readPod(ctx context.Context, namespace, pod string) (*corev1.Pod, error) {
+	if p.lookup != nil {
+		if got, ok := p.lookup(namespace, pod); ok {
+			return got, nil
+		}
+	}
+	return p.kube.CoreV1().Pods(namespace).Get(ctx, pod, metav1.GetOptions{})
 }
 
 // recentlyChecked hands out the forward of key when it is alive and its pod was confirmed within podRecheck.
