@@ -66,16 +66,18 @@ func (c component) construct(ctx *pulumi.Context, name string, args EtcdRollingU
 	// stsMustExist: nothing this update creates stands before the StatefulSet, so the Rollout's Check may
 	// call a missing one a bad input even on the first create. Without a dependsOnSts, nothing does.
 	stsMustExist := pulumi.Bool(true).ToBoolOutput()
+	var etcdContainer pulumi.StringInput
 	if args.StatefulSet != nil {
-		sts, hash, err := c.ownStatefulSet(ctx, name, args, comp, kubeProvider)
+		owned, err := c.ownStatefulSet(ctx, name, args, comp, kubeProvider)
 		if err != nil {
 			return nil, err
 		}
-		dependsOn = append(dependsOn, sts)
+		dependsOn = append(dependsOn, owned.sts)
 		if versionHash == nil {
-			versionHash = hash
+			versionHash = owned.versionHash
 		}
-		stsMustExist = sts.ID().ApplyT(func(pulumi.ID) bool { return true }).(pulumi.BoolOutput) // see allExist
+		etcdContainer = owned.etcdContainer
+		stsMustExist = owned.sts.ID().ApplyT(func(pulumi.ID) bool { return true }).(pulumi.BoolOutput) // see allExist
 	}
 	if len(dependsOn) > 0 {
 		rolloutOpts = append(rolloutOpts, pulumi.DependsOn(dependsOn))
@@ -89,6 +91,9 @@ func (c component) construct(ctx *pulumi.Context, name string, args EtcdRollingU
 	}
 
 	inputs := childRolloutInputs(args, versionHash, access, stsMustExist)
+	if etcdContainer != nil {
+		inputs["etcdContainer"] = etcdContainer
+	}
 	var ro rolloutResource
 	if err := ctx.RegisterResource(rolloutToken, name, inputs, &ro, rolloutOpts...); err != nil {
 		return nil, fmt.Errorf("registering the rollout of %s: %w", name, err)

@@ -8,11 +8,19 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
+// ownedStatefulSet is the StatefulSet the component applies, and what the Rollout learns of its template.
+type ownedStatefulSet struct {
+	sts *appsv1.StatefulSet
+	// versionHash is computed from the pod template; etcdContainer is its etcd container for preview's checks
+	// (pendingEtcdContainer).
+	versionHash, etcdContainer pulumi.StringOutput
+}
+
 // ownStatefulSet creates the StatefulSet from the manifest as the component's child, locked and skipAwait
 // annotated, and returns it with the versionHash computed from its pod template.
 func (c component) ownStatefulSet(ctx *pulumi.Context, name string, args EtcdRollingUpgradeArgs, comp *EtcdRollingUpgrade,
 	kubeProvider pulumi.ProviderResource,
-) (*appsv1.StatefulSet, pulumi.StringOutput, error) {
+) (ownedStatefulSet, error) {
 	locked := pulumi.All(args.StatefulSet.ToMapOutput(), args.StsName, args.Namespace, args.ServiceName).
 		ApplyT(func(xs []any) (map[string]any, error) {
 			return lockManifest(xs[0].(map[string]any), xs[1].(string), xs[2].(string), xs[3].(string))
@@ -32,10 +40,13 @@ func (c component) ownStatefulSet(ctx *pulumi.Context, name string, args EtcdRol
 	}
 	var sts appsv1.StatefulSet
 	if err := ctx.RegisterResource("kubernetes:apps/v1:StatefulSet", name, props, &sts, opts...); err != nil {
-		return nil, pulumi.StringOutput{}, fmt.Errorf("registering the StatefulSet of %s: %w", name, err)
+		return ownedStatefulSet{}, fmt.Errorf("registering the StatefulSet of %s: %w", name, err)
 	}
-	hash := locked.ApplyT(func(m map[string]any) (string, error) { return templateHash(m) }).(pulumi.StringOutput)
-	return &sts, hash, nil
+	return ownedStatefulSet{
+		sts:           &sts,
+		versionHash:   locked.ApplyT(func(m map[string]any) (string, error) { return templateHash(m) }).(pulumi.StringOutput),
+		etcdContainer: locked.ApplyT(func(m map[string]any) (string, error) { return pendingEtcdContainer(m) }).(pulumi.StringOutput),
+	}, nil
 }
 
 // newKubeProvider makes the kubernetes provider for an owned StatefulSet from the component's kubeconfig

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	p "github.com/pulumi/pulumi-go-provider"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
@@ -36,11 +37,21 @@ func (r *Rollout) previewPlan(ctx context.Context, in RolloutArgs, templateChang
 	if err != nil {
 		return nil, []p.CheckFailure{{Property: "kubeconfig", Reason: fmt.Sprintf("cannot build cluster access: %v", err)}}
 	}
+	var pending *corev1.Container
+	if templateChanges && in.EtcdContainer != nil && *in.EtcdContainer != "" {
+		// The component owns the StatefulSet and said what it is about to apply: judge that template.
+		if pending, err = parsePendingContainer(*in.EtcdContainer); err != nil {
+			return nil, []p.CheckFailure{{Property: "etcdContainer", Reason: err.Error()}}
+		}
+	}
 	if r.deps.ReadFacts != nil {
 		facts, err := r.deps.ReadFacts(ctx, restConfig, in.Namespace, in.StsName)
 		if err != nil {
 			log.Warningf("could not read StatefulSet %s to check the inputs and plan the rollout: %v", target, err)
 			return nil, nil
+		}
+		if pending != nil && facts.StatefulSet != nil {
+			facts.StatefulSet = withPendingContainer(facts.StatefulSet, pending)
 		}
 		if failures := preflightFailures(in, facts, mustExist); len(failures) > 0 || facts.StatefulSet == nil {
 			if len(failures) == 0 {
@@ -77,6 +88,9 @@ func (r *Rollout) previewPlan(ctx context.Context, in RolloutArgs, templateChang
 	}
 	if templateChanges {
 		state.UpdateRevision = pendingRevision
+		if pending != nil {
+			state.TemplateImage, state.TemplateSettings = pending.Image, rollout.EtcdSettings(pending)
+		}
 	}
 	plan, err := r.deps.Plan(state, rollout.LeaderLazy)
 	if err != nil {

@@ -51,6 +51,11 @@ type RolloutArgs struct {
 	// StatefulSet: then a missing one is refused in preview even on the first create. Never a diff.
 	StsMustExist *bool `pulumi:"stsMustExist,optional"`
 
+	// EtcdContainer is set by EtcdRollingUpgrade when it owns the StatefulSet: the etcd container of the pod
+	// template it is about to apply, so that a preview judges the new template's etcd version and flags
+	// before the StatefulSet is updated. Never a diff.
+	EtcdContainer *string `pulumi:"etcdContainer,optional"`
+
 	// Plan is written by the provider's Check from the live cluster; it is an input so that the CLI's diff
 	// (old outputs against new inputs) can show it.
 	Plan []string `pulumi:"plan,optional"`
@@ -71,6 +76,9 @@ func (r *RolloutArgs) Annotate(a infer.Annotator) {
 	a.Describe(&r.Kubeconfig, "Kubeconfig path or document. Empty: client-go's default loading rules. Changes are not a diff.")
 	a.Describe(&r.Context, "Kubeconfig context to use. Changes are not a diff.")
 	a.Describe(&r.Cluster, "Kubeconfig cluster to use. Changes are not a diff.")
+	a.Describe(&r.EtcdContainer, "Set by EtcdRollingUpgrade when it owns the StatefulSet: the etcd container (image, command, args, ETCD_* "+
+		"variables, as JSON) of the pod template about to be applied, so that preview shows the new template's version path and refuses "+
+		"its flags before the StatefulSet changes. Never causes a diff.")
 	a.Describe(&r.StsMustExist, "Set by EtcdRollingUpgrade: true when the StatefulSet must already be on the cluster "+
 		"(nothing in this update creates it), so a missing one is refused in preview even on the first create. Not a diff.")
 	a.Describe(&r.Plan, "Set by the provider: the steps the next rollout will take on the live cluster, in order. "+

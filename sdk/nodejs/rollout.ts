@@ -120,6 +120,7 @@ export class Rollout extends pulumi.CustomResource {
             resourceInputs["cluster"] = args?.cluster;
             resourceInputs["context"] = args?.context;
             resourceInputs["cooldownSeconds"] = args?.cooldownSeconds;
+            resourceInputs["etcdContainer"] = args?.etcdContainer;
             resourceInputs["healthTimeoutSeconds"] = args?.healthTimeoutSeconds;
             resourceInputs["kubeconfig"] = args?.kubeconfig ? pulumi.secret(args.kubeconfig) : undefined;
             resourceInputs["namespace"] = args?.namespace;
@@ -185,6 +186,10 @@ export interface RolloutArgs {
      * Pause after each member passes its health gate. Default 30.
      */
     cooldownSeconds?: pulumi.Input<number | undefined>;
+    /**
+     * Set by EtcdRollingUpgrade when it owns the StatefulSet: the etcd container (image, command, args, ETCD_* variables, as JSON) of the pod template about to be applied, so that preview shows the new template's version path and refuses its flags before the StatefulSet changes. Never causes a diff.
+     */
+    etcdContainer?: pulumi.Input<string | undefined>;
     /**
      * Per member, how long etcd may take to call the member healthy and caught up. Default 60.
      */

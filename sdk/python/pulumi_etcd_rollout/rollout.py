@@ -29,6 +29,7 @@ class RolloutArgs:
                  cluster: pulumi.Input[Optional[_builtins.str]] = None,
                  context: pulumi.Input[Optional[_builtins.str]] = None,
                  cooldown_seconds: pulumi.Input[Optional[_builtins.int]] = None,
+                 etcd_container: pulumi.Input[Optional[_builtins.str]] = None,
                  health_timeout_seconds: pulumi.Input[Optional[_builtins.int]] = None,
                  kubeconfig: pulumi.Input[Optional[_builtins.str]] = None,
                  on_failure: pulumi.Input[Optional[_builtins.str]] = None,
@@ -47,6 +48,7 @@ class RolloutArgs:
         :param pulumi.Input[_builtins.str] cluster: Kubeconfig cluster to use. Changes are not a diff.
         :param pulumi.Input[_builtins.str] context: Kubeconfig context to use. Changes are not a diff.
         :param pulumi.Input[_builtins.int] cooldown_seconds: Pause after each member passes its health gate. Default 30.
+        :param pulumi.Input[_builtins.str] etcd_container: Set by EtcdRollingUpgrade when it owns the StatefulSet: the etcd container (image, command, args, ETCD_* variables, as JSON) of the pod template about to be applied, so that preview shows the new template's version path and refuses its flags before the StatefulSet changes. Never causes a diff.
         :param pulumi.Input[_builtins.int] health_timeout_seconds: Per member, how long etcd may take to call the member healthy and caught up. Default 60.
         :param pulumi.Input[_builtins.str] kubeconfig: Kubeconfig path or document. Empty: client-go's default loading rules. Changes are not a diff.
         :param pulumi.Input[_builtins.str] on_failure: What happens to a member that fails its gates on the new revision. "revert" (default): its pod is deleted with the partition locked, so the StatefulSet controller recreates it on the current (old) revision, and the update fails once it is healthy again; refused past the point of no return of a minor-version upgrade. "stop": the member is left as it is for a person to look at.
@@ -67,6 +69,8 @@ class RolloutArgs:
             pulumi.set(__self__, "context", context)
         if cooldown_seconds is not None:
             pulumi.set(__self__, "cooldown_seconds", cooldown_seconds)
+        if etcd_container is not None:
+            pulumi.set(__self__, "etcd_container", etcd_container)
         if health_timeout_seconds is not None:
             pulumi.set(__self__, "health_timeout_seconds", health_timeout_seconds)
         if kubeconfig is not None:
@@ -179,6 +183,18 @@ class RolloutArgs:
         pulumi.set(self, "cooldown_seconds", value)
 
     @_builtins.property
+    @pulumi.getter(name="etcdContainer")
+    def etcd_container(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        Set by EtcdRollingUpgrade when it owns the StatefulSet: the etcd container (image, command, args, ETCD_* variables, as JSON) of the pod template about to be applied, so that preview shows the new template's version path and refuses its flags before the StatefulSet changes. Never causes a diff.
+        """
+        return pulumi.get(self, "etcd_container")
+
+    @etcd_container.setter
+    def etcd_container(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "etcd_container", value)
+
+    @_builtins.property
     @pulumi.getter(name="healthTimeoutSeconds")
     def health_timeout_seconds(self) -> pulumi.Input[Optional[_builtins.int]]:
         """
@@ -273,6 +289,7 @@ class Rollout(pulumi.CustomResource):
                  cluster: pulumi.Input[Optional[_builtins.str]] = None,
                  context: pulumi.Input[Optional[_builtins.str]] = None,
                  cooldown_seconds: pulumi.Input[Optional[_builtins.int]] = None,
+                 etcd_container: pulumi.Input[Optional[_builtins.str]] = None,
                  health_timeout_seconds: pulumi.Input[Optional[_builtins.int]] = None,
                  kubeconfig: pulumi.Input[Optional[_builtins.str]] = None,
                  namespace: pulumi.Input[Optional[_builtins.str]] = None,
@@ -294,6 +311,7 @@ class Rollout(pulumi.CustomResource):
         :param pulumi.Input[_builtins.str] cluster: Kubeconfig cluster to use. Changes are not a diff.
         :param pulumi.Input[_builtins.str] context: Kubeconfig context to use. Changes are not a diff.
         :param pulumi.Input[_builtins.int] cooldown_seconds: Pause after each member passes its health gate. Default 30.
+        :param pulumi.Input[_builtins.str] etcd_container: Set by EtcdRollingUpgrade when it owns the StatefulSet: the etcd container (image, command, args, ETCD_* variables, as JSON) of the pod template about to be applied, so that preview shows the new template's version path and refuses its flags before the StatefulSet changes. Never causes a diff.
         :param pulumi.Input[_builtins.int] health_timeout_seconds: Per member, how long etcd may take to call the member healthy and caught up. Default 60.
         :param pulumi.Input[_builtins.str] kubeconfig: Kubeconfig path or document. Empty: client-go's default loading rules. Changes are not a diff.
         :param pulumi.Input[_builtins.str] namespace: Namespace of the StatefulSet.
@@ -334,6 +352,7 @@ class Rollout(pulumi.CustomResource):
                  cluster: pulumi.Input[Optional[_builtins.str]] = None,
                  context: pulumi.Input[Optional[_builtins.str]] = None,
                  cooldown_seconds: pulumi.Input[Optional[_builtins.int]] = None,
+                 etcd_container: pulumi.Input[Optional[_builtins.str]] = None,
                  health_timeout_seconds: pulumi.Input[Optional[_builtins.int]] = None,
                  kubeconfig: pulumi.Input[Optional[_builtins.str]] = None,
                  namespace: pulumi.Input[Optional[_builtins.str]] = None,
@@ -358,6 +377,7 @@ class Rollout(pulumi.CustomResource):
             __props__.__dict__["cluster"] = cluster
             __props__.__dict__["context"] = context
             __props__.__dict__["cooldown_seconds"] = cooldown_seconds
+            __props__.__dict__["etcd_container"] = etcd_container
             __props__.__dict__["health_timeout_seconds"] = health_timeout_seconds
             __props__.__dict__["kubeconfig"] = None if kubeconfig is None else pulumi.Output.secret(kubeconfig)
             if namespace is None and not opts.urn:

@@ -1,0 +1,68 @@
+package provider
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
+)
+
+// pendingEtcdContainer is the etcd container of a StatefulSet manifest (the component's statefulSet input,
+// locked) reduced to what judges a version change: image, command, args and the ETCD_* variables with plain
+// values. Other variables and valueFrom references are left out, so nothing from a Secret reaches the
+// Rollout's inputs. Empty when the manifest has no etcd container.
+func pendingEtcdContainer(manifest map[string]any) (string, error) {
+	raw, err := json.Marshal(manifest)
+	if err != nil {
+		return "", err
+	}
+	var sts appsv1.StatefulSet
+	if err := json.Unmarshal(raw, &sts); err != nil {
+		return "", fmt.Errorf("reading the StatefulSet manifest: %w", err)
+	}
+	c := rollout.EtcdContainer(sts.Spec.Template.Spec.Containers)
+	if c == nil {
+		return "", nil
+	}
+	reduced := corev1.Container{Name: c.Name, Image: c.Image, Command: c.Command, Args: c.Args}
+	for _, e := range c.Env {
+		if strings.HasPrefix(e.Name, "ETCD_") && e.ValueFrom == nil {
+			reduced.Env = append(reduced.Env, corev1.EnvVar{Name: e.Name, Value: e.Value})
+		}
+	}
+	out, err := json.Marshal(reduced)
+	return string(out), err
+}
+
+// parsePendingContainer reads the etcdContainer input (JSON, as pendingEtcdContainer writes it).
+func parsePendingContainer(pending string) (*corev1.Container, error) {
+	var c corev1.Container
+	if err := json.Unmarshal([]byte(pending), &c); err != nil {
+		return nil, fmt.Errorf("etcdContainer is not a container in JSON: %w", err)
+	}
+	return &c, nil
+}
+
+// withPendingContainer is sts with its etcd container's image, command, args and plain ETCD_* variables
+// replaced by the pending container's: the StatefulSet as it will be once the update applies it. sts itself
+// is not changed.
+func withPendingContainer(sts *appsv1.StatefulSet, pending *corev1.Container) *appsv1.StatefulSet {
+	out := sts.DeepCopy()
+	live := rollout.EtcdContainer(out.Spec.Template.Spec.Containers)
+	if live == nil {
+		return out
+	}
+	live.Image, live.Command, live.Args = pending.Image, pending.Command, pending.Args
+	kept := live.Env[:0:0]
+	for _, e := range live.Env {
+		if !strings.HasPrefix(e.Name, "ETCD_") || e.ValueFrom != nil {
+			kept = append(kept, e) // a valueFrom variable is not in the pending container: keep the live one
+		}
+	}
+	live.Env = append(kept, pending.Env...)
+	return out
+}

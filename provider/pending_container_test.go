@@ -1,0 +1,77 @@
+package provider
+
+import (
+	"context"
+	"testing"
+
+	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi/sdk/v3/go/property"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
+)
+
+// The component passes the etcd container it is about to apply, so a preview of a template change judges
+// the new template before the StatefulSet changes: its version path (with etcd's downgrade answer) and its
+// flags. Secrets stay out: only plain ETCD_* variables are passed.
+func TestPreviewJudgesTheTemplateAboutToBeApplied(t *testing.T) {
+	manifest := func(image string, args ...string) map[string]any {
+		return map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{
+			map[string]any{"name": "etcd", "image": image, "command": []any{"etcd"}, "args": toAny(args), "env": []any{
+				map[string]any{"name": "ETCD_SNAPSHOT_COUNT", "value": "5000"},
+				map[string]any{"name": "TOKEN", "value": "s3cret"},
+				map[string]any{"name": "ETCD_PEER_KEY", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "x", "key": "y"}}},
+			}},
+		}}}}}
+	}
+	live := healthyState("rev-a", 0)
+	live.ClusterVersion = "3.6.0"
+	for i := range live.Members {
+		live.Members[i].Image, live.Members[i].ServerVersion, live.Members[i].StorageVersion = "registry.k8s.io/etcd:3.6.8-0", "3.6.8", "3.6.0"
+	}
+	live.TemplateImage = "registry.k8s.io/etcd:3.6.8-0"
+	for _, tc := range []struct {
+		name        string
+		manifest    map[string]any
+		wantPlan0   string
+		wantFailure string
+	}{
+		{name: "a downgrade", manifest: manifest("registry.k8s.io/etcd:3.5.35-0", "--name=$(POD_NAME)"),
+			wantPlan0: "etcd 3.6.8 → 3.5.35 (downgrade to 3.5: validate ok; enable before etcd-2; cluster version 3.6 → 3.5)"},
+		{name: "a downgrade with a flag 3.5 does not accept", manifest: manifest("registry.k8s.io/etcd:3.5.35-0", "--feature-gates=InitialCorruptCheck=true"),
+			wantFailure: "etcd 3.5 does not accept --feature-gates"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pending, err := pendingEtcdContainer(tc.manifest)
+			require.NoError(t, err)
+			assert.NotContains(t, pending, "s3cret", "only ETCD_* variables")
+			assert.NotContains(t, pending, "secretKeyRef")
+			f := &fakeCluster{uid: "uid-1", state: live}
+			deps := f.deps()
+			deps.ReadFacts = func(context.Context, *rest.Config, string, string) (clusterFacts, error) {
+				return clusterFacts{StatefulSet: etcdSts(nil), LeaseHeld: false,
+					MemberImages: map[string]string{"etcd-0": "registry.k8s.io/etcd:3.6.8-0", "etcd-1": "registry.k8s.io/etcd:3.6.8-0", "etcd-2": "registry.k8s.io/etcd:3.6.8-0"}}, nil
+			}
+			resp, err := server(t, deps).Check(p.CheckRequest{Urn: rolloutURN, State: inputs(nil),
+				Inputs: inputs(map[string]property.Value{"versionHash": property.New("v2"), "etcdContainer": property.New(pending)})})
+			require.NoError(t, err)
+			if tc.wantFailure != "" {
+				require.Len(t, resp.Failures, 1, "%v", resp.Failures)
+				assert.Contains(t, resp.Failures[0].Reason, tc.wantFailure)
+				return
+			}
+			require.Empty(t, resp.Failures)
+			plan := planOf(resp.Inputs)
+			require.NotEmpty(t, plan)
+			assert.Equal(t, tc.wantPlan0, plan[0])
+		})
+	}
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
