@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -201,7 +202,8 @@ func (s *versionStack) requireIntact(t *testing.T, res result, server, clusterMi
 }
 
 // flagRefused: a 3.5.35 template carrying --feature-gates (a 3.6 flag) is refused in preview and by the up,
-// naming the flag and the version, and nothing restarts; the up of the running template then rolls nothing.
+// naming the flag and the version, and nothing restarts; the up of the running template then restarts nothing
+// either (its outputs are the last roll's: an update that rolls nothing leaves them).
 func (s *versionStack) flagRefused(t *testing.T) {
 	const flag = "--feature-gates=InitialCorruptCheck=true"
 	const want = "etcd 3.5 does not accept --feature-gates"
@@ -219,7 +221,6 @@ func (s *versionStack) flagRefused(t *testing.T) {
 
 	res, err = s.r.up(s.ctx, s.cfg(etcd36))
 	require.NoError(t, err, "the up of the running template:\n%s", res.Text)
-	assert.Empty(t, res.Outputs["membersRolled"], "the running template rolls nothing")
 	s.requireNothingRestarted(t, uidsBefore)
 	s.requireIntact(t, res, etcd36, "3.6")
 }
@@ -252,8 +253,10 @@ func (s *versionStack) cancelAfterEnable(t *testing.T) {
 	cluster, _ := s.e.ClusterVersion(s.ctx, 0)
 	t.Logf("downgrade to %s enabled; cluster version %s when the cancel is sent", target, cluster)
 	u := up.cancel(t)
-	t.Logf("cancelled up:\n%s", tail(u.res.Text, 30))
+	t.Logf("cancelled up, its lines on the downgrade:\n%s", linesWith(u.res.Text+fmt.Sprint(u.err), "downgrade"))
 	require.Error(t, u.err, "a cancelled up fails")
+	assert.Contains(t, u.res.Text+fmt.Sprint(u.err), "etcd's downgrade to 3.5 was cancelled", "the up says what became of the downgrade")
+	assert.Equal(t, 1, s.eventCount(t, rollout.ReasonDowngradeCancelled), "one %s Event", rollout.ReasonDowngradeCancelled)
 
 	s.requireNothingRestarted(t, uidsBefore)
 	if target, ok := downgradeEnabled(s.ctx, s.e, cli); ok {
@@ -271,8 +274,9 @@ func (s *versionStack) cancelAfterOneMember(t *testing.T) {
 	slow := s.cfg(etcd35)
 	slow["cooldownSeconds"] = "30"
 	q := watchQuorum(s.ctx, s.e)
+	running := viewStatefulSet(s.ctx, t, s.c, s.ns).UpdateRevision
 	up := s.startUp(t, slow)
-	waitFor(t, up, "the first member rolled", func() bool { return s.membersDone() >= 1 })
+	waitFor(t, up, "the first member rolled", func() bool { return s.membersDone(running) >= 1 })
 	u := up.cancel(t)
 	t.Logf("cancelled up:\n%s", tail(u.res.Text, 30))
 	require.Error(t, u.err, "a cancelled up fails")
@@ -311,15 +315,41 @@ func (s *versionStack) cancelAfterOneMember(t *testing.T) {
 	s.requireIntact(t, res, etcd35, "3.5")
 }
 
+// eventCount counts the namespace's Events of reason.
+func (s *versionStack) eventCount(t *testing.T, reason string) int {
+	t.Helper()
+	events, err := s.c.Kube.CoreV1().Events(s.ns).List(s.ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	n := 0
+	for _, ev := range events.Items {
+		if ev.Reason == reason {
+			n++
+		}
+	}
+	return n
+}
+
+// linesWith is the lines of text that contain word, for a test log.
+func linesWith(text, word string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, word) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
 // membersDone is the status ConfigMap's count of members that passed their gates on the StatefulSet's
-// current target revision (-1 when the run has not published for this revision yet).
-func (s *versionStack) membersDone() int {
+// current update revision, once that is no longer the running one (-1 before: the last run's count).
+func (s *versionStack) membersDone(running string) int {
 	cm, err := s.c.Kube.CoreV1().ConfigMaps(s.ns).Get(s.ctx, rollout.StatusConfigMapName("etcd"), metav1.GetOptions{})
 	if err != nil {
 		return -1
 	}
 	sts, err := s.c.Kube.AppsV1().StatefulSets(s.ns).Get(s.ctx, "etcd", metav1.GetOptions{})
-	if err != nil || cm.Data[rollout.StatusKeyTargetRevision] != sts.Status.UpdateRevision {
+	target := cm.Data[rollout.StatusKeyTargetRevision]
+	if err != nil || target == running || target != sts.Status.UpdateRevision {
 		return -1
 	}
 	n, err := strconv.Atoi(cm.Data[rollout.StatusKeyMembersDone])
