@@ -181,3 +181,17 @@ func TestRunLeavesTheDowngradeEnabledOnceAMemberRestarted(t *testing.T) {
 	assert.Equal(t, []string{"validate 3.5", "enable 3.5"}, c.etcd.downgradeCalls, "not cancelled")
 	assert.Empty(t, res.MembersRolled)
 }
+
+// Engine.Plan (the CLI's plan) asks etcd to validate a downgrade it would enable, and changes nothing.
+func TestPlanOfADowngradeAsksEtcdToValidateIt(t *testing.T) {
+	c := newDowngradeCluster(t, 1)
+	_, plan, err := c.engine(t, nil).Plan(context.Background())
+	require.NoError(t, err)
+	assert.Contains(t, plan.VersionLine(), "downgrade to 3.5: validate ok; enable before etcd-2")
+	assert.Equal(t, []string{"validate 3.5"}, c.etcd.downgradeCalls)
+
+	c.etcd.downgradeRefused = "etcdserver: cluster has a member that cannot be downgraded"
+	_, _, err = c.engine(t, nil).Plan(context.Background())
+	require.ErrorIs(t, err, ErrVersionPath)
+	assert.Zero(t, c.stsPatches())
+}

@@ -151,6 +151,13 @@ func (e *Engine) Plan(ctx context.Context) (ClusterState, Plan, error) {
 	if err != nil {
 		return st, p, explainForbidden(fmt.Errorf("planning %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err))
 	}
+	if d := p.Downgrade; d != nil && !d.Enabled {
+		// etcd's own word on the downgrade: validate changes nothing.
+		if err := e.ValidateDowngrade(ctx, st, d.Target); err != nil {
+			return st, p, fmt.Errorf("planning %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err)
+		}
+		d.Validated = true
+	}
 	return st, p, nil
 }
 
