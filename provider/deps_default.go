@@ -52,6 +52,9 @@ func readFacts(ctx context.Context, restConfig *rest.Config, namespace, name str
 			f.MemberImages[pod.Name] = c.Image
 		}
 	}
+	if cm, err := client.CoreV1().ConfigMaps(namespace).Get(ctx, rollout.StatusConfigMapName(name), metav1.GetOptions{}); err == nil {
+		f.Applied = rollout.ParseStatus(cm.Data) // best effort: without it a preview plans from the inputs alone
+	}
 	lease, err := client.CoordinationV1().Leases(namespace).Get(ctx, rollout.LeaseName(name), metav1.GetOptions{})
 	switch {
 	case err == nil:

@@ -66,3 +66,13 @@ func withPendingContainer(sts *appsv1.StatefulSet, pending *corev1.Container) *a
 	live.Env = append(kept, pending.Env...)
 	return out
 }
+
+// templateApplied says the live StatefulSet already runs the template of in.VersionHash: the last rollout,
+// given this versionHash, published the live updateRevision as its target (see rollout.Config.TemplateVersion).
+// Check's old inputs cannot tell: after a stopped `pulumi up`, Pulumi keeps the previous inputs, so a
+// preview would plan to roll again the members that run already restarted.
+func templateApplied(in RolloutArgs, f clusterFacts) bool {
+	sts := f.StatefulSet
+	return sts != nil && in.VersionHash != "" && f.Applied.TemplateVersion == in.VersionHash &&
+		sts.Status.ObservedGeneration >= sts.Generation && f.Applied.TargetRevision == sts.Status.UpdateRevision
+}

@@ -8,7 +8,10 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/property"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/client-go/rest"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
 )
 
 // The component passes the etcd container it is about to apply, so a preview of a template change judges
@@ -74,4 +77,37 @@ func toAny(ss []string) []any {
 		out[i] = s
 	}
 	return out
+}
+
+// After a stopped `pulumi up`, Pulumi still holds the old versionHash as the old input, but the template of
+// the new one is live and some members run it: the preview plans only the members left, because the last
+// rollout published the live updateRevision as the target of this versionHash.
+func TestPreviewAfterAStoppedUpPlansOnlyTheMembersLeft(t *testing.T) {
+	live := healthyState("rev-b", 0)
+	live.CurrentRevision = "rev-a"
+	live.Members[0].Revision, live.Members[1].Revision = "rev-a", "rev-a"
+	sts := etcdSts(func(s *appsv1.StatefulSet) { s.Status.UpdateRevision = "rev-b" })
+	for _, tc := range []struct {
+		name    string
+		applied rollout.RolloutStatus
+		want    []string
+	}{
+		{name: "the stopped run published this versionHash", applied: rollout.RolloutStatus{TemplateVersion: "v2", TargetRevision: "rev-b"},
+			want: []string{"roll etcd-1", "move leader etcd-0 -> etcd-2", "roll etcd-0", "re-lock partition at 3"}},
+		{name: "it published another versionHash: the template is about to change", applied: rollout.RolloutStatus{TemplateVersion: "v1", TargetRevision: "rev-b"},
+			want: []string{"roll etcd-2", "roll etcd-1", "move leader etcd-0 -> etcd-2", "roll etcd-0", "re-lock partition at 3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeCluster{uid: "uid-1", state: live}
+			deps := f.deps()
+			deps.ReadFacts = func(context.Context, *rest.Config, string, string) (clusterFacts, error) {
+				return clusterFacts{StatefulSet: sts, Applied: tc.applied}, nil
+			}
+			resp, err := server(t, deps).Check(p.CheckRequest{Urn: rolloutURN, State: inputs(nil),
+				Inputs: inputs(map[string]property.Value{"versionHash": property.New("v2")})})
+			require.NoError(t, err)
+			require.Empty(t, resp.Failures)
+			assert.Equal(t, tc.want, planOf(resp.Inputs))
+		})
+	}
 }

@@ -14,6 +14,7 @@ func engineConfig(in RolloutArgs, holder string) rollout.Config {
 	if holder != "" {
 		cfg.Holder = holder
 	}
+	cfg.TemplateVersion = in.VersionHash
 	if in.ClientPort != nil {
 		cfg.ClientPort = *in.ClientPort
 	}

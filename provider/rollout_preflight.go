@@ -27,6 +27,9 @@ type clusterFacts struct {
 	// MemberImages are the etcd container images the existing pods run, by pod name: what each member runs
 	// now, while the template says what it will run.
 	MemberImages map[string]string
+	// Applied is what the last rollout published of the template it rolled to (its status ConfigMap): its
+	// target revision and the versionHash it was given. Zero when none published.
+	Applied rollout.RolloutStatus
 }
 
 // preflightFailures checks the inputs against the live StatefulSet. mustExist says nothing in this update

@@ -50,6 +50,11 @@ func (r *Rollout) previewPlan(ctx context.Context, in RolloutArgs, templateChang
 			log.Warningf("could not read StatefulSet %s to check the inputs and plan the rollout: %v", target, err)
 			return nil, nil
 		}
+		if templateChanges && templateApplied(in, facts) {
+			// A run for this versionHash already started (and stopped): its template is the live one, and
+			// the members it rolled need no second roll.
+			templateChanges, pending = false, nil
+		}
 		if pending != nil && facts.StatefulSet != nil {
 			facts.StatefulSet = withPendingContainer(facts.StatefulSet, pending)
 		}

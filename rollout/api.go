@@ -77,6 +77,10 @@ type Config struct {
 
 	// Holder names this rollout in the StatefulSet's Lease; it is shown to a second rollout that is refused.
 	Holder string
+	// TemplateVersion is the caller's name for the template this run rolls to (the Pulumi versionHash). It is
+	// published next to the target revision in the status ConfigMap, so that a preview after a stopped run
+	// can tell that template is applied already and plan only the members left. Optional.
+	TemplateVersion string
 }
 
 // MemberState is what was observed of one ordinal: its pod and its etcd member.

@@ -67,12 +67,17 @@ const (
 	StatusKeyMessage        = "message"
 	StatusKeyRun            = "run"
 	StatusKeyUpdatedAt      = "updatedAt"
+	// StatusKeyTemplateVersion is the caller's name for the template of targetRevision (Config.TemplateVersion).
+	StatusKeyTemplateVersion = "templateVersion"
 )
 
 // RolloutStatus is the status a rollout published, as read back from its ConfigMap.
 type RolloutStatus struct {
 	Conditions     []metav1.Condition
 	TargetRevision string
+	// TemplateVersion is the caller's name for TargetRevision's template (Config.TemplateVersion); empty when
+	// the run had none.
+	TemplateVersion string
 	// MembersDone counts members at TargetRevision that passed their gates; -1 when not known yet.
 	MembersDone int
 	// Members is the StatefulSet's member count; -1 when not known yet.
@@ -95,11 +100,12 @@ func (e *Engine) RolloutStatus(ctx context.Context) (st RolloutStatus, found boo
 	if err != nil {
 		return RolloutStatus{}, false, fmt.Errorf("reading rollout status configmap %s/%s: %w", e.cfg.Namespace, name, err)
 	}
-	return parseStatus(cm.Data), true, nil
+	return ParseStatus(cm.Data), true, nil
 }
 
-func parseStatus(data map[string]string) RolloutStatus {
-	st := RolloutStatus{TargetRevision: data[StatusKeyTargetRevision], Step: data[StatusKeyStep],
+// ParseStatus reads the data of a status ConfigMap (StatusConfigMapName).
+func ParseStatus(data map[string]string) RolloutStatus {
+	st := RolloutStatus{TargetRevision: data[StatusKeyTargetRevision], TemplateVersion: data[StatusKeyTemplateVersion], Step: data[StatusKeyStep],
 		Message: data[StatusKeyMessage], Run: data[StatusKeyRun], MembersDone: -1, Members: -1}
 	_ = json.Unmarshal([]byte(data[StatusKeyConditions]), &st.Conditions)
 	if n, err := strconv.Atoi(data[StatusKeyMembersDone]); err == nil {
@@ -140,6 +146,8 @@ type statusPublisher struct {
 	sts       string
 	holder    string
 	lease     *rolloutLease
+	// templateVersion is published with the target revision (Config.TemplateVersion).
+	templateVersion string
 
 	mu sync.Mutex
 	// active says a run is being published; runKey tells that run from the next (its lease acquireTime);
@@ -167,7 +175,8 @@ type statusPublisher struct {
 }
 
 func newStatusPublisher(kube kubernetes.Interface, cfg Config, lease *rolloutLease) *statusPublisher {
-	return &statusPublisher{kube: kube, namespace: cfg.Namespace, sts: cfg.StatefulSet, holder: cfg.Holder, lease: lease}
+	return &statusPublisher{kube: kube, namespace: cfg.Namespace, sts: cfg.StatefulSet, holder: cfg.Holder, lease: lease,
+		templateVersion: cfg.TemplateVersion}
 }
 
 // heldSince says whether this process holds the lease now and since when (its acquireTime, which each run's
@@ -482,16 +491,17 @@ func (p *statusPublisher) flush(ctx context.Context) {
 
 // statusSnapshot is what one write publishes.
 type statusSnapshot struct {
-	conds         []metav1.Condition
-	revision      string
-	members, done int
-	pending       []string
-	step, message string
+	conds           []metav1.Condition
+	revision        string
+	templateVersion string
+	members, done   int
+	pending         []string
+	step, message   string
 }
 
 // snapshot copies the state to write. Called with mu held.
 func (p *statusPublisher) snapshot() statusSnapshot {
-	s := statusSnapshot{revision: p.revision, members: len(p.pods), done: p.doneCount(), step: p.step,
+	s := statusSnapshot{revision: p.revision, templateVersion: p.templateVersion, members: len(p.pods), done: p.doneCount(), step: p.step,
 		message: publishable(p.message)}
 	for _, pod := range p.pods {
 		if !p.done[pod] {
@@ -577,6 +587,9 @@ func renderStatus(prev map[string]string, snap statusSnapshot, holder string, no
 	}
 	if snap.revision != "" {
 		data[StatusKeyTargetRevision] = snap.revision
+		if snap.templateVersion != "" {
+			data[StatusKeyTemplateVersion] = snap.templateVersion
+		}
 	}
 	if snap.members > 0 {
 		data[StatusKeyMembers] = strconv.Itoa(snap.members)

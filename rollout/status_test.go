@@ -89,7 +89,12 @@ func TestStatusThroughRun(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(c)
 			}
-			_, err := c.engine(t, tt.mutate).Run(context.Background())
+			_, err := c.engine(t, func(cfg *Config, o *Options) {
+				cfg.TemplateVersion = "hash-2"
+				if tt.mutate != nil {
+					tt.mutate(cfg, o)
+				}
+			}).Run(context.Background())
 			if tt.wantErr {
 				require.Error(t, err)
 			} else {
@@ -104,6 +109,7 @@ func TestStatusThroughRun(t *testing.T) {
 			assert.Equal(t, tt.wantDone, data[StatusKeyMembersDone])
 			if tt.wantDone != "" {
 				assert.Equal(t, newRev, data[StatusKeyTargetRevision])
+				assert.Equal(t, "hash-2", data[StatusKeyTemplateVersion], "the caller's name for the target revision's template")
 				assert.Equal(t, "3", data[StatusKeyMembers])
 			}
 			assert.NotEmpty(t, data[StatusKeyRun])
