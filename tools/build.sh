@@ -6,8 +6,9 @@
 #
 # usage: tools/build.sh [cluster|pulumi|all]...      (default: cluster)
 #   cluster: kube-apiserver, kube-controller-manager, kwok, etcd + etcdctl (v3.6, the members' default),
-#            etcd-v3.5 (the older version a test can upgrade from), kubectl (the tests run the README's
-#            `kubectl wait` line with it)
+#            etcd-v3.5 (the older version a test can upgrade from), etcd-v3.5.21 (server only: a 3.5 below
+#            the 3.5.26 that etcd supports upgrading to 3.6 from, for the test of the engine's refusal),
+#            kubectl (the tests run the README's `kubectl wait` line with it)
 #   pulumi:  the pulumi CLI and pulumi-resource-kubernetes
 set -euo pipefail
 
@@ -21,6 +22,7 @@ mkdir -p "$BIN" "$STAMPS"
 K8S_VERSION=v1.36.3
 ETCD_VERSION=v3.6.8
 ETCD_OLD_VERSION=v3.5.35
+ETCD_PRE_FLOOR_VERSION=v3.5.21
 KWOK_VERSION=v0.8.0
 PULUMI_VERSION=v3.276.0
 PULUMI_K8S_PROVIDER_VERSION=v4.0.0-20260115033456-f47bc2d6f199
@@ -54,6 +56,8 @@ build_cluster() {
   build kube-controller-manager "$K8S_VERSION" k8s k8s.io/kubernetes/cmd/kube-controller-manager "$k8s_ld"
   build kubectl "$K8S_VERSION" k8s k8s.io/kubernetes/cmd/kubectl "$k8s_ld"
   build etcd-v3.5 "$ETCD_OLD_VERSION" etcd-v3.5 go.etcd.io/etcd/server/v3
+  # Named etcd-v<version>: the member daemon runs a pod whose version annotation is a full version by that name.
+  build "etcd-$ETCD_PRE_FLOOR_VERSION" "$ETCD_PRE_FLOOR_VERSION" "etcd-$ETCD_PRE_FLOOR_VERSION" go.etcd.io/etcd/server/v3
   if ! fresh kwok "$KWOK_VERSION"; then
     log "building kwok $KWOK_VERSION"
     GOBIN=$BIN go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"

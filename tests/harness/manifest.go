@@ -31,7 +31,7 @@ type EtcdSpec struct {
 	TLS         bool   // client and peer mTLS, certificates in Secret SecretName()
 	// Readiness: memberapi.ReadyOnStart (default: no readinessProbe, as in production) or ReadyOnProbe.
 	Readiness memberapi.Readiness
-	Version   string // "3.6" (default) or "3.5"
+	Version   string // "3.6" (default), "3.5" or "3.5.21" (see imageTags)
 	// Broken makes every member of the template fail to start.
 	Broken bool
 	// GracePeriod is terminationGracePeriodSeconds; default 30s.
@@ -82,8 +82,8 @@ func (s EtcdSpec) WithDefaults() (EtcdSpec, error) {
 	switch {
 	case s.Replicas < 1:
 		return s, fmt.Errorf("etcd spec %s: replicas %d: want at least 1", s.Name, s.Replicas)
-	case s.Version != "3.6" && s.Version != "3.5":
-		return s, fmt.Errorf("etcd spec %s: version %q: want 3.6 or 3.5", s.Name, s.Version)
+	case checkVersion(s.Version) != nil:
+		return s, fmt.Errorf("etcd spec %s: %w", s.Name, checkVersion(s.Version))
 	case s.Readiness != memberapi.ReadyOnStart && s.Readiness != memberapi.ReadyOnProbe:
 		return s, fmt.Errorf("etcd spec %s: readiness %q: want %q or %q", s.Name, s.Readiness, memberapi.ReadyOnStart, memberapi.ReadyOnProbe)
 	case s.GracePeriod < 0 || s.GracePeriod%time.Second != 0:
@@ -120,18 +120,6 @@ func RenderYAML(spec EtcdSpec) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
-
-// imageTag is the registry.k8s.io/etcd tag of the version the member runs (the member daemon runs the
-// locally built binary of that version; the image names it for people and for the engine's diff).
-func imageTag(version string) string {
-	if version == "3.5" {
-		return "3.5.35-0"
-	}
-	return "3.6.8-0"
-}
-
-// etcdImage is the etcd container's image for version, as the manifest names it.
-func etcdImage(version string) string { return "registry.k8s.io/etcd:" + imageTag(version) }
 
 // Render returns the typed objects of spec's manifest.
 func Render(spec EtcdSpec) (*corev1.Service, *appsv1.StatefulSet, error) {

@@ -13,13 +13,13 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness/memberapi"
 )
 
-// ChangeVersion changes the pod template to etcd version ("3.5" or "3.6") with start faults f, in one
-// revision, as a real upgrade changes the image: the member daemon runs the binary the version annotation
+// ChangeVersion changes the pod template to etcd version ("3.5", "3.6" or "3.5.21") with start faults f, in
+// one revision, as a real upgrade changes the image: the member daemon runs the binary the version annotation
 // names, and the engine reads the version from the etcd container's image tag, so both move together. With
 // the partition locked nothing restarts; it returns the new updateRevision.
 func (e *Etcd) ChangeVersion(ctx context.Context, version string, f StartFaults) (string, error) {
-	if version != "3.5" && version != "3.6" {
-		return "", fmt.Errorf("etcd version %q for %s/%s: want 3.5 or 3.6", version, e.Namespace, e.Spec.Name)
+	if err := checkVersion(version); err != nil {
+		return "", fmt.Errorf("etcd %s/%s: %w", e.Namespace, e.Spec.Name, err)
 	}
 	if err := f.validateFor(e.Spec.Replicas); err != nil {
 		return "", fmt.Errorf("start faults for %s/%s: %w", e.Namespace, e.Spec.Name, err)

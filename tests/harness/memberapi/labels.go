@@ -10,7 +10,9 @@ const LabelMember = "etcd-rollout.test/member"
 
 // Annotations read from the pod (set them in the pod template, so a template change is a new revision).
 const (
-	// AnnotationVersion chooses the etcd binary: "3.6" (default, .tools/bin/etcd) or "3.5" (.tools/bin/etcd-v3.5).
+	// AnnotationVersion chooses the etcd binary: "3.6" (default, .tools/bin/etcd), "3.5" (.tools/bin/etcd-v3.5)
+	// or an exact release X.Y.Z (.tools/bin/etcd-vX.Y.Z, such as 3.5.21: tools/build.sh builds the ones the
+	// tests use).
 	AnnotationVersion = "etcd-rollout.test/etcd-version"
 	// AnnotationBroken set to "true" makes the member fail to start (etcd exits on an unknown flag), as a
 	// bad image or a bad flag would: the pod never turns Ready and the member is restarted with back-off.

@@ -21,7 +21,7 @@ func main() {
 	flag.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig of the local cluster")
 	flag.StringVar(&cfg.RunDir, "run-dir", "", "the cluster's run dir (tests/.run)")
 	flag.StringVar(&cfg.Listen, "listen", "127.0.0.1:18390", "control API address")
-	flag.StringVar(&cfg.BinDir, "bin-dir", "", "directory with the etcd and etcd-v3.5 binaries")
+	flag.StringVar(&cfg.BinDir, "bin-dir", "", "directory with the etcd binaries: etcd, etcd-v3.5 and etcd-v<release> such as etcd-v3.5.21")
 	flag.StringVar(&cfg.MemberPorts, "member-ports", "20000-28999", "local port range for the members")
 	node := flag.String("node", "kwok-node-0", "the fake node (informational)")
 	flag.Parse()

@@ -33,7 +33,7 @@ type Config struct {
 	Kubeconfig  string
 	RunDir      string // tests/.run: members/ (data), logs/members/, pids/members/
 	Listen      string // control API address, 127.0.0.1:PORT
-	BinDir      string // etcd and etcd-v3.5
+	BinDir      string // etcd, etcd-v3.5 and etcd-v<release> (see etcdBinary)
 	MemberPorts string // LO-HI
 }
 

@@ -77,15 +77,11 @@ func readLaunch(pod *corev1.Pod, sts *appsv1.StatefulSet, binDir string) (launch
 		peerPort:   memberapi.DefaultPeerPort,
 		replicas:   1,
 	}
-	switch l.version {
-	case "", "3.6":
-		l.version, l.binary = "3.6", filepath.Join(binDir, "etcd")
-	case "3.5":
-		l.binary = filepath.Join(binDir, "etcd-v3.5")
-	default:
-		return launch{}, fmt.Errorf("pod %s/%s: annotation %s=%q: want 3.5 or 3.6", pod.Namespace, pod.Name, memberapi.AnnotationVersion, l.version)
+	version, binary, err := etcdBinary(l.version)
+	if err != nil {
+		return launch{}, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	var err error
+	l.version, l.binary = version, filepath.Join(binDir, binary)
 	if l.faults, err = readStartFaults(pod); err != nil {
 		return launch{}, err
 	}

@@ -19,7 +19,7 @@ import (
 
 func fakeBinDir(t *testing.T) string {
 	dir := t.TempDir()
-	for _, b := range []string{"etcd", "etcd-v3.5"} {
+	for _, b := range []string{"etcd", "etcd-v3.5", "etcd-v3.5.21"} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, b), []byte("#!/bin/true\n"), 0o755))
 	}
 	return dir
@@ -111,9 +111,16 @@ func TestReadLaunch(t *testing.T) {
 		{name: "bad crash-after", pod: memberPod(func(p *corev1.Pod) {
 			p.Annotations = map[string]string{memberapi.AnnotationCrashAfter: "10s"}
 		}), errHas: "annotation etcd-rollout.test/crash-after"},
+		{name: "a release runs its own binary", pod: memberPod(func(p *corev1.Pod) {
+			p.Annotations = map[string]string{memberapi.AnnotationVersion: "3.5.21"}
+		}), want: launch{version: "3.5.21", binary: filepath.Join(bin, "etcd-v3.5.21"),
+			readiness: memberapi.ReadyOnStart, grace: 7 * time.Second, clientPort: 12379, peerPort: 12380, replicas: 3}},
+		{name: "a release that was not built", pod: memberPod(func(p *corev1.Pod) {
+			p.Annotations = map[string]string{memberapi.AnnotationVersion: "3.5.4"}
+		}), errHas: "etcd 3.5.4 binary"},
 		{name: "unknown version", pod: memberPod(func(p *corev1.Pod) {
 			p.Annotations = map[string]string{memberapi.AnnotationVersion: "3.4"}
-		}), errHas: "want 3.5 or 3.6"},
+		}), errHas: "pod ns/etcd-1: annotation etcd-rollout.test/etcd-version=\"3.4\": want 3.5, 3.6 or a release"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
