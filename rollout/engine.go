@@ -53,8 +53,10 @@ type Engine struct {
 	onEvent   func(Event)
 	pollEvery time.Duration
 	stableFor time.Duration
-	lease     *rolloutLease
-	status    *statusPublisher
+	// proven are the revisions a member held healthy on for stableFor (see provenRevisions).
+	proven provenRevisions
+	lease  *rolloutLease
+	status *statusPublisher
 
 	// watch caches the StatefulSet and its pods while a run holds the lease (watch.go).
 	watch *memberWatch

@@ -40,16 +40,25 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 	}); err != nil {
 		return err
 	}
-	e.emit(Step{Kind: StepWaitMember, Ordinal: ordinal}, "%s is Ready at %s after %s; checking etcd health", pod, want.podRevision(st), time.Since(since).Round(10*time.Millisecond))
+	rev := want.podRevision(st)
 	stable := &stability{stableFor: e.stableFor}
+	window := fmt.Sprintf("healthy without a break for %s: the first member on %s proves it does not crash-loop", e.stableFor, rev)
+	if e.proven.has(rev) {
+		stable.stableFor, window = 0, "one healthy look: "+rev+" proved itself on an earlier member"
+	}
+	e.emit(Step{Kind: StepWaitMember, Ordinal: ordinal}, "%s is Ready at %s after %s; checking etcd health (%s)", pod, rev, time.Since(since).Round(10*time.Millisecond), window)
 	etcdGate := gateWait{pod: pod, gate: GateEtcdHealth, timeout: e.cfg.HealthTimeout, since: time.Now()}
-	return e.poll(ctx, etcdGate, func(ctx context.Context) (bool, string, error) {
+	err := e.poll(ctx, etcdGate, func(ctx context.Context) (bool, string, error) {
 		if pending, err := e.checkUnchanged(ctx, st, pod, want, lag); err != nil || pending != "" {
 			return false, pending, err
 		}
 		ok, seen := e.memberHealthy(ctx, st, ordinal)
 		return stable.observe(ok, seen)
 	})
+	if err == nil {
+		e.proven.add(rev)
+	}
+	return err
 }
 
 // waitPodRecreated blocks until the StatefulSet controller has replaced the member's pod with one at the
