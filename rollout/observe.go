@@ -105,6 +105,7 @@ func (e *Engine) settledFromWatch(ctx context.Context, deadline time.Time) (*app
 		}
 	}
 }
+
 func stsState(sts *appsv1.StatefulSet) ClusterState {
 	st := ClusterState{
 		StatefulSetUID:  string(sts.UID),

@@ -45,8 +45,8 @@ func requireLockedAt(ctx context.Context, t *testing.T, e *harness.Etcd) []strin
 }
 
 // A ServiceAccount bound to nothing but deploy/rbac/role.yaml runs a whole TLS rollout with the CLI: the Role
-// grants everything the engine needs, and grants nothing it does not (no list, watch, no delete but of pods,
-// no exec, and nothing outside its namespace).
+// grants everything the engine needs, and grants nothing it does not (no list or watch but of the StatefulSet
+// and its pods, no delete but of pods, no exec, and nothing outside its namespace).
 func TestRBACShippedRoleRunsWholeRollout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -54,7 +54,7 @@ func TestRBACShippedRoleRunsWholeRollout(t *testing.T) {
 	sa := bindServiceAccount(ctx, t, c, e.Namespace, loadShippedRole(t))
 
 	for _, denied := range []struct{ verb, group, resource string }{
-		{"list", "", "pods"}, {"watch", "apps", "statefulsets"}, {"update", "apps", "statefulsets"},
+		{"watch", "", "secrets"}, {"list", "", "configmaps"}, {"update", "apps", "statefulsets"},
 		{"deletecollection", "", "pods"}, {"delete", "apps", "statefulsets"}, {"create", "", "pods/exec"}, {"list", "", "secrets"}, {"delete", "coordination.k8s.io", "leases"},
 	} {
 		assert.False(t, sa.canI(ctx, t, denied.verb, denied.group, denied.resource), "the Role must not grant %s %s", denied.verb, denied.resource)
