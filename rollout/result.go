@@ -15,9 +15,14 @@ func (r Result) Summary() string {
 	if n := len(r.MembersRolled); n > 0 {
 		rolled = fmt.Sprintf("%s rolled (%v)", plural(n, "member", "members"), r.MembersRolled)
 	}
-	line := fmt.Sprintf("%s to revision %s in %s; %s; %s (raft term %d → %d)", rolled, r.UpdateRevision,
+	// A run that stopped before its end read no term after: it says the term it started with, not "→ 0".
+	term := fmt.Sprintf("raft term %d → %d", r.TermBefore, r.TermAfter)
+	if r.TermAfter == 0 {
+		term = fmt.Sprintf("raft term %d at the start; not read after", r.TermBefore)
+	}
+	line := fmt.Sprintf("%s to revision %s in %s; %s; %s (%s)", rolled, r.UpdateRevision,
 		took.Round(100*time.Millisecond), plural(r.LeaderTransfers, "leader transfer", "leader transfers"),
-		plural(r.UnplannedElections, "unplanned election", "unplanned elections"), r.TermBefore, r.TermAfter)
+		plural(r.UnplannedElections, "unplanned election", "unplanned elections"), term)
 	if r.APIRequests > 0 {
 		line += "; " + plural(r.APIRequests, "API request", "API requests")
 	}
