@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -45,16 +49,51 @@ type downgradeRun struct {
 // to the leader (else any member that answers). Preview and Check call it, and the engine again right before
 // enabling. The error wraps ErrVersionPath: waiting does not change etcd's answer, the template must.
 func (e *Engine) ValidateDowngrade(ctx context.Context, st ClusterState, target string) error {
+	pod, err := e.downgradeCall(ctx, st, downgradeValidate, target)
+	switch {
+	case err == nil:
+		return nil
+	case transient(err):
+		return fmt.Errorf("%w: could not ask etcd `downgrade validate %s` (through %s): %v", ErrBlocked, target, pod, err)
+	}
+	return fmt.Errorf("%w: %w: etcd refused `downgrade validate %s` (asked through %s): %v", ErrBlocked, ErrVersionPath, target, pod, err)
+}
+
+// downgradeAttempts is how often a downgrade call that met a broken connection (not an answer from etcd) is
+// sent again, each time on a new connection.
+const downgradeAttempts = 3
+
+// downgradeCall sends one downgrade API call through downgradeMember, again on a new connection when the
+// connection broke (a port-forward that ended, a member that restarted): clientv3 retries reads itself, not
+// maintenance calls. It returns the member asked last.
+func (e *Engine) downgradeCall(ctx context.Context, st ClusterState, action downgradeAction, target string) (string, error) {
 	pod, err := downgradeMember(st)
 	if err != nil {
-		return err
+		return "", err
 	}
-	cctx, cancel := context.WithTimeout(ctx, downgradeCallTimeout)
-	defer cancel()
-	if _, err := e.etcd.Downgrade(cctx, pod, downgradeValidate, target); err != nil {
-		return fmt.Errorf("%w: %w: etcd refused `downgrade validate %s` (asked through %s): %v", ErrBlocked, ErrVersionPath, target, pod, err)
+	for attempt := 1; ; attempt++ {
+		cctx, cancel := context.WithTimeout(ctx, downgradeCallTimeout)
+		_, err = e.etcd.Downgrade(cctx, pod, action, target)
+		cancel()
+		if err == nil || !transient(err) || attempt == downgradeAttempts || ctx.Err() != nil {
+			return pod, err
+		}
+		e.etcd.Forget(pod)
+		if serr := sleep(ctx, 200*time.Millisecond); serr != nil {
+			return pod, err
+		}
 	}
-	return nil
+}
+
+// transient says err is a broken connection or a call that did not come back, not etcd's answer.
+func transient(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
+		return true
+	case codes.Unknown:
+		return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "connection refused")
+	}
+	return false
 }
 
 // downgradeMember is the member the downgrade API is asked through: the leader, which serves enable and cancel
@@ -85,15 +124,26 @@ func (r *run) enableDowngrade(ctx context.Context, st ClusterState, step Step) e
 		pod, _ := downgradeMember(st)
 		e.emit(step, "enabling etcd's downgrade to %s through %s (validate ok)", target, pod)
 		r.downgrade = &downgradeRun{target: target} // set first: a lost answer may still have enabled it
-		cctx, cancel := context.WithTimeout(ctx, downgradeCallTimeout)
-		_, err := e.etcd.Downgrade(cctx, pod, downgradeEnable, target)
-		cancel()
-		if err != nil {
+		if pod, err := e.downgradeCall(ctx, st, downgradeEnable, target); err != nil && !e.reportsDowngradeEnabled(ctx, st, target) {
 			return fmt.Errorf("enabling etcd's downgrade to %s through %s: %w", target, pod, err)
 		}
 		e.record(ctx, r.uid, corev1.EventTypeNormal, ReasonDowngradeEnabled, fmt.Sprintf("Enabled etcd's downgrade to %s before restarting members on %s", target, target))
 	}
 	return e.awaitDowngradeReady(ctx, st, step)
+}
+
+// reportsDowngradeEnabled asks the members whether etcd's downgrade to target is enabled: an enable whose
+// answer was lost (or that a retry found already done) may well have taken effect.
+func (e *Engine) reportsDowngradeEnabled(ctx context.Context, st ClusterState, target string) bool {
+	for _, m := range st.Members {
+		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+		s, err := e.etcd.Status(cctx, m.Pod)
+		cancel()
+		if v, ok := ParseVersion(s.DowngradeTarget); err == nil && ok && v.minor() == target {
+			return true
+		}
+	}
+	return false
 }
 
 // downgradeEnabledFor says a member reports etcd's downgrade enabled for target.
@@ -163,10 +213,7 @@ func (r *run) settleDowngrade(ctx context.Context, st ClusterState) string {
 	e := r.e
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), downgradeCallTimeout)
 	defer cancel()
-	pod, err := downgradeMember(st)
-	if err == nil {
-		_, err = e.etcd.Downgrade(cctx, pod, downgradeCancel, d.target)
-	}
+	_, err := e.downgradeCall(cctx, st, downgradeCancel, d.target)
 	if err != nil {
 		return fmt.Sprintf("etcd's downgrade to %s was enabled before any member restarted, and cancelling it failed (%v): cancel it by hand (`etcdctl downgrade cancel`) or run again to go on with it", d.target, err)
 	}

@@ -126,8 +126,7 @@ func TestRunDowngradeRefusedByEtcdTouchesNothing(t *testing.T) {
 }
 
 // A run that enabled the downgrade and stops before any member restarted cancels it, whatever stopped it: the
-// storage versions never coming down within the health timeout, the caller giving up, an enable whose answer
-// was lost. After a member restarted it leaves the downgrade enabled and says the next run resumes it.
+// storage versions never coming down within the health timeout, the caller giving up. After a member restarted it leaves the downgrade enabled and says the next run resumes it.
 func TestRunCancelsTheDowngradeItEnabledWhenItStopsBeforeARestart(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -139,8 +138,6 @@ func TestRunCancelsTheDowngradeItEnabledWhenItStopsBeforeARestart(t *testing.T) 
 			wantErr: "reports storage version 3.6.0"},
 		{name: "cancelled by the caller", setup: func(c *fakeCluster) { c.etcd.storageLagsDowngrade = 1 << 30 }, cancel: true,
 			wantErr: "stopped by the caller"},
-		{name: "enable answer lost", setup: func(c *fakeCluster) { c.etcd.downgradeEnableAnswerLost = true },
-			wantErr: "enabling etcd's downgrade to 3.5"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,4 +191,29 @@ func TestPlanOfADowngradeAsksEtcdToValidateIt(t *testing.T) {
 	_, _, err = c.engine(t, nil).Plan(context.Background())
 	require.ErrorIs(t, err, ErrVersionPath)
 	assert.Zero(t, c.stsPatches())
+}
+
+// A downgrade call that meets a broken connection is sent again on a new one, and an enable whose answer was
+// lost counts as done when the members report the downgrade enabled: neither is etcd refusing.
+func TestDowngradeCallsSurviveBrokenConnections(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		setup func(f *fakeEtcd)
+		calls []string
+	}{
+		{name: "validate meets a closed connection twice", setup: func(f *fakeEtcd) { f.downgradeBroken = 2 },
+			calls: []string{"validate 3.5", "validate 3.5", "validate 3.5", "enable 3.5"}},
+		{name: "enable answer lost", setup: func(f *fakeEtcd) { f.downgradeEnableAnswerLost = true },
+			calls: []string{"validate 3.5", "enable 3.5", "enable 3.5", "enable 3.5"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newDowngradeCluster(t, 1)
+			tt.setup(c.etcd)
+			res, err := c.engine(t, nil).Run(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, tt.calls, c.etcd.downgradeCalls)
+			assert.Equal(t, []string{"etcd-2", "etcd-1", "etcd-0"}, res.MembersRolled)
+			assert.Equal(t, "3.5.0", res.ClusterVersion)
+		})
+	}
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -64,7 +66,9 @@ type fakeEtcd struct {
 	downgradeCalls            []string
 	downgradeRefused          string
 	downgradeEnableAnswerLost bool
-	versionBeforeDowngrade    string
+	// downgradeBroken is how many downgrade calls fail as a connection closed under them would.
+	downgradeBroken        int
+	versionBeforeDowngrade string
 	// storageLagsDowngrade is how many Status answers per member still report the old storage version after
 	// an enable (etcd lowers it shortly after, not at once).
 	storageLagsDowngrade int
@@ -162,6 +166,10 @@ func (f *fakeEtcd) Downgrade(_ context.Context, pod string, action downgradeActi
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.downgradeCalls = append(f.downgradeCalls, action.String()+" "+version)
+	if f.downgradeBroken > 0 {
+		f.downgradeBroken--
+		return "", status.Error(codes.Unavailable, "error reading from server: EOF")
+	}
 	if f.isDown(pod) {
 		return "", fmt.Errorf("downgrade %s through %s: connection refused", action, pod)
 	}
@@ -182,7 +190,7 @@ func (f *fakeEtcd) Downgrade(_ context.Context, pod string, action downgradeActi
 			f.storageLag[p] = f.storageLagsDowngrade
 		}
 		if f.downgradeEnableAnswerLost {
-			return "", context.DeadlineExceeded
+			return "", status.Error(codes.DeadlineExceeded, "context deadline exceeded")
 		}
 	case downgradeCancel:
 		for p := range f.ids {
