@@ -237,7 +237,7 @@ func TestRunStopsAtACrashLoopingMember(t *testing.T) {
 			assert.Contains(t, err.Error(), "the partition is locked again, so no other member restarts: look at etcd-2")
 			assert.Equal(t, tt.wantPassedFirst, !gate.PassedAt.IsZero())
 			if !tt.wantPassedFirst {
-				assert.Contains(t, gate.LastSeen, "time(s) since it started, never for 100ms", "the flapping is reported")
+				assert.Regexp(t, `healthy \d+ time\(s\) (since it started|before), never for 100ms`, gate.LastSeen, "the flapping is reported, whether the gate timed out in a healthy moment or not")
 			}
 			assert.Equal(t, []string{oldRev, oldRev, newRev}, c.revisions(), "etcd-1 and etcd-0 never restarted")
 			assert.Equal(t, 3, c.partition())
@@ -258,7 +258,9 @@ func TestStabilityNeedsAnUnbrokenHealthyStretch(t *testing.T) {
 	ok, seen, _ = s.observe(false, "connection refused")
 	assert.False(t, ok)
 	assert.Equal(t, "connection refused (it was healthy 1 time(s) since it started, never for 50ms)", seen)
-	s.observe(true, "")
+	_, seen, _ = s.observe(true, "")
+	assert.Equal(t, "healthy for 0s of the 50ms it must stay so (it was healthy 1 time(s) before, never for 50ms)", seen,
+		"a healthy moment of a member that flapped still says it flapped")
 	time.Sleep(60 * time.Millisecond)
 	ok, _, _ = s.observe(true, "")
 	assert.True(t, ok, "healthy without a break for the whole window")

@@ -36,7 +36,12 @@ func (s *stability) observe(ok bool, seen string) (bool, string, error) {
 		s.since = time.Now()
 	}
 	if held := time.Since(s.since); held < s.stableFor {
-		return false, fmt.Sprintf("healthy for %s of the %s it must stay so", held.Round(100*time.Millisecond), s.stableFor), nil
+		seen = fmt.Sprintf("healthy for %s of the %s it must stay so", held.Round(100*time.Millisecond), s.stableFor)
+		if s.breaks > 0 {
+			// The gate may time out in a healthy moment of a flapping member: say it flapped all the same.
+			seen = fmt.Sprintf("%s (it was healthy %d time(s) before, never for %s)", seen, s.breaks, s.stableFor)
+		}
+		return false, seen, nil
 	}
 	return true, "", nil
 }

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"context"
 	"errors"
 	"sync"
 
@@ -9,9 +10,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	appsinformers "k8s.io/client-go/informers/apps/v1"
-	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
@@ -44,8 +45,8 @@ type memberWatch struct {
 	// refused is set when the API server refused list or watch; the watch has stopped for good.
 	refused  error
 	reported bool
-	// suspect is set when a list or watch failed (an API server restart): until the next event the cache
-	// may be behind, and readers GET instead.
+	// suspect is set when a list or watch failed or a watch stream ended (an API server restart): until a
+	// stream delivers again the cache may be behind, and readers GET instead (watchstream.go).
 	suspect bool
 }
 
@@ -72,10 +73,26 @@ func (w *memberWatch) start(sts *appsv1.StatefulSet) {
 	}
 	w.started, w.uid, w.stop = true, sts.UID, make(chan struct{})
 	byName := fields.OneTermEqualSelector("metadata.name", w.sts).String()
-	w.stsInf = appsinformers.NewFilteredStatefulSetInformer(w.kube, w.namespace, 0, cache.Indexers{},
-		func(o *metav1.ListOptions) { o.FieldSelector = byName })
-	w.podInf = coreinformers.NewFilteredPodInformer(w.kube, w.namespace, 0, cache.Indexers{},
-		func(o *metav1.ListOptions) { o.LabelSelector = podSelector })
+	stsList := w.listWatch(
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = byName
+			return w.kube.AppsV1().StatefulSets(w.namespace).List(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = byName
+			return w.kube.AppsV1().StatefulSets(w.namespace).Watch(ctx, o)
+		})
+	podList := w.listWatch(
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = podSelector
+			return w.kube.CoreV1().Pods(w.namespace).List(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = podSelector
+			return w.kube.CoreV1().Pods(w.namespace).Watch(ctx, o)
+		})
+	w.stsInf = cache.NewSharedIndexInformer(stsList, &appsv1.StatefulSet{}, 0, cache.Indexers{})
+	w.podInf = cache.NewSharedIndexInformer(podList, &corev1.Pod{}, 0, cache.Indexers{})
 	notify := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { w.notify() },
 		UpdateFunc: func(any, any) { w.notify() },
@@ -89,18 +106,17 @@ func (w *memberWatch) start(sts *appsv1.StatefulSet) {
 	}
 }
 
-// notify wakes every waiter; an event also proves the watch is flowing again.
+// notify wakes every waiter.
 func (w *memberWatch) notify() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.suspect = false
 	close(w.changed)
 	w.changed = make(chan struct{})
 }
 
 // failed hears every list or watch error. A refusal is final: the watch stops and readers GET from then
-// on. Anything else (the API server away) makes the cache suspect until the next event; the reflector
-// re-lists or re-watches by itself.
+// on. Anything else (the API server away) makes the cache suspect until a stream delivers again; the
+// reflector re-lists or re-watches by itself.
 func (w *memberWatch) failed(_ *cache.Reflector, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
