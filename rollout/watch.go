@@ -21,13 +21,14 @@ import (
 //
 // Why: a gate used to GET the StatefulSet and the pod every poll, and the port-forward dialer GET the pod
 // behind every etcd call; a 3-member rollout made some 190 API requests, most of them these reads, and the
-// gates noticed a recreated or Ready pod only at their next poll. One LIST+WATCH per resource costs four
-// requests for the whole run, and its events wake a gate the moment the pod changes.
+// gates noticed a recreated or Ready pod only at their next poll. A watch per resource costs two to four
+// requests for the whole run (one each with client-go's streaming list, plus a LIST each without), and its
+// events wake a gate the moment the pod changes.
 //
 // The cache is only an optimisation: whoever reads it falls back to a GET while it is not synced, when
-// list or watch is refused (an older Role grants only get), or while it is suspect (a list or watch failed
-// and no event has arrived since). A cache also lags the engine's own writes; the readers in watchreads.go
-// deal with that.
+// list or watch is refused (an older Role grants only get), or while it is suspect (a list or watch failed,
+// or a stream ended, and no new stream has delivered since). A cache also lags the engine's own writes; the
+// readers in watchreads.go deal with that.
 type memberWatch struct {
 	kube      kubernetes.Interface
 	namespace string
