@@ -249,6 +249,40 @@ func (e *Engine) clusterVersionAfterCancel(ctx context.Context, st ClusterState,
 // not the template's minor: the image tag said one version and the binary is another.
 var errMemberVersion = errors.New("a member runs another version than the template's image tag says")
 
+// endDowngradeJob ends etcd's downgrade job once a minor change is rolled. After a downgrade every member runs
+// the target, and etcd's leader would end the job itself within seconds; ending it now means an upgrade right
+// after cannot start while the job is still on, which would hold the cluster version at the old minor for
+// good (a leader on the newer minor ends the job only when every member runs its target). After an upgrade, a
+// job some earlier downgrade left on (a member reports it) is what holds the cluster version down: end it.
+func (e *Engine) endDowngradeJob(ctx context.Context, st ClusterState, mv VersionMove) {
+	down := mv.To.Major == mv.From.Major && mv.To.Minor < mv.From.Minor
+	if !down && !reportsAnyDowngrade(st) {
+		return
+	}
+	target := mv.To.minor()
+	if !down {
+		target = mv.From.minor()
+	}
+	pod, err := e.downgradeCall(ctx, st, downgradeCancel, target)
+	switch {
+	case err == nil:
+		e.emit(Step{Kind: StepRelock}, "ended etcd's downgrade job through %s (every member runs %s)", pod, mv.To.minor())
+	case strings.Contains(err.Error(), "no inflight downgrade job"):
+		// etcd's leader ended it already.
+	default:
+		e.emit(Step{Kind: StepRelock}, "could not end etcd's downgrade job through %s (%v): etcd's leader ends it by itself once every member runs %s", pod, err, mv.To.minor())
+	}
+}
+
+func reportsAnyDowngrade(st ClusterState) bool {
+	for _, m := range st.Members {
+		if m.DowngradeTarget != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // checkMemberVersions is the end of a minor-version change: every member that answers must run the
 // template's minor by its own word.
 func checkMemberVersions(st ClusterState, to EtcdVersion) error {

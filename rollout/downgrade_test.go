@@ -86,7 +86,7 @@ func TestRunDowngradesThroughEtcdsDowngradeAPI(t *testing.T) {
 	var said []string
 	res, err := c.engine(t, func(_ *Config, o *Options) { o.OnEvent = func(ev Event) { said = append(said, ev.Message) } }).Run(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, []string{"validate 3.5", "enable 3.5"}, c.etcd.downgradeCalls)
+	assert.Equal(t, []string{"validate 3.5", "enable 3.5", "cancel 3.5"}, c.etcd.downgradeCalls, "the job ended once every member runs 3.5")
 	assert.Equal(t, []string{"etcd-2", "etcd-1", "etcd-0"}, res.MembersRolled)
 	assert.Equal(t, "3.5.0", res.ClusterVersion)
 	assert.Zero(t, res.UnplannedElections)
@@ -107,7 +107,7 @@ func TestRunResumesAnEnabledDowngrade(t *testing.T) {
 	c.etcd.downgradeCalls = nil
 	res, err := c.engine(t, nil).Run(context.Background())
 	require.NoError(t, err)
-	assert.Empty(t, c.etcd.downgradeCalls)
+	assert.Equal(t, []string{"cancel 3.5"}, c.etcd.downgradeCalls, "not enabled again; the job ended at the end")
 	assert.Equal(t, []string{"etcd-1", "etcd-0"}, res.MembersRolled)
 	assert.Equal(t, "3.5.0", res.ClusterVersion)
 }
@@ -202,9 +202,9 @@ func TestDowngradeCallsSurviveBrokenConnections(t *testing.T) {
 		calls []string
 	}{
 		{name: "validate meets a closed connection twice", setup: func(f *fakeEtcd) { f.downgradeBroken = 2 },
-			calls: []string{"validate 3.5", "validate 3.5", "validate 3.5", "enable 3.5"}},
+			calls: []string{"validate 3.5", "validate 3.5", "validate 3.5", "enable 3.5", "cancel 3.5"}},
 		{name: "enable answer lost", setup: func(f *fakeEtcd) { f.downgradeEnableAnswerLost = true },
-			calls: []string{"validate 3.5", "enable 3.5", "enable 3.5", "enable 3.5"}},
+			calls: []string{"validate 3.5", "enable 3.5", "enable 3.5", "enable 3.5", "cancel 3.5"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newDowngradeCluster(t, 1)
@@ -216,4 +216,22 @@ func TestDowngradeCallsSurviveBrokenConnections(t *testing.T) {
 			assert.Equal(t, "3.5.0", res.ClusterVersion)
 		})
 	}
+}
+
+// An upgrade that finds a downgrade job some earlier downgrade left on (the members on the new minor report
+// it) ends it: left on, it would hold the cluster version at the old minor for good.
+func TestUpgradeEndsADowngradeJobLeftOn(t *testing.T) {
+	c := newFakeCluster(t, 3, 1)
+	c.withImages(t, map[string]string{oldRev: "registry.k8s.io/etcd:3.5.35-0", newRev: "registry.k8s.io/etcd:3.6.8-0"})
+	c.etcd.clusterVersion, c.etcd.clusterVersionOnceAllRestarted = "3.5.0", "3.6.0"
+	c.etcd.serverVersions, c.etcd.storageVersions = map[string]string{}, map[string]string{}
+	c.etcd.downgradeTargets = map[string]string{}
+	for i := 0; i < 3; i++ {
+		c.etcd.serverVersions[podName("etcd", i)] = "3.5.35"
+		c.etcd.downgradeTargets[podName("etcd", i)] = "3.5.0" // what each reports once it runs 3.6
+	}
+	res, err := c.engine(t, nil).Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"cancel 3.5"}, c.etcd.downgradeCalls)
+	assert.Equal(t, "3.6.0", res.ClusterVersion)
 }

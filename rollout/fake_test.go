@@ -197,15 +197,30 @@ func (f *fakeEtcd) Downgrade(_ context.Context, pod string, action downgradeActi
 			f.setDowngradeTarget(p, "")
 		}
 		if f.versionBeforeDowngrade != "" {
-			f.clusterVersion = f.versionBeforeDowngrade
+			// etcd's leader sets the cluster version back to the lowest minor its members run.
+			f.clusterVersion = f.lowestServerMinor(f.versionBeforeDowngrade)
 			for p, v := range f.storageVersions {
 				if v != "" {
-					f.storageVersions[p] = f.versionBeforeDowngrade
+					f.storageVersions[p] = f.clusterVersion
 				}
 			}
 		}
 	}
 	return f.clusterVersion, nil
+}
+
+// lowestServerMinor is the lowest minor ("3.5.0") among the members' server versions; else fallback. f.mu is held.
+func (f *fakeEtcd) lowestServerMinor(fallback string) string {
+	low, found := EtcdVersion{}, false
+	for _, sv := range f.serverVersions {
+		if v, ok := ParseVersion(sv); ok && (!found || v.less(low)) {
+			low, found = v, true
+		}
+	}
+	if !found {
+		return fallback
+	}
+	return low.minor() + ".0"
 }
 
 // setDowngradeTarget records target as what pod reports; a member that reports a storage version (3.6+)

@@ -402,6 +402,7 @@ func (r *run) finish(ctx context.Context) error {
 		if verr := checkMemberVersions(after, mv.To); verr != nil {
 			return verr
 		}
+		e.endDowngradeJob(ctx, after, *mv)
 		r.res.ClusterVersion = e.awaitClusterVersion(ctx, after, mv.To)
 	}
 	r.res.APIRequests = int(e.requests.count() - r.requestsBefore)
