@@ -21,10 +21,8 @@ func (e *Engine) awaitClusterVersion(ctx context.Context, st ClusterState, to Et
 			e.emit(Step{Kind: StepRelock}, "cluster version is still %q, not yet %d.%d: etcd moves it once its leader has seen every member run %d.%d", seen, to.Major, to.Minor, to.Major, to.Minor)
 			return seen
 		}
-		st.ClusterVersion = ""
-		e.observeClusterVersion(ctx, &st)
-		if st.ClusterVersion != "" {
-			seen = st.ClusterVersion
+		if now := e.freshClusterVersion(ctx, st); now != "" {
+			seen = now
 		}
 	}
 }

@@ -139,17 +139,23 @@ func (e *Engine) reportsDowngradeEnabled(ctx context.Context, st ClusterState, t
 		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
 		s, err := e.etcd.Status(cctx, m.Pod)
 		cancel()
-		if v, ok := ParseVersion(s.DowngradeTarget); err == nil && ok && v.minor() == target {
+		if err == nil && isMinor(s.DowngradeTarget, target) {
 			return true
 		}
 	}
 	return false
 }
 
+// isMinor says version ("3.5.0") is of minor ("3.5").
+func isMinor(version, minor string) bool {
+	v, ok := ParseVersion(version)
+	return ok && v.minor() == minor
+}
+
 // downgradeEnabledFor says a member reports etcd's downgrade enabled for target.
 func downgradeEnabledFor(st ClusterState, target string) bool {
 	for _, m := range st.Members {
-		if v, ok := ParseVersion(m.DowngradeTarget); ok && v.minor() == target {
+		if isMinor(m.DowngradeTarget, target) {
 			return true
 		}
 	}
@@ -180,11 +186,8 @@ func (e *Engine) awaitDowngradeReady(ctx context.Context, st ClusterState, step 
 func (e *Engine) downgradeReady(ctx context.Context, st ClusterState, target string) (seen string, ok bool) {
 	cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
 	defer cancel()
-	now := st
-	now.ClusterVersion = ""
-	e.observeClusterVersion(cctx, &now)
-	if v, ok := ParseVersion(now.ClusterVersion); !ok || v.minor() != target {
-		return fmt.Sprintf("the cluster version is %q", now.ClusterVersion), false
+	if cluster := e.freshClusterVersion(cctx, st); !isMinor(cluster, target) {
+		return fmt.Sprintf("the cluster version is %q", cluster), false
 	}
 	for _, m := range st.Members {
 		s, err := e.etcd.Status(cctx, m.Pod)
@@ -227,12 +230,9 @@ func (r *run) settleDowngrade(ctx context.Context, st ClusterState) string {
 func (e *Engine) clusterVersionAfterCancel(ctx context.Context, st ClusterState, target string) string {
 	seen := ""
 	for {
-		now := st
-		now.ClusterVersion = ""
-		e.observeClusterVersion(ctx, &now)
-		if v, ok := ParseVersion(now.ClusterVersion); ok {
-			seen = now.ClusterVersion
-			if v.minor() != target {
+		if now := e.freshClusterVersion(ctx, st); now != "" {
+			seen = now
+			if !isMinor(now, target) {
 				return "is back to " + seen
 			}
 		}

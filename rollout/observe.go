@@ -236,6 +236,14 @@ func (e *Engine) observeClusterVersion(ctx context.Context, st *ClusterState) {
 	}
 }
 
+// freshClusterVersion asks for the cluster version again, as observeClusterVersion does for st (one healthy
+// member, the leader first), ignoring what st already holds; empty when nobody answered.
+func (e *Engine) freshClusterVersion(ctx context.Context, st ClusterState) string {
+	st.ClusterVersion = ""
+	e.observeClusterVersion(ctx, &st)
+	return st.ClusterVersion
+}
+
 func podReady(pod *corev1.Pod) bool {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReady {
