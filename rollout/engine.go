@@ -53,6 +53,8 @@ type Engine struct {
 	onEvent   func(Event)
 	pollEvery time.Duration
 	stableFor time.Duration
+	// stillWaitingEvery paces a waiting gate's progress lines (stillWaitingEvery in gates.go; tests shorten it).
+	stillWaitingEvery time.Duration
 	// proven are the revisions a member held healthy on for stableFor (see provenRevisions).
 	proven provenRevisions
 	lease  *rolloutLease
@@ -75,7 +77,7 @@ func New(cfg Config, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("invalid rollout config: %w", err)
 	}
 	e := &Engine{cfg: cfg, kube: opts.Kube, rest: opts.RestConfig, dialer: opts.Dialer, etcd: opts.etcd,
-		onEvent: opts.OnEvent, pollEvery: opts.PollInterval}
+		onEvent: opts.OnEvent, pollEvery: opts.PollInterval, stillWaitingEvery: stillWaitingEvery}
 	if e.stableFor = opts.StableFor; e.stableFor <= 0 {
 		e.stableFor = defaultStableFor
 	}

@@ -30,7 +30,7 @@ const (
 func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, want expectedSpec, since time.Time) error {
 	pod := st.Members[ordinal].Pod
 	lag := &watchLag{}
-	podGate := gateWait{pod: pod, gate: GatePodReady, timeout: e.cfg.ReadyTimeout, since: since, onEvents: true}
+	podGate := gateWait{pod: pod, ordinal: ordinal, gate: GatePodReady, timeout: e.cfg.ReadyTimeout, since: since, onEvents: true}
 	if err := e.poll(ctx, podGate, func(ctx context.Context) (bool, string, error) {
 		if pending, err := e.checkUnchanged(ctx, st, pod, want, lag); err != nil || pending != "" {
 			return false, pending, err
@@ -47,7 +47,7 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 		stable.stableFor, window = 0, "one healthy look: "+rev+" proved itself on an earlier member"
 	}
 	e.emit(Step{Kind: StepWaitMember, Ordinal: ordinal}, "%s is Ready at %s after %s; checking etcd health (%s)", pod, rev, time.Since(since).Round(10*time.Millisecond), window)
-	etcdGate := gateWait{pod: pod, gate: GateEtcdHealth, timeout: e.cfg.HealthTimeout, since: time.Now()}
+	etcdGate := gateWait{pod: pod, ordinal: ordinal, gate: GateEtcdHealth, timeout: e.cfg.HealthTimeout, since: time.Now()}
 	err := e.poll(ctx, etcdGate, func(ctx context.Context) (bool, string, error) {
 		if pending, err := e.checkUnchanged(ctx, st, pod, want, lag); err != nil || pending != "" {
 			return false, pending, err
@@ -67,7 +67,7 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 func (e *Engine) waitPodRecreated(ctx context.Context, st ClusterState, ordinal int, want expectedSpec, since time.Time) error {
 	pod := st.Members[ordinal].Pod
 	lag := &watchLag{}
-	podGate := gateWait{pod: pod, gate: GatePodReady, timeout: e.cfg.ReadyTimeout, since: since, onEvents: true}
+	podGate := gateWait{pod: pod, ordinal: ordinal, gate: GatePodReady, timeout: e.cfg.ReadyTimeout, since: since, onEvents: true}
 	return e.poll(ctx, podGate, func(ctx context.Context) (bool, string, error) {
 		if pending, err := e.checkUnchanged(ctx, st, pod, want, lag); err != nil || pending != "" {
 			return false, pending, err
@@ -123,16 +123,22 @@ func (e *Engine) checkUnchanged(ctx context.Context, st ClusterState, pod string
 // objects themselves, so a member's gate passes the moment its pod changes, not up to an interval later.
 type gateWait struct {
 	pod, gate string
+	ordinal   int
 	timeout   time.Duration
 	since     time.Time
 	onEvents  bool
 }
+
+// stillWaitingEvery is how often a gate that has not passed says what it last saw: a wait that ends in a
+// timeout already carries it, but one that passes after a long stall would otherwise leave no trace of why.
+const stillWaitingEvery = 5 * time.Second
 
 // poll runs check until it passes, fails for good (its error), the gate's timeout passes (a
 // *GateTimeoutError carrying the last thing seen), or ctx ends.
 func (e *Engine) poll(ctx context.Context, g gateWait, check func(context.Context) (bool, string, error)) error {
 	deadline := g.since.Add(g.timeout)
 	lastSeen := "nothing yet"
+	started, nextReport := time.Now(), time.Now().Add(e.stillWaitingEvery)
 	for {
 		var event <-chan struct{}
 		if g.onEvents {
@@ -155,6 +161,11 @@ func (e *Engine) poll(ctx context.Context, g gateWait, check func(context.Contex
 		}
 		if time.Now().After(deadline) {
 			return &GateTimeoutError{Pod: g.pod, Gate: g.gate, Timeout: g.timeout, LastSeen: lastSeen}
+		}
+		if now := time.Now(); now.After(nextReport) {
+			e.emit(Step{Kind: StepWaitMember, Ordinal: g.ordinal}, "still waiting for %s (%s gate, %s so far, %s left): %s",
+				g.pod, g.gate, now.Sub(started).Round(time.Second), time.Until(deadline).Round(time.Second), lastSeen)
+			nextReport = now.Add(e.stillWaitingEvery)
 		}
 		if err := e.waitForChange(ctx, event); err != nil {
 			return fmt.Errorf("waiting for %s (%s gate, last seen: %s): %w", g.pod, g.gate, lastSeen, err)

@@ -265,3 +265,35 @@ func TestStabilityNeedsAnUnbrokenHealthyStretch(t *testing.T) {
 	ok, _, _ = s.observe(true, "")
 	assert.True(t, ok, "healthy without a break for the whole window")
 }
+
+// A gate that waits says every so often what it last saw, so a wait that ends well after a long stall still
+// leaves a trace of why it stalled (the mTLS outliers of make bench were found this way).
+func TestAWaitingGateSaysWhatItLastSaw(t *testing.T) {
+	c := newFakeCluster(t, 3, 0)
+	c.etcd.crashLoopAfterRestart["etcd-2"] = true
+	c.etcd.crashUp, c.etcd.crashDown = 10*time.Millisecond, time.Hour
+	var mu sync.Mutex
+	var lines []string
+	e := c.engine(t, func(cfg *Config, o *Options) {
+		cfg.HealthTimeout = 600 * time.Millisecond
+		o.OnEvent = func(ev Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			lines = append(lines, ev.Message)
+		}
+	})
+	e.stillWaitingEvery = 100 * time.Millisecond
+	_, err := e.Run(context.Background())
+	var gate *GateTimeoutError
+	require.ErrorAs(t, err, &gate)
+	mu.Lock()
+	defer mu.Unlock()
+	var waiting []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "still waiting for etcd-2 (etcd health gate, ") {
+			waiting = append(waiting, l)
+		}
+	}
+	require.GreaterOrEqual(t, len(waiting), 2, "a line about every 100ms of the 600ms wait: %q", lines)
+	assert.Regexp(t, `left\): .+`, waiting[0], "it names what it last saw")
+}

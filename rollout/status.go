@@ -126,8 +126,10 @@ const (
 	// statusWriteTimeout bounds one write; a status write never holds the rollout up for longer.
 	statusWriteTimeout = 5 * time.Second
 	// statusMinInterval paces the background writes: progress lines come in bursts, and a burst becomes
-	// one write of its last state instead of one per line.
-	statusMinInterval = 250 * time.Millisecond
+	// one write of its last state instead of one per line. A second is as fresh as a person or a dashboard
+	// reads it, and keeps the writes (the largest share of a rollout's API requests at 250 ms: 12 of ~57)
+	// near one per second; outcomes are written at once whatever the pacing (flushNow).
+	statusMinInterval = time.Second
 	// statusTextLimit caps the messages published: they are for a person glancing at a dashboard.
 	statusTextLimit = 1000
 )
