@@ -150,7 +150,7 @@ func TestFaultsBadInput(t *testing.T) {
 				defer tc.setup(t)()
 			}
 			res, err := r.preview(ctx, tc.config)
-			require.Error(t, err, "preview must refuse %s:\n%s", tc.name, res.Text)
+			require.Error(t, err, "preview must refuse %s:\n%s", tc.name, res.explained())
 			text := res.Text + err.Error()
 			for _, w := range tc.want {
 				assert.Contains(t, text, w)
@@ -170,10 +170,10 @@ func TestFaultsBadInput(t *testing.T) {
 	// A kubeconfig for another cluster: the state records the StatefulSet's UID on the first up; the same
 	// name with another UID (here: recreated, its pods orphaned and adopted, etcd untouched) is refused.
 	res, err := r.up(ctx, good)
-	require.NoError(t, err, "up:\n%s", res.Text)
+	require.NoError(t, err, "up:\n%s", res.explained())
 	oldUID := recreateStatefulSet(ctx, t, c, ns, "etcd")
 	res, err = r.preview(ctx, good)
-	require.Error(t, err, "preview against another StatefulSet UID must fail:\n%s", res.Text)
+	require.Error(t, err, "preview against another StatefulSet UID must fail:\n%s", res.explained())
 	assert.Contains(t, res.Text+err.Error(), "but this rollout was first run on UID "+oldUID)
 	t.Logf("pulumi preview refused a different StatefulSet UID:\n%s", refusal(res.Text+err.Error()))
 	require.NoError(t, r.destroy(ctx))

@@ -43,7 +43,7 @@ func TestMigrateFromTheJobBasedClass(t *testing.T) {
 
 	// 1. The stack as it is today: the old class applies its children and the local cluster completes its Job.
 	res, err := r.up(ctx, config("1"))
-	require.NoError(t, err, "up with the Job-based class:\n%s", res.Text)
+	require.NoError(t, err, "up with the Job-based class:\n%s", res.explained())
 	hash8 := requireOldChildren(ctx, t, c, ns)
 	requireRolledAndLocked(t, viewStatefulSet(ctx, t, c, ns))
 	e, err := c.AttachEtcd(ns, harness.EtcdSpec{Name: "etcd", ServiceName: "etcd-headless", Replicas: 3})
@@ -60,7 +60,7 @@ func TestMigrateFromTheJobBasedClass(t *testing.T) {
 
 	// 3. The preview: the new component's Rollout is created with a plan that restarts nobody.
 	pv, err := r.preview(ctx, config("1"))
-	require.NoError(t, err, "preview of the migration:\n%s", pv.Text)
+	require.NoError(t, err, "preview of the migration:\n%s", pv.explained())
 	t.Logf("pulumi preview of the migration:\n%s", pv.Text)
 	steps := pv.rolloutSteps()
 	require.Len(t, steps, 1)
@@ -69,7 +69,7 @@ func TestMigrateFromTheJobBasedClass(t *testing.T) {
 
 	// 4. The migrating up: old children deleted, component created, nothing restarted, nothing else changed.
 	res, err = r.up(ctx, config("1"))
-	require.NoError(t, err, "the migrating up:\n%s", res.Text)
+	require.NoError(t, err, "the migrating up:\n%s", res.explained())
 	t.Logf("the migrating up:\n%s (summary %v)", res.Text, res.Summary)
 	assert.Equal(t, 7, res.Summary["delete"], "the old component and its six children are deleted")
 	for _, op := range []string{"update", "replace"} {
@@ -92,7 +92,7 @@ func TestMigrateFromTheJobBasedClass(t *testing.T) {
 	// 5. A template change rolls as with any stack of the component.
 	first := viewStatefulSet(ctx, t, c, ns)
 	res, err = r.up(ctx, config("2"))
-	require.NoError(t, err, "the up of a template change after the migration:\n%s", res.Text)
+	require.NoError(t, err, "the up of a template change after the migration:\n%s", res.explained())
 	rolledView := viewStatefulSet(ctx, t, c, ns)
 	requireRolledAndLocked(t, rolledView)
 	assert.NotEqual(t, first.UpdateRevision, rolledView.UpdateRevision)

@@ -33,9 +33,9 @@ func TestFaultsFirstUpWithLateMembers(t *testing.T) {
 	cfg["podAnnotations"] = `{"etcd-rollout.test/start-delay": "20"}`
 
 	pv, err := r.preview(ctx, cfg)
-	require.NoError(t, err, "preview of the new stack:\n%s", pv.Text)
+	require.NoError(t, err, "preview of the new stack:\n%s", pv.explained())
 	res, err := r.up(ctx, cfg)
-	require.NoError(t, err, "first up with members that start 20 s late:\n%s", res.Text)
+	require.NoError(t, err, "first up with members that start 20 s late:\n%s", res.explained())
 	requireRolledAndLocked(t, viewStatefulSet(ctx, t, c, ns))
 	assert.Empty(t, res.Outputs["membersRolled"], "a new cluster is created by the controller, not rolled")
 
@@ -53,7 +53,7 @@ func TestFaultsFirstUpWithLateMembers(t *testing.T) {
 	require.NoError(t, e.WaitHealthy(ctx), "every member healthy after the first up")
 
 	pv, err = r.preview(ctx, cfg)
-	require.NoError(t, err, "preview after the first up:\n%s", pv.Text)
+	require.NoError(t, err, "preview after the first up:\n%s", pv.explained())
 	require.NoError(t, r.destroy(ctx))
 }
 
@@ -92,7 +92,7 @@ func TestFaultsKilledUpResumes(t *testing.T) {
 			ns := c.Namespace(t)
 			r, config := nodeExample(shape.example, false)(t, p, c, ns)
 			res, err := r.up(ctx, config("1"))
-			require.NoError(t, err, "first up:\n%s", res.Text)
+			require.NoError(t, err, "first up:\n%s", res.explained())
 			rev := 2
 			for _, cyc := range shape.cycles {
 				t.Logf("cycle %+v: killing the up of template %d", cyc, rev)
@@ -115,7 +115,7 @@ func killAndResume(ctx context.Context, t *testing.T, c *harness.Cluster, ns str
 	case err := <-up.done:
 		up.done <- err
 		res, err := up.wait(ctx)
-		t.Fatalf("the up ended before it lowered the partition: %v\n%s", err, res.Text)
+		t.Fatalf("the up ended before it lowered the partition: %v\n%s", err, res.explained())
 	case <-time.After(5 * time.Minute):
 		_ = up.kill()
 		t.Fatal("the up never lowered the partition")
@@ -135,14 +135,14 @@ func killAndResume(ctx context.Context, t *testing.T, c *harness.Cluster, ns str
 	require.NoError(t, err, "pulumi cancel")
 	if cyc.refresh {
 		res, err := r.run(ctx, "refresh", nil)
-		require.NoError(t, err, "pulumi refresh:\n%s", res.Text)
+		require.NoError(t, err, "pulumi refresh:\n%s", res.explained())
 	}
 	next := rev
 	if cyc.newTemplate {
 		next = rev + 1
 	}
 	res, err := r.up(ctx, config(strconv.Itoa(next)))
-	require.NoError(t, err, "the up after the kill:\n%s", res.Text)
+	require.NoError(t, err, "the up after the kill:\n%s", res.explained())
 	t.Logf("the up after the kill:\n%s", res.Text)
 	after := viewStatefulSet(ctx, t, c, ns)
 	requireRolledAndLocked(t, after)

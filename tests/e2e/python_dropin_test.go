@@ -75,7 +75,7 @@ func TestPythonDropInCallSites(t *testing.T) {
 		t.Helper()
 		start := time.Now()
 		res, err := op()
-		require.NoError(t, err, "%s:\n%s", what, res.Text)
+		require.NoError(t, err, "%s:\n%s", what, res.explained())
 		t.Logf("%s: %s", what, time.Since(start).Round(100*time.Millisecond))
 		return res
 	}

@@ -39,7 +39,7 @@ func TestRefreshRecordsLiveState(t *testing.T) {
 	config := map[string]string{"kubeconfig": c.Kubeconfig, "namespace": ns, "createNamespace": "false",
 		"stsName": "etcd", "manifestFile": renderManifest(t, c, dir, false, "1")}
 	res, err := r.up(ctx, config)
-	require.NoError(t, err, "up:\n%s", res.Text)
+	require.NoError(t, err, "up:\n%s", res.explained())
 	first := viewStatefulSet(ctx, t, c, ns)
 	requireRolledAndLocked(t, first)
 
@@ -65,7 +65,7 @@ func TestRefreshRecordsLiveState(t *testing.T) {
 
 	// The next preview shows the plan the refresh recorded.
 	pv, err := r.preview(ctx, config)
-	require.NoError(t, err, "preview:\n%s", pv.Text)
+	require.NoError(t, err, "preview:\n%s", pv.explained())
 	steps := pv.rolloutSteps()
 	require.Len(t, steps, 1)
 	assert.Equal(t, "update", string(steps[0].Op))

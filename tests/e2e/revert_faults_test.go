@@ -45,7 +45,7 @@ func TestFaultsBadRevisionIsReverted(t *testing.T) {
 				return m
 			}
 			res, err := r.up(ctx, cfg("1"))
-			require.NoError(t, err, "first up:\n%s", res.Text)
+			require.NoError(t, err, "first up:\n%s", res.explained())
 			good := viewStatefulSet(ctx, t, c, ns).UpdateRevision
 			e, stopHistory := startHistory(ctx, t, c, ns)
 			termBefore := e.Must(t).Term()
@@ -56,7 +56,7 @@ func TestFaultsBadRevisionIsReverted(t *testing.T) {
 			start := time.Now()
 			res, err = r.up(ctx, bad)
 			took := time.Since(start)
-			require.Error(t, err, "the up of a template that does not run must fail:\n%s", res.Text)
+			require.Error(t, err, "the up of a template that does not run must fail:\n%s", res.explained())
 			t.Logf("the failing up took %s:\n%s", took.Round(time.Second), tail(res.Text, 40))
 			badRev := viewStatefulSet(ctx, t, c, ns).UpdateRevision
 			assert.Less(t, took, time.Duration(revertReadyTimeout+60)*time.Second, "fails within readyTimeoutSeconds + 60 s")
@@ -72,7 +72,7 @@ func TestFaultsBadRevisionIsReverted(t *testing.T) {
 			stopHistory()
 
 			pv, err := r.preview(ctx, bad)
-			require.NoError(t, err, "the preview after the revert:\n%s", pv.Text)
+			require.NoError(t, err, "the preview after the revert:\n%s", pv.explained())
 			assert.Contains(t, pv.Text, fmt.Sprintf("last attempt of revision %s failed on etcd-2", badRev))
 			assert.Contains(t, pv.Text, "it was reverted to "+good)
 			require.NoError(t, r.destroy(ctx))
@@ -95,14 +95,14 @@ func TestFaultsStuckMemberIsFixedForward(t *testing.T) {
 		return m
 	}
 	res, err := r.up(ctx, cfg("1"))
-	require.NoError(t, err, "first up:\n%s", res.Text)
+	require.NoError(t, err, "first up:\n%s", res.explained())
 	e, stopHistory := startHistory(ctx, t, c, ns)
 	termBefore := e.Must(t).Term()
 
 	broken := cfg("2")
 	broken["podAnnotations"] = `{"etcd-rollout.test/broken": "true"}`
 	res, err = r.up(ctx, broken)
-	require.Error(t, err, "the broken template fails:\n%s", res.Text)
+	require.Error(t, err, "the broken template fails:\n%s", res.explained())
 	stuck := viewStatefulSet(ctx, t, c, ns)
 	require.Equal(t, stuck.UpdateRevision, stuck.PodRevisions[2], "onFailure stop leaves etcd-2 on the broken revision")
 	assert.Equal(t, stuck.Replicas, stuck.Partition)
@@ -114,7 +114,7 @@ func TestFaultsStuckMemberIsFixedForward(t *testing.T) {
 	fixed["podAnnotations"] = "{}" // stack config persists between ups: the broken annotation must be taken out
 	start := time.Now()
 	res, err = r.up(ctx, fixed)
-	require.NoError(t, err, "the fixed template rolls, the stuck member first:\n%s", res.Text)
+	require.NoError(t, err, "the fixed template rolls, the stuck member first:\n%s", res.explained())
 	t.Logf("fix-forward up took %s", time.Since(start).Round(time.Second))
 	requireRolledAndLocked(t, viewStatefulSet(ctx, t, c, ns))
 	require.NoError(t, e.WaitHealthy(ctx))

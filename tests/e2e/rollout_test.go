@@ -93,18 +93,18 @@ func TestExamples(t *testing.T) {
 
 			// 0. the preview of a fresh stack passes: the StatefulSet is missing, but this update creates it.
 			pv, err := r.preview(ctx, config("1"))
-			require.NoError(t, err, "first preview:\n%s", pv.Text)
+			require.NoError(t, err, "first preview:\n%s", pv.explained())
 
 			// 1. up creates the StatefulSet and the rollout and completes.
 			res, err := r.up(ctx, config("1"))
-			require.NoError(t, err, "first up:\n%s", res.Text)
+			require.NoError(t, err, "first up:\n%s", res.explained())
 			first := viewStatefulSet(ctx, t, c, ns)
 			requireRolledAndLocked(t, first)
 			assert.Equal(t, first.UpdateRevision, res.Outputs["updateRevision"])
 
 			// 2. a template change: preview shows the pending rollout, member by member, with the leader moves.
 			pv, err = r.preview(ctx, config("2"))
-			require.NoError(t, err, "preview:\n%s", pv.Text)
+			require.NoError(t, err, "preview:\n%s", pv.explained())
 			t.Logf("pulumi preview --diff of a template change:\n%s", pv.Text)
 			steps := pv.rolloutSteps()
 			require.Len(t, steps, 1, "one Rollout step in the preview")
@@ -120,12 +120,12 @@ func TestExamples(t *testing.T) {
 
 			// 3. up rolls every member: no unplanned election, every pod at the new updateRevision, locked again.
 			res, err = r.up(ctx, config("2"))
-			require.NoError(t, err, "rolling up:\n%s", res.Text)
+			require.NoError(t, err, "rolling up:\n%s", res.explained())
 			t.Logf("pulumi up of the template change:\n%s", res.Text)
 			assert.Contains(t, res.Text, "rolled 3 member(s) (etcd-2, etcd-1, etcd-0)", "the summary line is in the diagnostics")
 			// Nothing but updates: no provider created or deleted on the second up of a fresh stack.
 			for _, op := range []string{"create", "delete", "replace"} {
-				assert.Zero(t, res.Summary[op], "rolling up: %s\n%s", op, res.Text)
+				assert.Zero(t, res.Summary[op], "rolling up: %s\n%s", op, res.explained())
 			}
 			after := viewStatefulSet(ctx, t, c, ns)
 			requireRolledAndLocked(t, after)
@@ -138,10 +138,10 @@ func TestExamples(t *testing.T) {
 
 			// 4. a second up changes nothing.
 			res, err = r.up(ctx, config("2"))
-			require.NoError(t, err, "no-op up:\n%s", res.Text)
+			require.NoError(t, err, "no-op up:\n%s", res.explained())
 			for op, n := range res.Summary {
 				if op != "same" {
-					assert.Zero(t, n, "no-op up: %s %d\n%s", op, n, res.Text)
+					assert.Zero(t, n, "no-op up: %s %d\n%s", op, n, res.explained())
 				}
 			}
 
@@ -172,7 +172,7 @@ func TestExamples(t *testing.T) {
 				waitRolloutStarted(ctx, t, c, ns, func() {
 					select {
 					case u := <-done:
-						t.Fatalf("the up ended before the rollout started: %v\n%s", u.err, u.res.Text)
+						t.Fatalf("the up ended before the rollout started: %v\n%s", u.err, u.res.explained())
 					default:
 					}
 				})
@@ -188,7 +188,7 @@ func TestExamples(t *testing.T) {
 				require.Equal(t, stopped.Replicas, stopped.Partition, "cancelled: the partition is locked again")
 
 				res, err = r.up(ctx, fast)
-				require.NoError(t, err, "up after cancel:\n%s", res.Text)
+				require.NoError(t, err, "up after cancel:\n%s", res.explained())
 				requireRolledAndLocked(t, viewStatefulSet(ctx, t, c, ns))
 				assert.EqualValues(t, 0, res.Outputs["unplannedElections"])
 				t.Logf("after cancel, the next up rolled %v", res.Outputs["membersRolled"])

@@ -71,3 +71,20 @@ func tail(s string, lines int) string {
 	}
 	return strings.Join(all, "\n")
 }
+
+// explained is the CLI's text for a failure message, followed by its Diagnostics section once more: pulumi
+// prints the errors above the resource summary, and a CI log that keeps only a failure's last lines would
+// otherwise show the summary ("2 errored") without the reason.
+func (r result) explained() string {
+	start := strings.Index(r.Text, "Diagnostics:")
+	if start < 0 {
+		return r.Text
+	}
+	diag := r.Text[start:]
+	for _, end := range []string{"\nOutputs:", "\nResources:"} {
+		if i := strings.Index(diag, end); i >= 0 {
+			diag = diag[:i]
+		}
+	}
+	return r.Text + "\n--- the diagnostics again:\n" + strings.TrimRight(diag, "\n")
+}

@@ -28,18 +28,18 @@ func TestFaultsRBACShippedRoleThroughPulumi(t *testing.T) {
 		"versionHash": {Value: "1"},
 	}))
 	res, err := g.up(ctx, nil)
-	require.NoError(t, err, "first up with the shipped Role:\n%s", res.Text)
+	require.NoError(t, err, "first up with the shipped Role:\n%s", res.explained())
 
 	rev, err := e.SetTemplateAnnotation(ctx, "example.etcd-rollout/pod-revision", "2")
 	require.NoError(t, err)
 	pv, err := g.preview(ctx, map[string]string{"versionHash": "2"})
-	require.NoError(t, err, "preview with the shipped Role:\n%s", pv.Text)
+	require.NoError(t, err, "preview with the shipped Role:\n%s", pv.explained())
 	steps := pv.rolloutSteps()
 	require.Len(t, steps, 1)
 	assert.Equal(t, []string{"etcd-2", "etcd-1", "etcd-0"}, rolled(planOf(steps[0])), "the preview shows the plan, read with the Role's permissions")
 
 	res, err = g.up(ctx, map[string]string{"versionHash": "2"})
-	require.NoError(t, err, "rolling up with the shipped Role:\n%s", res.Text)
+	require.NoError(t, err, "rolling up with the shipped Role:\n%s", res.explained())
 	assert.Equal(t, rev, res.Outputs["updateRevision"])
 	assert.Equal(t, []any{"etcd-2", "etcd-1", "etcd-0"}, res.Outputs["membersRolled"])
 	assert.EqualValues(t, 0, res.Outputs["unplannedElections"])

@@ -59,7 +59,7 @@ func TestStackConfigClusterAccess(t *testing.T) {
 	require.NoError(t, r.stack.SetConfig(ctx, "kubernetes:kubeconfig", auto.ConfigValue{Value: c.Kubeconfig, Secret: true}))
 
 	res, err := r.up(ctx, nil)
-	require.NoError(t, err, "up with the cluster in the stack config and a dead $KUBECONFIG:\n%s", res.Text)
+	require.NoError(t, err, "up with the cluster in the stack config and a dead $KUBECONFIG:\n%s", res.explained())
 	live := viewStatefulSet(ctx, t, c, ns)
 	requireRolledAndLocked(t, live)
 	assert.Equal(t, live.UpdateRevision, res.Outputs["updateRevision"], "the Rollout read the cluster the StatefulSet is on")

@@ -98,7 +98,7 @@ func newVersionStack(t *testing.T, p paths, c *harness.Cluster, tls bool) *versi
 	r, config := nodeExample("ts-managed", tls)(t, p, c, ns)
 	s := &versionStack{ctx: ctx, c: c, ns: ns, r: r.(*procRunner), config: config, e: e}
 	res, err := s.r.up(ctx, s.cfg(etcd35))
-	require.NoError(t, err, "first up at %s:\n%s", etcd35, res.Text)
+	require.NoError(t, err, "first up at %s:\n%s", etcd35, res.explained())
 	require.NoError(t, e.WaitHealthy(ctx))
 	requireVersions(ctx, t, e, etcd35, "3.5")
 
@@ -128,9 +128,9 @@ func (s *versionStack) cfg(version string, extraArgs ...string) map[string]strin
 func plan(t *testing.T, pv result) []string {
 	t.Helper()
 	steps := pv.rolloutSteps()
-	require.Len(t, steps, 1, "one Rollout step in the preview:\n%s", pv.Text)
+	require.Len(t, steps, 1, "one Rollout step in the preview:\n%s", pv.explained())
 	p := planOf(steps[0])
-	require.NotEmpty(t, p, "the preview's plan:\n%s", pv.Text)
+	require.NotEmpty(t, p, "the preview's plan:\n%s", pv.explained())
 	t.Logf("plan: %q", p)
 	return p
 }
@@ -139,7 +139,7 @@ func plan(t *testing.T, pv result) []string {
 // and the up rolls every member onto 3.6.8 with the cluster version at 3.6.
 func (s *versionStack) upgrade(t *testing.T) {
 	pv, err := s.r.preview(s.ctx, s.cfg(etcd36))
-	require.NoError(t, err, "preview of the upgrade:\n%s", pv.Text)
+	require.NoError(t, err, "preview of the upgrade:\n%s", pv.explained())
 	p := plan(t, pv)
 	order := rolled(p)
 	require.Len(t, order, 3, "every member is rolled")
@@ -155,7 +155,7 @@ func (s *versionStack) upgrade(t *testing.T) {
 // cluster version at 3.5.
 func (s *versionStack) downgrade(t *testing.T) {
 	pv, err := s.r.preview(s.ctx, s.cfg(etcd35))
-	require.NoError(t, err, "preview of the downgrade:\n%s", pv.Text)
+	require.NoError(t, err, "preview of the downgrade:\n%s", pv.explained())
 	p := plan(t, pv)
 	order := rolled(p)
 	require.Len(t, order, 3, "every member is rolled")
@@ -174,7 +174,7 @@ func (s *versionStack) roll(t *testing.T, cfg map[string]string, server, cluster
 	start := time.Now()
 	res, err := s.r.up(s.ctx, cfg)
 	q.stop(t, "up to "+server)
-	require.NoError(t, err, "up to %s:\n%s", server, res.Text)
+	require.NoError(t, err, "up to %s:\n%s", server, res.explained())
 	t.Logf("up to %s took %s; %v leader transfers", server, time.Since(start).Round(time.Second), res.Outputs["leaderTransfers"])
 	requireRolledAndLocked(t, viewStatefulSet(s.ctx, t, s.c, s.ns))
 	assert.Len(t, res.Outputs["membersRolled"], 3, "every member rolled")
@@ -210,17 +210,17 @@ func (s *versionStack) flagRefused(t *testing.T) {
 	bad := s.cfg(etcd35, flag)
 	_, uidsBefore := s.e.Must(t).Pods()
 	pv, err := s.r.preview(s.ctx, bad)
-	if assert.Error(t, err, "the preview is refused:\n%s", pv.Text) {
+	if assert.Error(t, err, "the preview is refused:\n%s", pv.explained()) {
 		assert.Contains(t, pv.Text+err.Error(), want)
 	}
 	res, err := s.r.up(s.ctx, bad)
-	if assert.Error(t, err, "the up is refused:\n%s", res.Text) {
+	if assert.Error(t, err, "the up is refused:\n%s", res.explained()) {
 		assert.Contains(t, res.Text+err.Error(), want)
 	}
 	s.requireNothingRestarted(t, uidsBefore)
 
 	res, err = s.r.up(s.ctx, s.cfg(etcd36))
-	require.NoError(t, err, "the up of the running template:\n%s", res.Text)
+	require.NoError(t, err, "the up of the running template:\n%s", res.explained())
 	s.requireNothingRestarted(t, uidsBefore)
 	s.requireIntact(t, res, etcd36, "3.6")
 }
@@ -298,14 +298,14 @@ func (s *versionStack) cancelAfterOneMember(t *testing.T) {
 	assert.Equal(t, etcd35, st.Version, "%s runs %s", s.e.PodName(first), etcd35)
 
 	pv, err := s.r.preview(s.ctx, s.cfg(etcd35))
-	require.NoError(t, err, "preview after the cancel:\n%s", pv.Text)
+	require.NoError(t, err, "preview after the cancel:\n%s", pv.explained())
 	p := plan(t, pv)
 	assert.Contains(t, p[0], "downgrade to 3.5: enabled; cluster version 3.5", "the preview says where the downgrade stands")
 	assert.NotContains(t, rolled(p), s.e.PodName(first), "the member on %s is not rolled again", etcd35)
 
 	res, err := s.r.up(s.ctx, s.cfg(etcd35))
 	q.stop(t, "the cancelled downgrade and the up that finished it")
-	require.NoError(t, err, "the up that finishes the downgrade:\n%s", res.Text)
+	require.NoError(t, err, "the up that finishes the downgrade:\n%s", res.explained())
 	requireRolledAndLocked(t, viewStatefulSet(s.ctx, t, s.c, s.ns))
 	membersRolled, _ := res.Outputs["membersRolled"].([]any)
 	assert.Len(t, membersRolled, 2, "the other two members are rolled")
