@@ -94,6 +94,8 @@ type memberClients struct {
 type memberClient struct {
 	endpoint string
 	cli      *clientv3.Client
+	// ended closes when the address stops serving (memberdial.Ending); nil when the dialer cannot tell.
+	ended <-chan struct{}
 }
 
 func newMemberClients(dialer memberdial.Dialer, namespace, service string, port int, tlsConfig func(context.Context) (*tls.Config, error)) *memberClients {
@@ -124,7 +126,7 @@ func (m *memberClients) identity(pod string) memberIdentity {
 const memberReconnectMax = time.Second
 
 // client returns the member's client, re-created when the dialer hands out a new address (a new forward).
-func (m *memberClients) client(ctx context.Context, pod string) (*clientv3.Client, error) {
+func (m *memberClients) client(ctx context.Context, pod string) (*memberClient, error) {
 	endpoint, err := m.dialer.Endpoint(ctx, m.namespace, pod, m.port)
 	if err != nil {
 		return nil, err
@@ -137,7 +139,7 @@ func (m *memberClients) client(ctx context.Context, pod string) (*clientv3.Clien
 	defer m.mu.Unlock()
 	if c, ok := m.clients[pod]; ok {
 		if c.endpoint == endpoint {
-			return c.cli, nil
+			return c, nil
 		}
 		_ = c.cli.Close()
 		delete(m.clients, pod)
@@ -170,18 +172,24 @@ func (m *memberClients) client(ctx context.Context, pod string) (*clientv3.Clien
 	if err != nil {
 		return nil, fmt.Errorf("etcd client for %s: %w", pod, err)
 	}
-	m.clients[pod] = &memberClient{endpoint: endpoint, cli: cli}
-	return cli, nil
+	c := &memberClient{endpoint: endpoint, cli: cli}
+	if ending, ok := m.dialer.(memberdial.Ending); ok {
+		c.ended = ending.Ended(endpoint)
+	}
+	m.clients[pod] = c
+	return c, nil
 }
 
 func (m *memberClients) Status(ctx context.Context, pod string) (memberStatus, error) {
-	cli, err := m.client(ctx, pod)
+	c, err := m.client(ctx, pod)
 	if err != nil {
 		return memberStatus{}, err
 	}
-	resp, err := cli.Status(ctx, cli.Endpoints()[0])
+	ctx, done := c.bound(ctx)
+	defer done()
+	resp, err := c.cli.Status(ctx, c.cli.Endpoints()[0])
 	if err != nil {
-		return memberStatus{}, fmt.Errorf("status of %s: %w", pod, m.explainTLS(pod, explain(err)))
+		return memberStatus{}, fmt.Errorf("status of %s: %w", pod, m.explainTLS(pod, explain(ctx, err)))
 	}
 	return memberStatus{
 		ID: resp.Header.MemberId, Leader: resp.Leader, IsLearner: resp.IsLearner,
@@ -199,13 +207,15 @@ func downgradeTarget(d *etcdserverpb.DowngradeInfo) string {
 }
 
 func (m *memberClients) MemberList(ctx context.Context, pod string) ([]memberInfo, error) {
-	cli, err := m.client(ctx, pod)
+	c, err := m.client(ctx, pod)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := cli.MemberList(ctx)
+	ctx, done := c.bound(ctx)
+	defer done()
+	resp, err := c.cli.MemberList(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("member list through %s: %w", pod, explain(err))
+		return nil, fmt.Errorf("member list through %s: %w", pod, explain(ctx, err))
 	}
 	out := make([]memberInfo, 0, len(resp.Members))
 	for _, mem := range resp.Members {
@@ -215,39 +225,45 @@ func (m *memberClients) MemberList(ctx context.Context, pod string) ([]memberInf
 }
 
 func (m *memberClients) MoveLeader(ctx context.Context, leaderPod string, to uint64) error {
-	cli, err := m.client(ctx, leaderPod)
+	c, err := m.client(ctx, leaderPod)
 	if err != nil {
 		return err
 	}
-	if _, err := cli.MoveLeader(ctx, to); err != nil {
-		return fmt.Errorf("move leader from %s to member %x: %w", leaderPod, to, err)
+	ctx, done := c.bound(ctx)
+	defer done()
+	if _, err := c.cli.MoveLeader(ctx, to); err != nil {
+		return fmt.Errorf("move leader from %s to member %x: %w", leaderPod, to, forwardEnded(ctx, err))
 	}
 	return nil
 }
 
 func (m *memberClients) Downgrade(ctx context.Context, pod string, action downgradeAction, version string) (string, error) {
-	cli, err := m.client(ctx, pod)
+	c, err := m.client(ctx, pod)
 	if err != nil {
 		return "", err
 	}
+	ctx, done := c.bound(ctx)
+	defer done()
 	actions := map[downgradeAction]clientv3.DowngradeAction{
 		downgradeValidate: clientv3.DowngradeValidate, downgradeEnable: clientv3.DowngradeEnable, downgradeCancel: clientv3.DowngradeCancel,
 	}
-	resp, err := cli.Downgrade(ctx, actions[action], version)
+	resp, err := c.cli.Downgrade(ctx, actions[action], version)
 	if err != nil {
-		return "", fmt.Errorf("downgrade %s %s through %s: %w", action, version, pod, explain(err))
+		return "", fmt.Errorf("downgrade %s %s through %s: %w", action, version, pod, explain(ctx, err))
 	}
 	return resp.Version, nil
 }
 
 func (m *memberClients) LinearizableRead(ctx context.Context, pod string) error {
-	cli, err := m.client(ctx, pod)
+	c, err := m.client(ctx, pod)
 	if err != nil {
 		return err
 	}
+	ctx, done := c.bound(ctx)
+	defer done()
 	// clientv3 reads are linearizable unless WithSerializable is given; count-only reads no data.
-	if _, err := cli.Get(ctx, "health", clientv3.WithCountOnly()); err != nil {
-		return fmt.Errorf("linearizable read through %s: %w", pod, explain(err))
+	if _, err := c.cli.Get(ctx, "health", clientv3.WithCountOnly()); err != nil {
+		return fmt.Errorf("linearizable read through %s: %w", pod, explain(ctx, err))
 	}
 	return nil
 }
@@ -275,7 +291,10 @@ func (m *memberClients) Close() error {
 
 // explain turns the etcd client's bare "context deadline exceeded" (it waits for a connection until the
 // deadline) into something a person can act on.
-func explain(err error) error {
+func explain(ctx context.Context, err error) error {
+	if ended := forwardEnded(ctx, err); ended != err {
+		return ended
+	}
 	if errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded {
 		return fmt.Errorf("no answer in time: the member is down, not serving its client port, or cut off from a quorum (%w)", err)
 	}

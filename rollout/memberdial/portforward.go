@@ -274,6 +274,25 @@ func (p *PortForward) open(ctx context.Context, namespace, pod string, port int)
 	return f, nil
 }
 
+// Ended implements Ending: the channel closes when the forward serving endpoint ends, whether its stream was
+// lost or it was released or replaced; an address this dialer no longer serves has ended already.
+func (p *PortForward) Ended(endpoint string) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, f := range p.forwards {
+		if f.addr == endpoint {
+			return f.done
+		}
+	}
+	return alreadyEnded
+}
+
+var alreadyEnded = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
 // Release implements Dialer: it stops the pod's forward; the next Endpoint call opens a new one. A forward
 // still being opened is left to finish: its callers asked before the release, and it is checked like any
 // other (stream alive, same pod UID) before it is handed out again.

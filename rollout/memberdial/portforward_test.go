@@ -336,3 +336,28 @@ func newClockedForward(t *testing.T) (*fakeOpener, *fake.Clientset, *PortForward
 	p.now = func() time.Time { return clock }
 	return opener, kube, p, &clock
 }
+
+// Ended lets a caller stop waiting on a forward that is gone: it follows the forward's own end, and an address
+// the dialer no longer serves has ended already.
+func TestPortForwardEndedFollowsTheForward(t *testing.T) {
+	opener, _, p, _ := newClockedForward(t)
+	addr, err := p.Endpoint(context.Background(), "db", "etcd-0", 2379)
+	require.NoError(t, err)
+	ended := p.Ended(addr)
+	select {
+	case <-ended:
+		t.Fatal("a live forward has not ended")
+	default:
+	}
+	close(opener.all()[0].done) // the stream was lost
+	select {
+	case <-ended:
+	case <-time.After(stuck):
+		t.Fatal("the forward's end is not seen")
+	}
+	select {
+	case <-p.Ended("127.0.0.1:1"):
+	default:
+		t.Fatal("an address the dialer does not serve counts as ended")
+	}
+}
