@@ -138,7 +138,8 @@ const stillWaitingEvery = 5 * time.Second
 func (e *Engine) poll(ctx context.Context, g gateWait, check func(context.Context) (bool, string, error)) error {
 	deadline := g.since.Add(g.timeout)
 	lastSeen := "nothing yet"
-	started, nextReport := time.Now(), time.Now().Add(e.stillWaitingEvery)
+	started := time.Now()
+	nextReport := started.Add(e.stillWaitingEvery)
 	for {
 		var event <-chan struct{}
 		if g.onEvents {
