@@ -305,6 +305,7 @@ func (m *member) start(ctx context.Context, pod *corev1.Pod) error {
 	m.startedUID = pod.UID
 	m.starts++
 	m.mu.Unlock()
+	m.net.follow(proc.done)
 	m.scheduleCrash(proc, l.faults.crashAfter)
 	go func() { <-proc.done; m.poke() }() // an exit starts its back-off now, not at the next probe tick
 	return nil
