@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -96,6 +97,9 @@ type memberClient struct {
 	cli      *clientv3.Client
 	// ended closes when the address stops serving (memberdial.Ending); nil when the dialer cannot tell.
 	ended <-chan struct{}
+	// answered says a call through this address succeeded: its end is then the forward's, not the member's
+	// refusal (see read).
+	answered atomic.Bool
 }
 
 func newMemberClients(dialer memberdial.Dialer, namespace, service string, port int, tlsConfig func(context.Context) (*tls.Config, error)) *memberClients {
@@ -181,15 +185,15 @@ func (m *memberClients) client(ctx context.Context, pod string) (*memberClient, 
 }
 
 func (m *memberClients) Status(ctx context.Context, pod string) (memberStatus, error) {
-	c, err := m.client(ctx, pod)
+	var resp *clientv3.StatusResponse
+	err := m.read(ctx, pod, func(ctx context.Context, c *memberClient) (err error) {
+		if resp, err = c.cli.Status(ctx, c.cli.Endpoints()[0]); err != nil {
+			return fmt.Errorf("status of %s: %w", pod, m.explainTLS(pod, explain(ctx, err)))
+		}
+		return nil
+	})
 	if err != nil {
 		return memberStatus{}, err
-	}
-	ctx, done := c.bound(ctx)
-	defer done()
-	resp, err := c.cli.Status(ctx, c.cli.Endpoints()[0])
-	if err != nil {
-		return memberStatus{}, fmt.Errorf("status of %s: %w", pod, m.explainTLS(pod, explain(ctx, err)))
 	}
 	return memberStatus{
 		ID: resp.Header.MemberId, Leader: resp.Leader, IsLearner: resp.IsLearner,
@@ -207,15 +211,15 @@ func downgradeTarget(d *etcdserverpb.DowngradeInfo) string {
 }
 
 func (m *memberClients) MemberList(ctx context.Context, pod string) ([]memberInfo, error) {
-	c, err := m.client(ctx, pod)
+	var resp *clientv3.MemberListResponse
+	err := m.read(ctx, pod, func(ctx context.Context, c *memberClient) (err error) {
+		if resp, err = c.cli.MemberList(ctx); err != nil {
+			return fmt.Errorf("member list through %s: %w", pod, explain(ctx, err))
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	ctx, done := c.bound(ctx)
-	defer done()
-	resp, err := c.cli.MemberList(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("member list through %s: %w", pod, explain(ctx, err))
 	}
 	out := make([]memberInfo, 0, len(resp.Members))
 	for _, mem := range resp.Members {
@@ -255,17 +259,13 @@ func (m *memberClients) Downgrade(ctx context.Context, pod string, action downgr
 }
 
 func (m *memberClients) LinearizableRead(ctx context.Context, pod string) error {
-	c, err := m.client(ctx, pod)
-	if err != nil {
-		return err
-	}
-	ctx, done := c.bound(ctx)
-	defer done()
-	// clientv3 reads are linearizable unless WithSerializable is given; count-only reads no data.
-	if _, err := c.cli.Get(ctx, "health", clientv3.WithCountOnly()); err != nil {
-		return fmt.Errorf("linearizable read through %s: %w", pod, explain(ctx, err))
-	}
-	return nil
+	return m.read(ctx, pod, func(ctx context.Context, c *memberClient) error {
+		// clientv3 reads are linearizable unless WithSerializable is given; count-only reads no data.
+		if _, err := c.cli.Get(ctx, "health", clientv3.WithCountOnly()); err != nil {
+			return fmt.Errorf("linearizable read through %s: %w", pod, explain(ctx, err))
+		}
+		return nil
+	})
 }
 
 func (m *memberClients) Forget(pod string) {

@@ -7,7 +7,7 @@ import (
 )
 
 // errForwardEnded is the cause given to a member call whose port-forward ended under it.
-var errForwardEnded = errors.New("the port-forward to the member ended (the member refused a connection, as it does right after a restart until it listens); the next look opens a new one")
+var errForwardEnded = errors.New("the port-forward to the member ended (client-go ends a whole forward when one of its connections fails, as when the member refuses one right after a restart, until it listens); the next look opens a new one")
 
 // bound returns ctx, ended early when the address the client dials stops serving. gRPC keeps reconnecting to
 // a dead forward's closed port, and etcd's client retries the call meanwhile, so without this the call waited
@@ -38,4 +38,29 @@ func forwardEnded(ctx context.Context, err error) error {
 		return fmt.Errorf("%w (%v)", errForwardEnded, err)
 	}
 	return err
+}
+
+// read runs a read-only call on pod's client, bound to its forward, and runs it once more through a new
+// forward when the forward ended under a client that had been answered through it. Such an end says nothing
+// about the member: client-go ends a whole forward when any one of its connections fails, which a closed
+// connection racing its last bytes can cause, and an API server or kubelet restart ends every forward. Taken
+// for the member's answer, it made a cool-down look revert a healthy member (make bench, mtls). A forward
+// that never answered is not retried: its end is the member refusing, as it does until it listens.
+func (m *memberClients) read(ctx context.Context, pod string, call func(context.Context, *memberClient) error) error {
+	for retried := false; ; retried = true {
+		c, err := m.client(ctx, pod)
+		if err != nil {
+			return err
+		}
+		bctx, done := c.bound(ctx)
+		err = call(bctx, c)
+		done()
+		if err == nil {
+			c.answered.Store(true)
+			return nil
+		}
+		if retried || !c.answered.Load() || !errors.Is(err, errForwardEnded) || ctx.Err() != nil {
+			return err
+		}
+	}
 }

@@ -3,6 +3,8 @@ package rollout
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,4 +55,90 @@ func TestACallWithoutAnEndingDialerKeepsItsContext(t *testing.T) {
 	bctx, done := (&memberClient{}).bound(ctx)
 	defer done()
 	assert.Equal(t, ctx, bctx)
+}
+
+// endingForwards is a Dialer whose every forward can be ended by the test: each Endpoint after an end is a
+// new forward with its own address.
+type endingForwards struct {
+	mu      sync.Mutex
+	opened  int
+	current chan struct{}
+}
+
+func (f *endingForwards) Endpoint(context.Context, string, string, int) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.current == nil {
+		f.opened++
+		f.current = make(chan struct{})
+	}
+	return fmt.Sprintf("127.0.0.1:%d", 20000+f.opened), nil
+}
+
+func (f *endingForwards) Ended(string) <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.current
+}
+
+// end ends the current forward, as client-go does when one of its connections fails.
+func (f *endingForwards) end() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	close(f.current)
+	f.current = nil
+}
+
+func (f *endingForwards) Release(string, string, int) {}
+func (f *endingForwards) Close() error                { return nil }
+
+// A read whose forward ended is taken again through a new forward only when the ended one had answered
+// before (the end was the forward's); a forward that never answered ended because the member refused, and
+// that is the answer. Other errors, and a second end, are the answer too.
+func TestAReadIsRetriedOnceWhenAnAnsweringForwardEnds(t *testing.T) {
+	refused := errors.New("member says no")
+	tests := []struct {
+		name          string
+		answeredFirst bool
+		attempts      []string // per attempt: "end" (the forward ends under it), "ok", "fail"
+		wantErr       error
+		wantForwards  int
+	}{
+		{name: "answering forward ends, new one answers", answeredFirst: true, attempts: []string{"end", "ok"}, wantForwards: 2},
+		{name: "fresh forward ends: the member refused", attempts: []string{"end"}, wantErr: errForwardEnded, wantForwards: 1},
+		{name: "answering forward fails otherwise", answeredFirst: true, attempts: []string{"fail"}, wantErr: refused, wantForwards: 1},
+		{name: "retried once only", answeredFirst: true, attempts: []string{"end", "end"}, wantErr: errForwardEnded, wantForwards: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dialer := &endingForwards{}
+			m := newMemberClients(dialer, "ns", "etcd", 2379, nil)
+			defer m.Close()
+			if tt.answeredFirst {
+				require.NoError(t, m.read(context.Background(), "etcd-0", func(context.Context, *memberClient) error { return nil }))
+			}
+			calls := 0
+			err := m.read(context.Background(), "etcd-0", func(ctx context.Context, _ *memberClient) error {
+				require.Less(t, calls, len(tt.attempts), "more attempts than expected")
+				what := tt.attempts[calls]
+				calls++
+				switch what {
+				case "end":
+					dialer.end()
+					<-ctx.Done()
+					return explain(ctx, ctx.Err())
+				case "fail":
+					return refused
+				}
+				return nil
+			})
+			assert.Equal(t, len(tt.attempts), calls, "attempts")
+			if tt.wantErr != nil {
+				require.ErrorIs(t, err, tt.wantErr)
+			} else {
+				require.NoError(t, err)
+			}
+			assert.Equal(t, tt.wantForwards, dialer.opened, "forwards opened")
+		})
+	}
 }
