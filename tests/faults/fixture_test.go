@@ -17,6 +17,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -119,7 +120,7 @@ func (f *fixture) waitReachable() {
 	probe := f.engine(func(_ *rollout.Config, o *rollout.Options) { o.OnEvent = nil })
 	start := time.Now()
 	var last string
-	require.Eventually(f.t, func() bool {
+	reached := assert.Eventually(f.t, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		st, err := probe.Observe(ctx)
@@ -134,7 +135,9 @@ func (f *fixture) waitReachable() {
 			}
 		}
 		return true
-	}, 2*time.Minute, 500*time.Millisecond, "the engine's port-forwards never reached every member (last: %s)", last)
+	}, 2*time.Minute, 500*time.Millisecond)
+	// last is read after the wait: a message argument would be evaluated before the first look.
+	require.True(f.t, reached, "the engine's port-forwards never reached every member (last: %s)", last)
 	if d := time.Since(start); d > 2*time.Second {
 		f.t.Logf("port-forwards reached every member after %s", d.Round(100*time.Millisecond))
 	}
