@@ -84,6 +84,7 @@ type forwarder struct {
 	ln        net.Listener // nil while the port is closed
 	listening bool         // the member listens on the target port
 	refusing  bool         // memberapi.AnnotationClientsRefused: set per pod start, since the proxy outlives the pod
+	closed    bool         // the port went back to the allocator: a late follow must not reopen it
 	conns     map[net.Conn]struct{}
 	wg        sync.WaitGroup
 }
@@ -112,7 +113,7 @@ func (f *forwarder) follow(listening bool) {
 // stays the forwarder's in the allocator either way (the allocator's range is below the ephemeral one), so
 // reopening it cannot collide with an outgoing connection.
 func (f *forwarder) syncLocked() {
-	want := f.listening && !f.refusing
+	want := f.listening && !f.refusing && !f.closed
 	switch {
 	case want && f.ln == nil:
 		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(f.port)))
@@ -205,7 +206,7 @@ func (f *forwarder) closeConnsLocked() {
 
 func (f *forwarder) close(alloc *portAllocator) {
 	f.mu.Lock()
-	f.listening, f.refusing = false, false
+	f.closed = true
 	f.syncLocked()
 	f.closeConnsLocked()
 	f.mu.Unlock()
