@@ -65,7 +65,8 @@ func dialable(addr string) bool {
 	return err == nil
 }
 
-// Only sockets in state LISTEN count, by their local port, in both tables' formats.
+// Only sockets in state LISTEN count, by their local port, in both tables' formats; the read stops at the
+// first socket in another state (the kernel lists listeners first), so a listener after it is not read.
 func TestReadListening(t *testing.T) {
 	dir := t.TempDir()
 	tcp := filepath.Join(dir, "tcp")
@@ -73,7 +74,8 @@ func TestReadListening(t *testing.T) {
 		"  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"+
 			"   0: 0100007F:4E20 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0 100 0 0 10 0\n"+
 			"   1: 0100007F:4E21 0100007F:8000 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0 20 4 30 10 -1\n"+
-			"   2: 0100007F:4E22 0100007F:8001 06 00000000:00000000 03:00000F2B 00000000     0        0 0 3 0\n"), 0o644))
+			"   2: 0100007F:4E22 0100007F:8001 06 00000000:00000000 03:00000F2B 00000000     0        0 0 3 0\n"+
+			"   3: 0100007F:4E24 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4 1 0 100 0 0 10 0\n"), 0o644))
 	tcp6 := filepath.Join(dir, "tcp6")
 	require.NoError(t, os.WriteFile(tcp6, []byte(
 		"  sl  local_address                         remote_address                        st tx_queue rx_queue\n"+
