@@ -14,8 +14,6 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
 )
@@ -295,7 +293,7 @@ func explain(ctx context.Context, err error) error {
 	if ended := forwardEnded(ctx, err); ended != err {
 		return ended
 	}
-	if errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded {
+	if noAnswerInTime(err) {
 		return fmt.Errorf("no answer in time: the member is down, not serving its client port, or cut off from a quorum (%w)", err)
 	}
 	return err

@@ -60,9 +60,10 @@ func TestACallWithoutAnEndingDialerKeepsItsContext(t *testing.T) {
 // endingForwards is a Dialer whose every forward can be ended by the test: each Endpoint after an end is a
 // new forward with its own address.
 type endingForwards struct {
-	mu      sync.Mutex
-	opened  int
-	current chan struct{}
+	mu       sync.Mutex
+	opened   int
+	released int
+	current  chan struct{}
 }
 
 func (f *endingForwards) Endpoint(context.Context, string, string, int) (string, error) {
@@ -89,8 +90,14 @@ func (f *endingForwards) end() {
 	f.current = nil
 }
 
-func (f *endingForwards) Release(string, string, int) {}
-func (f *endingForwards) Close() error                { return nil }
+// Release drops the current forward, as PortForward.Release does: the next Endpoint opens a new one.
+func (f *endingForwards) Release(string, string, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.released++
+	f.current = nil
+}
+func (f *endingForwards) Close() error { return nil }
 
 // A read whose forward ended is taken again through a new forward only when the ended one had answered
 // before (the end was the forward's); a forward that never answered ended because the member refused, and
@@ -139,6 +146,37 @@ func TestAReadIsRetriedOnceWhenAnAnsweringForwardEnds(t *testing.T) {
 				require.NoError(t, err)
 			}
 			assert.Equal(t, tt.wantForwards, dialer.opened, "forwards opened")
+		})
+	}
+}
+
+// A forward that never answered and let a call wait out its deadline is dropped, so the next look opens a
+// new one; one that answered before is kept (the member is slow, not the forward).
+func TestAForwardThatNeverAnsweredIsDroppedAfterATimeout(t *testing.T) {
+	for _, answeredFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("answered before: %v", answeredFirst), func(t *testing.T) {
+			dialer := &endingForwards{}
+			m := newMemberClients(dialer, "ns", "etcd", 2379, nil)
+			defer m.Close()
+			if answeredFirst {
+				require.NoError(t, m.read(context.Background(), "etcd-0", func(context.Context, *memberClient) error { return nil }))
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+			defer cancel()
+			err := m.read(ctx, "etcd-0", func(ctx context.Context, _ *memberClient) error {
+				<-ctx.Done()
+				return explain(ctx, ctx.Err())
+			})
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			require.NoError(t, m.read(context.Background(), "etcd-0", func(context.Context, *memberClient) error { return nil }))
+			if answeredFirst {
+				assert.Equal(t, 0, dialer.released, "forwards dropped")
+				assert.Equal(t, 1, dialer.opened, "forwards opened")
+			} else {
+				assert.Equal(t, 1, dialer.released, "forwards dropped")
+				assert.Equal(t, 2, dialer.opened, "forwards opened: the look after the timeout opens a new one")
+				assert.Contains(t, err.Error(), "never answered, is dropped")
+			}
 		})
 	}
 }

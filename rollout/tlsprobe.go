@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"net"
 	"time"
-
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // explainTLS finds out why a TLS member did not answer in time. The etcd client retries a refused handshake
@@ -18,7 +15,7 @@ import (
 // after a timeout the engine makes one TLS handshake of its own to the member, with the same settings, and
 // when the certificate is refused, says so.
 func (m *memberClients) explainTLS(pod string, err error) error {
-	if err == nil || !(errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded) {
+	if err == nil || !noAnswerInTime(err) {
 		return err
 	}
 	m.tlsMu.Lock()
