@@ -43,16 +43,18 @@ func forwardEnded(ctx context.Context, err error) error {
 	return err
 }
 
-// read runs a read-only call on pod's client, bound to its forward, and runs it once more through a new
-// forward when the forward ended under a client that had been answered through it. A forward that never
-// answered and let a call wait out its deadline is dropped: a port-forward can stop passing new
-// connections without ending (the streams of a connection never both reach the node; kwok logged "timed out
-// waiting for streams" 30 s later), and reused, it kept an etcd gate waiting its whole minute for a member
-// that served all along (make bench ten-clusters, 1 rollout in 3 before issue 14's fixes and after). Such an end says nothing
-// about the member: client-go ends a whole forward when any one of its connections fails, which a closed
-// connection racing its last bytes can cause, and an API server or kubelet restart ends every forward. Taken
-// for the member's answer, it made a cool-down look revert a healthy member (make bench, mtls). A forward
-// that never answered is not retried: its end is the member refusing, as it does until it listens.
+// read runs a read-only call on pod's client, bound to its forward, and treats two ends of a forward as
+// the forward's doing rather than the member's answer:
+//   - A forward that had answered and then ended under the call: the call runs once more through a new
+//     forward. client-go ends a whole forward when any one of its connections fails (a closed connection
+//     racing its last bytes does it; so does an API server or kubelet restart). Taken for the member's
+//     answer, it made a cool-down look revert a healthy member (make bench, mtls). A forward that never
+//     answered is not retried: its end is the member refusing, as it does until it listens.
+//   - A forward that never answered and let the call wait out its deadline: it is dropped, so the next look
+//     opens a new one. A forward can stop passing new connections without ending (kwok logged "timed out
+//     waiting for streams" 30 s later); reused, it kept an etcd gate waiting its whole minute for a member
+//     that served all along (make bench ten-clusters). One that answered before is kept: then the member is
+//     slow, not the forward.
 func (m *memberClients) read(ctx context.Context, pod string, call func(context.Context, *memberClient) error) error {
 	for retried := false; ; retried = true {
 		c, err := m.client(ctx, pod)

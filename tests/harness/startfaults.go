@@ -28,7 +28,7 @@ type StartFaults struct {
 	// below ServeDelay it crashes before serving); the daemon restarts it with a growing back-off.
 	CrashAfter time.Duration
 	// ClientsRefused runs etcd normally — it joins Raft as a voting member through its peer port, and the
-	// leader learns its version, so the cluster version can move — while its pod's client port resets every
+	// leader learns its version, so the cluster version can move — while its pod's client port refuses every
 	// connection, as a misconfigured client listener would: port-forwards (the engine, kubectl) and
 	// `kubectl exec etcdctl` get nothing. The harness's own checks (Status, WaitHealthy, Client) reach the
 	// member directly and still see it healthy.

@@ -42,7 +42,7 @@ const (
 	// AnnotationClientsRefused set to "true" runs etcd normally (its peer port works: it joins Raft as a
 	// voting member, the leader learns its version, so the cluster version can move) but refuses every
 	// connection to its client port, as a misconfigured client listener would: whatever reaches the pod's
-	// client port — a port-forward (kubectl, the engine), `kubectl exec ... etcdctl` — is reset at once. The
+	// client port — a port-forward (kubectl, the engine), `kubectl exec ... etcdctl` — is refused at once. The
 	// daemon's own status API and the harness's health checks still reach the member directly.
 	AnnotationClientsRefused = "etcd-rollout.test/clients-refused"
 

@@ -48,7 +48,7 @@ type Member struct {
 	StartDelay time.Duration `json:"startDelay,omitempty"`
 	ServeDelay time.Duration `json:"serveDelay,omitempty"`
 	CrashAfter time.Duration `json:"crashAfter,omitempty"`
-	// ClientsRefused: the pod's client port resets every connection (AnnotationClientsRefused).
+	// ClientsRefused: the pod's client port refuses every connection (AnnotationClientsRefused).
 	ClientsRefused bool `json:"clientsRefused,omitempty"`
 
 	ClientPort  int    `json:"clientPort"`

@@ -122,7 +122,7 @@ type startFaults struct {
 	startDelay time.Duration // the pod stays Pending this long before its first start
 	serveDelay time.Duration // each start: the container runs this long before etcd does
 	crashAfter time.Duration // each start: the container is killed this long after it started
-	// clientsRefused: etcd runs and joins Raft, but the pod's client port resets every connection.
+	// clientsRefused: etcd runs and joins Raft, but the pod's client port refuses every connection.
 	clientsRefused bool
 }
 
