@@ -15,18 +15,31 @@ import (
 // change: short next to an etcd start (0.1 s and more), so the pod's port opens about when the member's does.
 const listenPollEvery = 5 * time.Millisecond
 
-// listenFollow is the per-incarnation state of podNet.follow: closed when the process is told to stop.
+// listenFollow is the per-incarnation state of podNet.follow: which incarnation is current, and a channel
+// closed when its process is told to stop.
 type listenFollow struct {
 	mu       sync.Mutex
+	current  int
 	stopping chan struct{}
 }
 
-// begin returns the channel that says this incarnation is being stopped.
-func (l *listenFollow) begin() <-chan struct{} {
+// begin starts a new incarnation and returns its number and the channel that says it is being stopped.
+func (l *listenFollow) begin() (int, <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.current++
 	l.stopping = make(chan struct{})
-	return l.stopping
+	return l.current, l.stopping
+}
+
+// ifCurrent runs set while incarnation is the current one: a follower of an exited process that is late
+// (a loaded machine) must not close the ports its successor opened.
+func (l *listenFollow) ifCurrent(incarnation int, set func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if incarnation == l.current {
+		set()
+	}
 }
 
 // stop says the current incarnation is being stopped (once; later calls do nothing).
@@ -45,28 +58,28 @@ func (l *listenFollow) stop() {
 // listen, and after stopping closes until neither does. It reads the kernel's table rather than connecting:
 // a probe connection would show in etcd's log as a rejected client.
 func (n *podNet) follow(exited <-chan struct{}) {
-	stopping := n.incarnation.begin()
+	incarnation, stopping := n.incarnation.begin()
 	go func() {
-		defer n.setListening(false, false)
-		if n.pollListening(exited, stopping, true) {
+		defer n.incarnation.ifCurrent(incarnation, func() { n.setListening(false, false) })
+		if n.pollListening(incarnation, exited, stopping, true) {
 			select {
 			case <-exited:
 				return
 			case <-stopping:
 			}
 		}
-		n.pollListening(exited, nil, false)
+		n.pollListening(incarnation, exited, nil, false)
 	}()
 }
 
 // pollListening follows the member's listeners until both match want (true), or until exited or
 // interrupt closes (false).
-func (n *podNet) pollListening(exited, interrupt <-chan struct{}, want bool) bool {
+func (n *podNet) pollListening(incarnation int, exited, interrupt <-chan struct{}, want bool) bool {
 	t := time.NewTicker(listenPollEvery)
 	defer t.Stop()
 	for {
 		client, peer := n.targetsListening()
-		n.setListening(client, peer)
+		n.incarnation.ifCurrent(incarnation, func() { n.setListening(client, peer) })
 		if client == want && peer == want {
 			return true
 		}

@@ -86,3 +86,26 @@ func TestReadListening(t *testing.T) {
 	require.NoError(t, readListening(tcp6, ports))
 	assert.Equal(t, map[int]bool{0x4E20: true, 0x4E23: true}, ports)
 }
+
+// A follower of an exited process that is late (its process already replaced) leaves the ports of its
+// successor alone.
+func TestALateFollowerLeavesItsSuccessorsPortsOpen(t *testing.T) {
+	alloc := newPortAllocator(34000, 34999)
+	member, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer member.Close()
+	memberPort := member.Addr().(*net.TCPAddr).Port
+	n, err := openPodNet(alloc, portSet{Client: memberPort, Peer: memberPort})
+	require.NoError(t, err)
+	defer n.close(alloc)
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(n.client.port))
+
+	exitedFirst := make(chan struct{})
+	n.follow(exitedFirst)
+	require.Eventually(t, func() bool { return dialable(addr) }, 5*time.Second, listenPollEvery)
+	n.follow(make(chan struct{})) // the next process of the same pod, before the first one's follower ended
+	time.Sleep(10 * listenPollEvery) // the successor has seen its member listen
+	close(exitedFirst)
+	time.Sleep(20 * listenPollEvery)
+	assert.True(t, dialable(addr), "the successor's port stayed open")
+}
