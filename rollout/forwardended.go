@@ -43,39 +43,35 @@ func forwardEnded(ctx context.Context, err error) error {
 	return err
 }
 
-// read runs a read-only call on pod's client, bound to its forward, and treats two ends of a forward as
-// the forward's doing rather than the member's answer:
-//   - A forward that had answered and then ended under the call: the call runs once more through a new
-//     forward. client-go ends a whole forward when any one of its connections fails (a closed connection
-//     racing its last bytes does it; so does an API server or kubelet restart). Taken for the member's
-//     answer, it made a cool-down look revert a healthy member (make bench, mtls). A forward that never
-//     answered is not retried: its end is the member refusing, as it does until it listens.
-//   - A forward that never answered and let the call wait out its deadline: it is dropped, so the next look
-//     opens a new one. A forward can stop passing new connections without ending (kwok logged "timed out
-//     waiting for streams" 30 s later); reused, it kept an etcd gate waiting its whole minute for a member
-//     that served all along (make bench ten-clusters). One that answered before is kept: then the member is
-//     slow, not the forward.
+// read runs a read-only call on pod's client, bound to its forward. A forward that never answered and let
+// the call wait out its deadline is dropped, so the next look opens a new one: a port-forward can stop
+// passing new connections without ending (kwok logged "timed out waiting for streams" 30 s later), and
+// reused, it kept an etcd gate waiting its whole minute for a member that served all along (make bench
+// ten-clusters). One that answered before is kept: then the member is slow, not the forward.
+//
+// A forward that ended under the call is not retried, even one that had answered: its end may be the
+// member's own (a crash ends every connection to it). Retried at once, a member that restarts quickly
+// looked as if it had never broken, and a crash-looping canary passed its stability window
+// (TestCrashLoopingRevisionFailsAtTheFirstMember caught it). The price is that a forward ended by the
+// transport alone (client-go ends a whole forward when any one of its connections fails) counts as one
+// failed look: in a cool-down that reverts a member that may have been healthy (make bench mtls, 1 rollout
+// in 12), the safe side of telling the two apart.
 func (m *memberClients) read(ctx context.Context, pod string, call func(context.Context, *memberClient) error) error {
-	for retried := false; ; retried = true {
-		c, err := m.client(ctx, pod)
-		if err != nil {
-			return err
-		}
-		bctx, done := c.bound(ctx)
-		err = call(bctx, c)
-		done()
-		if err == nil {
-			c.answered.Store(true)
-			return nil
-		}
-		if !c.answered.Load() && noAnswerInTime(err) {
-			m.Forget(pod)
-			return fmt.Errorf("%w (the port-forward, which never answered, is dropped; the next look opens a new one)", err)
-		}
-		if retried || !c.answered.Load() || !errors.Is(err, errForwardEnded) || ctx.Err() != nil {
-			return err
-		}
+	c, err := m.client(ctx, pod)
+	if err != nil {
+		return err
 	}
+	bctx, done := c.bound(ctx)
+	err = call(bctx, c)
+	done()
+	switch {
+	case err == nil:
+		c.answered.Store(true)
+	case !c.answered.Load() && noAnswerInTime(err):
+		m.Forget(pod)
+		return fmt.Errorf("%w (the port-forward, which never answered, is dropped; the next look opens a new one)", err)
+	}
+	return err
 }
 
 // noAnswerInTime says err is a deadline: the call got no answer, as opposed to a refusal or an error.
