@@ -103,7 +103,7 @@ func TestALateFollowerLeavesItsSuccessorsPortsOpen(t *testing.T) {
 	exitedFirst := make(chan struct{})
 	n.follow(exitedFirst)
 	require.Eventually(t, func() bool { return dialable(addr) }, 5*time.Second, listenPollEvery)
-	n.follow(make(chan struct{})) // the next process of the same pod, before the first one's follower ended
+	n.follow(make(chan struct{}))    // the next process of the same pod, before the first one's follower ended
 	time.Sleep(10 * listenPollEvery) // the successor has seen its member listen
 	close(exitedFirst)
 	time.Sleep(20 * listenPollEvery)
