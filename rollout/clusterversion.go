@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,36 +17,21 @@ import (
 // cluster version is what decides whether a member of the older minor may still join: etcd raises it once
 // every member runs the newer minor, and never lowers it without the downgrade API.
 func (m *memberClients) ClusterVersion(ctx context.Context, pod string) (string, error) {
-	endpoint, err := m.dialer.Endpoint(ctx, m.namespace, pod, m.port)
+	c, err := m.client(ctx, pod)
 	if err != nil {
 		return "", err
 	}
-	base, err := m.tlsBase(ctx)
+	ctx, done := c.bound(ctx)
+	defer done()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.http.base+"/version", nil)
 	if err != nil {
 		return "", err
 	}
-	addr := endpoint
-	if i := strings.Index(addr, "://"); i >= 0 {
-		addr = addr[i+3:]
-	}
-	transport := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "tcp", addr)
-		},
-		DisableKeepAlives: true,
-	}
-	scheme := "http"
-	if base != nil {
-		scheme, transport.TLSClientConfig = "https", memberTLSConfig(base, m.identity(pod))
-	}
-	client := &http.Client{Transport: transport, Timeout: 5 * time.Second}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+addr+"/version", nil)
+	resp, err := c.http.client.Do(req)
 	if err != nil {
-		return "", err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("cluster version through %s: %w", pod, m.explainTLS(pod, err))
+		return "", fmt.Errorf("cluster version through %s: %w", pod, m.explainTLS(pod, forwardEnded(ctx, err)))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
@@ -60,3 +46,39 @@ func (m *memberClients) ClusterVersion(ctx context.Context, pod string) (string,
 	}
 	return v.Cluster, nil
 }
+
+// memberHTTP is a member's HTTP client for what etcd serves only over HTTP on the client port (/version).
+// It keeps its one connection open for the member client's life: a connection per request, closed by us
+// right after etcd closed its side, sent our TLS close_notify to a closed socket, and the reset that came
+// back made the port-forward fail that connection, which (client-go ends a whole forward when one of its
+// connections fails) cut the member's gRPC connection too (make bench mtls: a healthy member reverted in its
+// cool-down, 1 rollout in 12; CI: TestVersionChanges/mtls's downgrade failed). A kept connection is closed
+// only while etcd reads it, or when the member is forgotten.
+type memberHTTP struct {
+	base      string
+	client    *http.Client
+	transport *http.Transport
+}
+
+// newMemberHTTP returns the HTTP client for the member at endpoint (host:port or a URL); tlsConfig is nil
+// for plain HTTP.
+func newMemberHTTP(endpoint string, tlsConfig *tls.Config) *memberHTTP {
+	addr := endpoint
+	if i := strings.Index(addr, "://"); i >= 0 {
+		addr = addr[i+3:]
+	}
+	transport := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		},
+		MaxIdleConnsPerHost: 1,
+		TLSClientConfig:     tlsConfig,
+	}
+	scheme := "http"
+	if tlsConfig != nil {
+		scheme = "https"
+	}
+	return &memberHTTP{base: scheme + "://" + addr, client: &http.Client{Transport: transport}, transport: transport}
+}
+
+func (h *memberHTTP) close() { h.transport.CloseIdleConnections() }

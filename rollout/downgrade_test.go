@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -203,6 +204,10 @@ func TestDowngradeCallsSurviveBrokenConnections(t *testing.T) {
 	}{
 		{name: "validate meets a closed connection twice", setup: func(f *fakeEtcd) { f.downgradeBroken = 2 },
 			calls: []string{"validate 3.5", "validate 3.5", "validate 3.5", "enable 3.5", "cancel 3.5"}},
+		{name: "validate's port-forward ends under it", setup: func(f *fakeEtcd) {
+			f.downgradeBroken = 1
+			f.downgradeBrokenBy = fmt.Errorf("downgrade validate 3.5 through etcd-2: %w (%v)", errForwardEnded, context.Canceled)
+		}, calls: []string{"validate 3.5", "validate 3.5", "enable 3.5", "cancel 3.5"}},
 		{name: "enable answer lost", setup: func(f *fakeEtcd) { f.downgradeEnableAnswerLost = true },
 			calls: []string{"validate 3.5", "enable 3.5", "enable 3.5", "enable 3.5", "cancel 3.5"}},
 	} {

@@ -93,11 +93,18 @@ type memberClients struct {
 type memberClient struct {
 	endpoint string
 	cli      *clientv3.Client
+	http     *memberHTTP
 	// ended closes when the address stops serving (memberdial.Ending); nil when the dialer cannot tell.
 	ended <-chan struct{}
 	// answered says a call through this address succeeded: its end is then the forward's, not the member's
 	// refusal (see read).
 	answered atomic.Bool
+}
+
+// close closes every connection the client holds to its member.
+func (c *memberClient) close() error {
+	c.http.close()
+	return c.cli.Close()
 }
 
 func newMemberClients(dialer memberdial.Dialer, namespace, service string, port int, tlsConfig func(context.Context) (*tls.Config, error)) *memberClients {
@@ -143,7 +150,7 @@ func (m *memberClients) client(ctx context.Context, pod string) (*memberClient, 
 		if c.endpoint == endpoint {
 			return c, nil
 		}
-		_ = c.cli.Close()
+		c.close()
 		delete(m.clients, pod)
 	}
 	cfg := clientv3.Config{
@@ -174,7 +181,7 @@ func (m *memberClients) client(ctx context.Context, pod string) (*memberClient, 
 	if err != nil {
 		return nil, fmt.Errorf("etcd client for %s: %w", pod, err)
 	}
-	c := &memberClient{endpoint: endpoint, cli: cli}
+	c := &memberClient{endpoint: endpoint, cli: cli, http: newMemberHTTP(endpoint, cfg.TLS)}
 	if ending, ok := m.dialer.(memberdial.Ending); ok {
 		c.ended = ending.Ended(endpoint)
 	}
@@ -270,7 +277,7 @@ func (m *memberClients) Forget(pod string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if c, ok := m.clients[pod]; ok {
-		_ = c.cli.Close()
+		c.close()
 		delete(m.clients, pod)
 	}
 	m.dialer.Release(m.namespace, pod, m.port)
@@ -281,7 +288,7 @@ func (m *memberClients) Close() error {
 	defer m.mu.Unlock()
 	var errs []error
 	for pod, c := range m.clients {
-		errs = append(errs, c.cli.Close())
+		errs = append(errs, c.close())
 		delete(m.clients, pod)
 	}
 	return errors.Join(errs...)

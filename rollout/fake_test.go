@@ -67,7 +67,9 @@ type fakeEtcd struct {
 	downgradeRefused          string
 	downgradeEnableAnswerLost bool
 	// downgradeBroken is how many downgrade calls fail as a connection closed under them would.
-	downgradeBroken        int
+	downgradeBroken int
+	// downgradeBrokenBy is the error of a broken downgrade call; gRPC's Unavailable when nil.
+	downgradeBrokenBy      error
 	versionBeforeDowngrade string
 	// storageLagsDowngrade is how many Status answers per member still report the old storage version after
 	// an enable (etcd lowers it shortly after, not at once).
@@ -168,6 +170,9 @@ func (f *fakeEtcd) Downgrade(_ context.Context, pod string, action downgradeActi
 	f.downgradeCalls = append(f.downgradeCalls, action.String()+" "+version)
 	if f.downgradeBroken > 0 {
 		f.downgradeBroken--
+		if f.downgradeBrokenBy != nil {
+			return "", f.downgradeBrokenBy
+		}
 		return "", status.Error(codes.Unavailable, "error reading from server: EOF")
 	}
 	if f.isDown(pod) {

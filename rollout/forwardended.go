@@ -54,8 +54,8 @@ func forwardEnded(ctx context.Context, err error) error {
 // looked as if it had never broken, and a crash-looping canary passed its stability window
 // (TestCrashLoopingRevisionFailsAtTheFirstMember caught it). The price is that a forward ended by the
 // transport alone (client-go ends a whole forward when any one of its connections fails) counts as one
-// failed look: in a cool-down that reverts a member that may have been healthy (make bench mtls, 1 rollout
-// in 12), the safe side of telling the two apart.
+// failed look: in a cool-down that reverts a member that may have been healthy, the safe side of telling
+// the two apart. The engine itself opens no connection that could end a forward so (memberHTTP).
 func (m *memberClients) read(ctx context.Context, pod string, call func(context.Context, *memberClient) error) error {
 	c, err := m.client(ctx, pod)
 	if err != nil {
