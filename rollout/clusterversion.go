@@ -55,9 +55,8 @@ func (m *memberClients) ClusterVersion(ctx context.Context, pod string) (string,
 // cool-down, 1 rollout in 12; CI: TestVersionChanges/mtls's downgrade failed). A kept connection is closed
 // only while etcd reads it, or when the member is forgotten.
 type memberHTTP struct {
-	base      string
-	client    *http.Client
-	transport *http.Transport
+	base   string
+	client *http.Client
 }
 
 // newMemberHTTP returns the HTTP client for the member at endpoint (host:port or a URL); tlsConfig is nil
@@ -78,7 +77,7 @@ func newMemberHTTP(endpoint string, tlsConfig *tls.Config) *memberHTTP {
 	if tlsConfig != nil {
 		scheme = "https"
 	}
-	return &memberHTTP{base: scheme + "://" + addr, client: &http.Client{Transport: transport}, transport: transport}
+	return &memberHTTP{base: scheme + "://" + addr, client: &http.Client{Transport: transport}}
 }
 
-func (h *memberHTTP) close() { h.transport.CloseIdleConnections() }
+func (h *memberHTTP) close() { h.client.CloseIdleConnections() }
