@@ -193,8 +193,13 @@ func TestRunDoesNotWaitOutWhatWaitingCannotFix(t *testing.T) {
 		"a member that is down or still loading may come up")
 
 	c := newFakeCluster(t, 3, 0)
+	// A Role without any read of pods: refusing get alone let the run's watch (which lists) answer for
+	// some members, and which member the error named then depended on when the watch synced.
 	c.kube.PrependReactor("get", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(corev1.Resource("pods"), action.(k8stesting.GetAction).GetName(), errors.New(`User "ci" cannot get resource "pods"`))
+	})
+	c.kube.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(corev1.Resource("pods"), "", errors.New(`User "ci" cannot list resource "pods"`))
 	})
 	start := time.Now()
 	_, err := c.engine(t, func(cfg *Config, _ *Options) { cfg.ReadyTimeout = time.Minute }).Run(context.Background())
