@@ -120,6 +120,9 @@ type MemberState struct {
 	Healthy bool
 	// Problem says, for a person, why the member is not reachable or not healthy.
 	Problem string
+	// Unseen says the look never reached the member's etcd (no port-forward could be opened, or one that had
+	// answered ended under it): Problem says why, and nothing is known of the member, which may be healthy.
+	Unseen bool
 }
 
 // ClusterState is one observation of the StatefulSet and its members, taken as a whole.
@@ -242,6 +245,9 @@ type MemberTiming struct {
 	// Down is from lowering the partition to the member passing its health gate.
 	Down     time.Duration
 	Finished time.Time
+	// Process names the etcd process that passed the gates (its start time by the member's clock, from
+	// /metrics); empty when etcd did not say. The cool-down checks that the same one still serves.
+	Process string
 }
 
 // Result is what a run did. A run that failed still returns what it did before failing.

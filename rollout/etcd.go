@@ -59,6 +59,8 @@ type etcdAccess interface {
 	// Downgrade calls etcd's downgrade API through pod with a target minor ("3.5") and returns the cluster
 	// version etcd answers with.
 	Downgrade(ctx context.Context, pod string, action downgradeAction, version string) (string, error)
+	// Incarnation names the etcd process serving pod (its start time): a new value means it restarted.
+	Incarnation(ctx context.Context, pod string) (string, error)
 	// Forget closes every connection to the member. The engine calls it right before the member restarts:
 	// an etcd that still has client connections open can outlive its SIGTERM until the grace period ends
 	// and it is killed (seen with plain-HTTP members), which would slow every restart to the grace period.
@@ -138,7 +140,7 @@ const memberReconnectMax = time.Second
 func (m *memberClients) client(ctx context.Context, pod string) (*memberClient, error) {
 	endpoint, err := m.dialer.Endpoint(ctx, m.namespace, pod, m.port)
 	if err != nil {
-		return nil, err
+		return nil, noLookOpening(err)
 	}
 	base, err := m.tlsBase(ctx)
 	if err != nil {

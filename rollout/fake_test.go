@@ -75,6 +75,12 @@ type fakeEtcd struct {
 	// an enable (etcd lowers it shortly after, not at once).
 	storageLagsDowngrade int
 	storageLag           map[string]int
+	// incarnations counts each member's restarts: its Incarnation (a crash-looping member adds its cycles).
+	incarnations map[string]int
+	// unseen names members no look reaches (their port-forward cannot be opened), while they run on.
+	unseen map[string]bool
+	// noIncarnation makes Incarnation fail, as an etcd without /metrics would.
+	noIncarnation bool
 }
 
 func newFakeEtcd(n, leader int) *fakeEtcd {
@@ -90,6 +96,9 @@ func newFakeEtcd(n, leader int) *fakeEtcd {
 func (f *fakeEtcd) Status(_ context.Context, pod string) (memberStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.unseen[pod] {
+		return memberStatus{}, fmt.Errorf("%w: port-forward to db/%s: the API server is away", errNoLook, pod)
+	}
 	if f.isDown(pod) {
 		return memberStatus{}, fmt.Errorf("status of %s: connection refused", pod)
 	}
@@ -263,6 +272,49 @@ func (f *fakeEtcd) runsImage(pod, image string) {
 
 func (f *fakeEtcd) Close() error { return nil }
 
+func (f *fakeEtcd) Incarnation(_ context.Context, pod string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case f.unseen[pod]:
+		return "", fmt.Errorf("%w: port-forward to db/%s: the API server is away", errNoLook, pod)
+	case f.isDown(pod):
+		return "", fmt.Errorf("process start of %s: connection refused", pod)
+	case f.noIncarnation:
+		return "", errors.New("/metrics has no process_start_time_seconds")
+	}
+	n := f.incarnations[pod]
+	if start, looping := f.crashStart[pod]; looping {
+		n += int(time.Since(start) / (f.crashUp + f.crashDown))
+	}
+	return fmt.Sprintf("process-%d", n), nil
+}
+
+// restartQuietly restarts a member between two looks: it answers before and after, from a new process.
+func (f *fakeEtcd) restartQuietly(pod string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.bumpIncarnation(pod)
+}
+
+// bumpIncarnation records a restart of pod; f.mu is held.
+func (f *fakeEtcd) bumpIncarnation(pod string) {
+	if f.incarnations == nil {
+		f.incarnations = map[string]int{}
+	}
+	f.incarnations[pod]++
+}
+
+// setUnseen makes no look reach pod (or every look again), while the member runs on.
+func (f *fakeEtcd) setUnseen(pod string, unseen bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.unseen == nil {
+		f.unseen = map[string]bool{}
+	}
+	f.unseen[pod] = unseen
+}
+
 func (f *fakeEtcd) Forget(pod string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -276,6 +328,7 @@ func (f *fakeEtcd) restart(pod string) {
 	if f.restartedOnce == nil {
 		f.restartedOnce = map[string]bool{}
 	}
+	f.bumpIncarnation(pod)
 	if f.restartedOnce[pod] = true; len(f.restartedOnce) == len(f.ids) && f.clusterVersionOnceAllRestarted != "" {
 		f.clusterVersion = f.clusterVersionOnceAllRestarted
 	}
@@ -471,6 +524,7 @@ func (c *fakeCluster) recreate(del k8stesting.DeleteActionImpl) error {
 func (f *fakeEtcd) revive(pod string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.bumpIncarnation(pod)
 	delete(f.down, pod)
 	delete(f.crashStart, pod)
 }

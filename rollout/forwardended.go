@@ -52,10 +52,12 @@ func forwardEnded(ctx context.Context, err error) error {
 // A forward that ended under the call is not retried, even one that had answered: its end may be the
 // member's own (a crash ends every connection to it). Retried at once, a member that restarts quickly
 // looked as if it had never broken, and a crash-looping canary passed its stability window
-// (TestCrashLoopingRevisionFailsAtTheFirstMember caught it). The price is that a forward ended by the
-// transport alone (client-go ends a whole forward when any one of its connections fails) counts as one
-// failed look: in a cool-down that reverts a member that may have been healthy, the safe side of telling
-// the two apart. The engine itself opens no connection that could end a forward so (memberHTTP).
+// (TestCrashLoopingRevisionFailsAtTheFirstMember caught it). The end of a forward that had answered is
+// marked errNoLook instead: the look says nothing either way, and the member's incarnation, read once it
+// answers again, tells a transport end (client-go ends a whole forward when any one of its connections
+// fails, and an API server restart ends them all) from a restart. The end of a forward that never answered
+// stays the member's: it refused the connection. The engine itself opens no connection that could end a
+// forward so (memberHTTP).
 func (m *memberClients) read(ctx context.Context, pod string, call func(context.Context, *memberClient) error) error {
 	c, err := m.client(ctx, pod)
 	if err != nil {
@@ -67,6 +69,8 @@ func (m *memberClients) read(ctx context.Context, pod string, call func(context.
 	switch {
 	case err == nil:
 		c.answered.Store(true)
+	case c.answered.Load() && errors.Is(err, errForwardEnded):
+		return fmt.Errorf("%w: %w", errNoLook, err)
 	case !c.answered.Load() && noAnswerInTime(err):
 		m.Forget(pod)
 		return fmt.Errorf("%w (the port-forward, which never answered, is dropped; the next look opens a new one)", err)

@@ -100,7 +100,9 @@ func (f *endingForwards) Release(string, string, int) {
 func (f *endingForwards) Close() error { return nil }
 
 // A read whose forward ended is never taken again at once, even when the forward had answered before:
-// the end may be the member's own crash, which the stability window and the cool-down must see.
+// the end may be the member's own crash, which the stability window and the cool-down must see. The end of
+// a forward that had answered is marked as a look that did not reach etcd (the member's incarnation decides
+// later); the end of a fresh one is the member's refusal.
 func TestAnEndedForwardIsTheLooksAnswer(t *testing.T) {
 	refused := errors.New("member says no")
 	tests := []struct {
@@ -108,9 +110,10 @@ func TestAnEndedForwardIsTheLooksAnswer(t *testing.T) {
 		answeredFirst bool
 		attempts      []string // per attempt: "end" (the forward ends under it), "ok", "fail"
 		wantErr       error
+		wantNoLook    bool
 		wantForwards  int
 	}{
-		{name: "answering forward ends: the member may have crashed", answeredFirst: true, attempts: []string{"end"}, wantErr: errForwardEnded, wantForwards: 1},
+		{name: "answering forward ends: the member may have crashed", answeredFirst: true, attempts: []string{"end"}, wantErr: errForwardEnded, wantNoLook: true, wantForwards: 1},
 		{name: "fresh forward ends: the member refused", attempts: []string{"end"}, wantErr: errForwardEnded, wantForwards: 1},
 		{name: "answering forward fails otherwise", answeredFirst: true, attempts: []string{"fail"}, wantErr: refused, wantForwards: 1},
 		{name: "answering forward answers", answeredFirst: true, attempts: []string{"ok"}, wantForwards: 1},
@@ -141,6 +144,7 @@ func TestAnEndedForwardIsTheLooksAnswer(t *testing.T) {
 			assert.Equal(t, len(tt.attempts), calls, "attempts")
 			if tt.wantErr != nil {
 				require.ErrorIs(t, err, tt.wantErr)
+				assert.Equal(t, tt.wantNoLook, couldNotLook(err), "a look that did not reach etcd")
 			} else {
 				require.NoError(t, err)
 			}

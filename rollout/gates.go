@@ -27,7 +27,10 @@ const (
 // partition and generation this run wrote last), so the run stops (and re-locks) at once, not at its next
 // step. The pod gate looks again on every watch event; the etcd gate on its poll interval, as etcd health
 // is no Kubernetes event.
-func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, want expectedSpec, since time.Time) error {
+//
+// It returns the incarnation of the etcd process that passed (empty when etcd did not say), so that a later
+// look can tell whether the member restarted since.
+func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, want expectedSpec, since time.Time) (string, error) {
 	pod := st.Members[ordinal].Pod
 	lag := &watchLag{}
 	podGate := gateWait{pod: pod, ordinal: ordinal, gate: GatePodReady, timeout: e.cfg.ReadyTimeout, since: since, onEvents: true}
@@ -38,10 +41,10 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 		ok, seen := e.podAtRevision(ctx, pod, want.podRevision(st), true)
 		return ok, seen, nil
 	}); err != nil {
-		return err
+		return "", err
 	}
 	rev := want.podRevision(st)
-	stable := &stability{stableFor: e.stableFor}
+	stable := &stability{stableFor: e.stableFor, incarnationOf: func(ctx context.Context) (string, error) { return e.etcd.Incarnation(ctx, pod) }}
 	window := fmt.Sprintf("healthy without a break for %s: the first member on %s proves it does not crash-loop", e.stableFor, rev)
 	if e.proven.has(rev) {
 		stable.stableFor, window = 0, "one healthy look: "+rev+" proved itself on an earlier member"
@@ -52,13 +55,13 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 		if pending, err := e.checkUnchanged(ctx, st, pod, want, lag); err != nil || pending != "" {
 			return false, pending, err
 		}
-		ok, seen := e.memberHealthy(ctx, st, ordinal)
-		return stable.observe(ok, seen)
+		return stable.observe(ctx, e.memberHealthy(ctx, st, ordinal))
 	})
-	if err == nil {
-		e.proven.add(rev)
+	if err != nil {
+		return "", err
 	}
-	return err
+	e.proven.add(rev)
+	return stable.incarnation, nil
 }
 
 // waitPodRecreated blocks until the StatefulSet controller has replaced the member's pod with one at the
@@ -212,23 +215,23 @@ func (e *Engine) podAtRevision(ctx context.Context, pod, revision string, needRe
 // memberHealthy is the etcd gate: the member answers Status without alarms and is not a learner; the
 // member list has every replica as a voter and no learner; its applied index has caught up with the
 // leader's committed index; a linearizable read through it succeeds.
-func (e *Engine) memberHealthy(ctx context.Context, st ClusterState, ordinal int) (bool, string) {
+func (e *Engine) memberHealthy(ctx context.Context, st ClusterState, ordinal int) look {
 	pod := st.Members[ordinal].Pod
 	s, err := e.etcd.Status(ctx, pod)
 	if err != nil {
-		return false, err.Error()
+		return failedLook(err)
 	}
 	switch {
 	case len(s.Errors) > 0:
-		return false, fmt.Sprintf("etcd reports %v", s.Errors)
+		return look{seen: fmt.Sprintf("etcd reports %v", s.Errors)}
 	case s.IsLearner:
-		return false, "member is a learner"
+		return look{seen: "member is a learner"}
 	case s.Leader == 0:
-		return false, "member sees no leader"
+		return look{seen: "member sees no leader"}
 	}
 	list, err := e.etcd.MemberList(ctx, pod)
 	if err != nil {
-		return false, err.Error()
+		return failedLook(err)
 	}
 	voters, learners, present := 0, 0, false
 	for _, m := range list {
@@ -240,32 +243,37 @@ func (e *Engine) memberHealthy(ctx context.Context, st ClusterState, ordinal int
 		present = present || m.ID == s.ID
 	}
 	if !present || voters != st.Replicas || learners > 0 {
-		return false, fmt.Sprintf("member list has %d voters and %d learners (want %d voters, member %x among them)", voters, learners, st.Replicas, s.ID)
+		return look{seen: fmt.Sprintf("member list has %d voters and %d learners (want %d voters, member %x among them)", voters, learners, st.Replicas, s.ID)}
 	}
 	leaderIndex := s.RaftIndex
 	if s.Leader != s.ID {
 		leaderPod, err := e.podOfMember(ctx, st, s.Leader)
 		if err != nil {
-			return false, err.Error()
+			return failedLook(err)
 		}
 		ls, err := e.etcd.Status(ctx, leaderPod)
 		if err != nil {
-			return false, fmt.Sprintf("leader %s: %v", leaderPod, err)
+			return look{seen: fmt.Sprintf("leader %s: %v", leaderPod, err), noLook: couldNotLook(err)}
 		}
 		leaderIndex = ls.RaftIndex
 		// Sample the member again after the leader, so "caught up" compares a later applied index with an
 		// earlier committed one.
 		if s, err = e.etcd.Status(ctx, pod); err != nil {
-			return false, err.Error()
+			return failedLook(err)
 		}
 	}
 	if s.AppliedIndex+appliedIndexSlack < leaderIndex {
-		return false, fmt.Sprintf("applied index %d trails the leader's committed index %d", s.AppliedIndex, leaderIndex)
+		return look{seen: fmt.Sprintf("applied index %d trails the leader's committed index %d", s.AppliedIndex, leaderIndex)}
 	}
 	if err := e.etcd.LinearizableRead(ctx, pod); err != nil {
-		return false, err.Error()
+		return failedLook(err)
 	}
-	return true, ""
+	return look{ok: true}
+}
+
+// failedLook is the look that err ended.
+func failedLook(err error) look {
+	return look{seen: err.Error(), noLook: couldNotLook(err)}
 }
 
 // podOfMember finds the pod serving an etcd member ID: from the observation when the ID is known there,

@@ -163,7 +163,7 @@ func (e *Engine) observeMember(ctx context.Context, ordinal int) MemberState {
 	defer cancel()
 	s, err := e.etcd.Status(cctx, m.Pod)
 	if err != nil {
-		m.Problem = err.Error()
+		m.Problem, m.Unseen = err.Error(), couldNotLook(err)
 		return m
 	}
 	m.Reachable = true

@@ -90,7 +90,7 @@ func (r *run) revert(ctx context.Context, ordinal int) (string, error) {
 		}
 	}
 	want := expectedSpec{Partition: st.Replicas, Generation: r.gen, PodRevision: to}
-	if err := e.waitMember(ctx, st, ordinal, want, time.Now()); err != nil {
+	if _, err := e.waitMember(ctx, st, ordinal, want, time.Now()); err != nil {
 		return "", fmt.Errorf("waiting for %s to pass its gates again at %s: %w", m.Pod, to, err)
 	}
 	return to, nil
@@ -135,7 +135,7 @@ func (r *run) recreate(ctx context.Context, st ClusterState, ordinal int) error 
 		return err
 	}
 	want := expectedSpec{Partition: st.Replicas, Generation: r.gen, PodRevision: st.CurrentRevision}
-	if err := e.waitMember(ctx, st, ordinal, want, time.Now()); err != nil {
+	if _, err := e.waitMember(ctx, st, ordinal, want, time.Now()); err != nil {
 		return fmt.Errorf("bringing back %s at %s: %w", m.Pod, st.CurrentRevision, err)
 	}
 	e.emit(Step{Kind: StepRecreate, Ordinal: ordinal}, "%s is back and healthy at %s", m.Pod, st.CurrentRevision)

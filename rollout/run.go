@@ -37,7 +37,7 @@ func (e *Engine) Run(ctx context.Context) (res Result, err error) {
 	defer cancel(nil)
 	stopRenew := e.lease.keepRenewed(runCtx, cancel)
 
-	r := &run{e: e, res: &res, lease: lease, passed: map[int]time.Time{}, rolledFrom: map[int]string{}, requestsBefore: requestsBefore}
+	r := &run{e: e, res: &res, lease: lease, passed: map[int]*passedMember{}, rolledFrom: map[int]string{}, requestsBefore: requestsBefore}
 	defer func() {
 		p := recover()
 		if p != nil {
@@ -110,9 +110,9 @@ type run struct {
 	// startRev is the updateRevision this run rolls to, once known.
 	startRev string
 
-	// passed is when each member this run restarted or waited for passed its gates: such a member that is
+	// passed are the members this run restarted or waited for that passed their gates: such a member that is
 	// unhealthy again did not stay up on the new revision, and the run stops instead of waiting for it anew.
-	passed map[int]time.Time
+	passed map[int]*passedMember
 	// rolledFrom is the image each member ran before this run restarted it: what a revert goes back to.
 	rolledFrom map[int]string
 	// versionMove is the first plan's minor-version change, if any: finish waits for the cluster version.
@@ -300,34 +300,6 @@ func unfixableByWaiting(st ClusterState) string {
 	return ""
 }
 
-// coolDown waits the cool-down owed after a member, watching the members this run rolled: one that stops
-// answering meanwhile did not stay up on the new revision (a crash loop that outlasted the gate's stability
-// window), and the run stops there, before it disrupts another member. again says the caller must look
-// again first.
-func (r *run) coolDown(ctx context.Context) (again bool, err error) {
-	e := r.e
-	if !r.cooldownDue {
-		return false, nil
-	}
-	r.cooldownDue = false
-	if e.cfg.Cooldown <= 0 {
-		return false, nil
-	}
-	e.emit(Step{Kind: StepCooldown}, "cooling down %s", e.cfg.Cooldown)
-	for end := time.Now().Add(e.cfg.Cooldown); time.Now().Before(end); {
-		for ordinal, at := range r.passed {
-			pod := podName(e.cfg.StatefulSet, ordinal)
-			if ok, seen := e.stillAnswers(ctx, pod); !ok && ctx.Err() == nil {
-				return true, &GateTimeoutError{Pod: pod, Gate: GateEtcdHealth, PassedAt: at, LastSeen: seen + ", during the cool-down"}
-			}
-		}
-		if err := sleep(ctx, min(e.pollEvery, time.Until(end))); err != nil {
-			return true, fmt.Errorf("during cool-down: %w", err)
-		}
-	}
-	return true, nil
-}
-
 // step runs the plan's first step. Steps that found live state moved under them (an aborted transfer, a
 // leader back on the member about to restart) return nil to be re-planned, up to maxStepRetries times.
 func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
@@ -371,15 +343,16 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 		return r.enableDowngrade(ctx, st, step)
 	case StepWaitMember:
 		pod := st.Members[step.Ordinal].Pod
-		if at, ok := r.passed[step.Ordinal]; ok && !st.Members[step.Ordinal].Reachable {
-			return &GateTimeoutError{Pod: pod, Gate: GateEtcdHealth, PassedAt: at, LastSeen: st.Members[step.Ordinal].Problem}
+		if p, ok := r.passed[step.Ordinal]; ok && !st.Members[step.Ordinal].Reachable {
+			return r.holdUnseen(ctx, step.Ordinal, p, st.Members[step.Ordinal])
 		}
 		e.emit(step, "waiting for %s to pass its gates", pod)
-		if err := e.waitMember(ctx, st, step.Ordinal, expectedSpec{Partition: st.Partition, Generation: r.gen}, time.Now()); err != nil {
+		inc, err := e.waitMember(ctx, st, step.Ordinal, expectedSpec{Partition: st.Partition, Generation: r.gen}, time.Now())
+		if err != nil {
 			return err
 		}
 		e.emit(step, "%s healthy", pod)
-		r.passed[step.Ordinal] = time.Now()
+		r.passed[step.Ordinal] = &passedMember{at: time.Now(), incarnation: inc}
 		r.cooldownDue, r.retries = true, 0
 	default:
 		return fmt.Errorf("internal: plan starts with %s", step.Kind)
@@ -454,13 +427,14 @@ func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) error 
 		return err
 	}
 	e.emit(Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, "%s recreated at %s, partition locked again; waiting for it to be Ready, etcd healthy and caught up", pod, st.UpdateRevision)
-	if err := e.waitMember(ctx, st, step.Ordinal, expectedSpec{Partition: st.Replicas, Generation: r.gen}, start); err != nil {
+	inc, err := e.waitMember(ctx, st, step.Ordinal, expectedSpec{Partition: st.Replicas, Generation: r.gen}, start)
+	if err != nil {
 		return fmt.Errorf("rolling %s: %w", pod, err)
 	}
 	down := time.Since(start)
-	r.passed[step.Ordinal] = time.Now()
+	r.passed[step.Ordinal] = &passedMember{at: time.Now(), incarnation: inc}
 	r.res.MembersRolled = append(r.res.MembersRolled, pod)
-	r.res.Members = append(r.res.Members, MemberTiming{Pod: pod, Down: down, Finished: time.Now()})
+	r.res.Members = append(r.res.Members, MemberTiming{Pod: pod, Down: down, Finished: time.Now(), Process: inc})
 	e.emit(Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, "%s rolled in %s", pod, down.Round(10*time.Millisecond))
 	e.record(ctx, r.uid, corev1.EventTypeNormal, ReasonMemberRolled, fmt.Sprintf("Rolled %s to revision %s; etcd healthy after %s", pod, st.UpdateRevision, down.Round(10*time.Millisecond)))
 	return nil

@@ -255,22 +255,6 @@ func TestRunStopsAtACrashLoopingMember(t *testing.T) {
 	}
 }
 
-func TestStabilityNeedsAnUnbrokenHealthyStretch(t *testing.T) {
-	s := &stability{stableFor: 50 * time.Millisecond}
-	ok, seen, _ := s.observe(true, "")
-	assert.False(t, ok, "one good look is not enough")
-	assert.Contains(t, seen, "healthy for 0s of the 50ms it must stay so")
-	ok, seen, _ = s.observe(false, "connection refused")
-	assert.False(t, ok)
-	assert.Equal(t, "connection refused (it was healthy 1 time(s) since it started, never for 50ms)", seen)
-	_, seen, _ = s.observe(true, "")
-	assert.Equal(t, "healthy for 0s of the 50ms it must stay so (it was healthy 1 time(s) before, never for 50ms)", seen,
-		"a healthy moment of a member that flapped still says it flapped")
-	time.Sleep(60 * time.Millisecond)
-	ok, _, _ = s.observe(true, "")
-	assert.True(t, ok, "healthy without a break for the whole window")
-}
-
 // A gate that waits says every so often what it last saw, so a wait that ends well after a long stall still
 // leaves a trace of why it stalled (the mTLS outliers of make bench were found this way).
 func TestAWaitingGateSaysWhatItLastSaw(t *testing.T) {

@@ -15,28 +15,48 @@ const defaultStableFor = 3 * time.Second
 // little about a member that crash-loops (it answers for a moment after each start). A break starts the
 // count again and is remembered, so the gate's last-seen says the member flapped, not merely that it is
 // down.
+//
+// A break is the member's own failure, or a restart: the stretch remembers the etcd process that began it
+// (its incarnation) and checks it again when the window ends, so a member that restarted between two looks
+// breaks too. A look that could not reach the member at all (errNoLook: its port-forward ended or could not
+// be opened) does not break it: the stretch holds until etcd answers again and shows the same process.
+// Without an incarnation (etcd did not say) such a look breaks the stretch, as any failed look.
 type stability struct {
 	stableFor time.Duration
-	since     time.Time // start of the current healthy stretch; zero while unhealthy
-	breaks    int       // healthy stretches that ended before stableFor
+	// incarnationOf reads the member's incarnation (memberClients.Incarnation).
+	incarnationOf func(context.Context) (string, error)
+
+	since       time.Time // start of the current healthy stretch; zero while unhealthy
+	breaks      int       // healthy stretches that ended before stableFor
+	incarnation string    // the etcd process of the current stretch; empty when not known
+	unsure      bool      // a look since the last good one could not reach the member
 }
 
-func (s *stability) observe(ok bool, seen string) (bool, string, error) {
-	if !ok {
-		if !s.since.IsZero() {
-			s.breaks++
-			s.since = time.Time{}
+// look is one health look at a member. noLook says it never reached etcd (errNoLook).
+type look struct {
+	ok     bool
+	seen   string
+	noLook bool
+}
+
+func (s *stability) observe(ctx context.Context, l look) (bool, string, error) {
+	if !l.ok {
+		if l.noLook && !s.since.IsZero() && s.incarnation != "" {
+			s.unsure = true
+			return false, l.seen + "; the healthy stretch holds until etcd answers again from the same process", nil
 		}
-		if s.breaks > 0 {
-			seen = fmt.Sprintf("%s (it was healthy %d time(s) since it started, never for %s)", seen, s.breaks, s.stableFor)
-		}
-		return false, seen, nil
+		return false, s.broken(l.seen), nil
 	}
 	if s.since.IsZero() {
-		s.since = time.Now()
+		s.since, s.unsure = time.Now(), false
+		s.incarnation, _ = s.incarnationOf(ctx) // unknown: restarts between looks go unseen, as before
+	} else if s.unsure || time.Since(s.since) >= s.stableFor {
+		if seen := s.checkSameProcess(ctx); seen != "" {
+			return false, seen, nil
+		}
 	}
 	if held := time.Since(s.since); held < s.stableFor {
-		seen = fmt.Sprintf("healthy for %s of the %s it must stay so", held.Round(100*time.Millisecond), s.stableFor)
+		seen := fmt.Sprintf("healthy for %s of the %s it must stay so", held.Round(100*time.Millisecond), s.stableFor)
 		if s.breaks > 0 {
 			// The gate may time out in a healthy moment of a flapping member: say it flapped all the same.
 			seen = fmt.Sprintf("%s (it was healthy %d time(s) before, never for %s)", seen, s.breaks, s.stableFor)
@@ -44,6 +64,48 @@ func (s *stability) observe(ok bool, seen string) (bool, string, error) {
 		return false, seen, nil
 	}
 	return true, "", nil
+}
+
+// broken ends the current stretch on a failed look and says what was seen.
+func (s *stability) broken(seen string) string {
+	if !s.since.IsZero() {
+		s.breaks++
+		s.since, s.incarnation, s.unsure = time.Time{}, "", false
+	}
+	if s.breaks > 0 {
+		seen = fmt.Sprintf("%s (it was healthy %d time(s) since it started, never for %s)", seen, s.breaks, s.stableFor)
+	}
+	return seen
+}
+
+// checkSameProcess checks that the stretch's etcd process still serves. It returns "" when it does (or when
+// the stretch has no incarnation to check). Otherwise it says what it found: a new process (a break: the
+// stretch starts again from it), or no answer to the check (the stretch waits for the next look).
+func (s *stability) checkSameProcess(ctx context.Context) string {
+	if s.incarnation == "" {
+		s.unsure = false
+		return ""
+	}
+	now, err := s.incarnationOf(ctx)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("answers; checking that the same etcd process serves: %v", err)
+	case now != s.incarnation:
+		was := s.incarnation
+		s.breaks++
+		s.since, s.incarnation, s.unsure = time.Now(), now, false
+		return fmt.Sprintf("restarted during its healthy stretch (etcd process started at %s, was %s)%s", now, was, s.flapped())
+	}
+	s.unsure = false
+	return ""
+}
+
+// flapped says, for a member that broke before, how often.
+func (s *stability) flapped() string {
+	if s.breaks == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (it was healthy %d time(s) since it started, never for %s)", s.breaks, s.stableFor)
 }
 
 // provenRevisions are the revisions on which a member passed its etcd gate with the full stability window.
@@ -70,17 +132,4 @@ func (p *provenRevisions) add(rev string) {
 		p.revs = map[string]bool{}
 	}
 	p.revs[rev] = true
-}
-
-// stillAnswers is the light look at members this run already rolled, taken while it cools down. Only the
-// member's own failure counts: one that stops answering did not stay up on the new revision. A member that
-// answers but sees no leader is waiting out an election elsewhere (a crashed leader), which the run holds
-// for like any blocked state.
-func (e *Engine) stillAnswers(ctx context.Context, pod string) (bool, string) {
-	cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
-	defer cancel()
-	if _, err := e.etcd.Status(cctx, pod); err != nil {
-		return false, err.Error()
-	}
-	return true, ""
 }

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -48,4 +49,92 @@ func TestACrashLoopingRevisionNeverBecomesProven(t *testing.T) {
 	require.Error(t, err)
 	assert.False(t, e.proven.has(newRev))
 	assert.Equal(t, []string{oldRev, oldRev, newRev}, c.revisions(), "etcd-1 and etcd-0 were never restarted")
+}
+
+// processes is a member's incarnation as a test sets it; an empty one makes the read fail, as an etcd
+// without /metrics would.
+type processes struct{ now string }
+
+func (p *processes) read(context.Context) (string, error) {
+	if p.now == "" {
+		return "", errors.New("/metrics has no process_start_time_seconds")
+	}
+	return p.now, nil
+}
+
+var (
+	healthy   = look{ok: true}
+	refused   = look{seen: "connection refused"}
+	unreached = look{seen: "the look did not reach etcd: port-forward ended", noLook: true}
+)
+
+// A stability window passes only after an unbroken healthy stretch by one etcd process. A look that never
+// reached the member does not break it when etcd names its process (the same one answers afterwards); a
+// restart breaks it even when no look failed.
+func TestStabilityNeedsOneProcessHealthyForTheWholeWindow(t *testing.T) {
+	const window = 40 * time.Millisecond
+	type step struct {
+		process string // the member's incarnation from this step on ("" keeps the last)
+		look    look
+		wait    bool // sleep past the window before the look
+		pass    bool
+		seen    string
+	}
+	tests := []struct {
+		name  string
+		start string // the incarnation when the stretch begins ("": etcd does not say)
+		steps []step
+	}{
+		{"an unbroken stretch passes", "p1", []step{
+			{look: healthy, seen: "healthy for 0s of the 40ms it must stay so"},
+			{look: healthy, wait: true, pass: true},
+		}},
+		{"a refused look breaks it and is remembered", "p1", []step{
+			{look: healthy},
+			{look: refused, seen: "connection refused (it was healthy 1 time(s) since it started, never for 40ms)"},
+			{look: healthy, seen: "healthy for 0s of the 40ms it must stay so (it was healthy 1 time(s) before, never for 40ms)"},
+			{look: healthy, wait: true, pass: true},
+		}},
+		{"a look that did not reach the member holds the stretch", "p1", []step{
+			{look: healthy},
+			{look: unreached, seen: "the look did not reach etcd: port-forward ended; the healthy stretch holds until etcd answers again from the same process"},
+			{look: healthy, wait: true, pass: true},
+		}},
+		{"the same look breaks it when the member answers from a new process", "p1", []step{
+			{look: healthy},
+			{look: unreached},
+			{process: "p2", look: healthy, seen: "restarted during its healthy stretch (etcd process started at p2, was p1) (it was healthy 1 time(s) since it started, never for 40ms)"},
+			{look: healthy, seen: "healthy for 0s of the 40ms it must stay so (it was healthy 1 time(s) before, never for 40ms)"},
+			{look: healthy, wait: true, pass: true},
+		}},
+		{"a restart between two good looks breaks it when the window ends", "p1", []step{
+			{look: healthy},
+			{process: "p2", look: healthy, wait: true, seen: "restarted during its healthy stretch (etcd process started at p2, was p1) (it was healthy 1 time(s) since it started, never for 40ms)"},
+			{look: healthy, wait: true, pass: true},
+		}},
+		{"without a process name a look that did not reach the member breaks it", "", []step{
+			{look: healthy},
+			{look: unreached, seen: "the look did not reach etcd: port-forward ended (it was healthy 1 time(s) since it started, never for 40ms)"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &processes{now: tt.start}
+			s := &stability{stableFor: window, incarnationOf: p.read}
+			for i, st := range tt.steps {
+				if st.process != "" {
+					p.now = st.process
+				}
+				if st.wait {
+					time.Sleep(window + 10*time.Millisecond)
+				}
+				ok, seen, err := s.observe(context.Background(), st.look)
+				require.NoError(t, err)
+				assert.Equal(t, st.pass, ok, "step %d", i)
+				if st.seen != "" {
+					assert.Equal(t, st.seen, seen, "step %d", i)
+				}
+			}
+		})
+	}
 }

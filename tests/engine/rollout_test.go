@@ -32,6 +32,11 @@ func rollWithLeaderOn(t *testing.T, spec harness.EtcdSpec, leaders []int) {
 			assert.Len(t, res.MembersRolled, n)
 			assert.Equal(t, rev, res.UpdateRevision)
 			assert.Equal(t, 0, res.UnplannedElections)
+			for _, m := range res.Members {
+				// Read from the member's /metrics over the same transport (and TLS) as every other call: without it
+				// a restart between two looks goes unseen and an unreachable member counts as a failed one.
+				assert.NotEmpty(t, m.Process, "%s named its etcd process", m.Pod)
+			}
 			if leader == n-1 {
 				assert.Equal(t, 2, res.LeaderTransfers, "the leader starts on the first member to roll")
 			} else {

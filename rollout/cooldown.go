@@ -1,0 +1,164 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrMemberUnseen is wrapped when the engine could not reach a member that had passed its gates for a whole
+// health timeout (no port-forward to it could be opened, or each ended under the look). It is not the
+// member's failure, so nothing is reverted: the run stops with the partition locked rather than restart
+// another member without knowing this one is up.
+var ErrMemberUnseen = errors.New("could not look at a member that had passed its gates")
+
+// passedMember is a member this run saw pass its gates.
+type passedMember struct {
+	at time.Time
+	// incarnation is its etcd process when it passed (memberClients.Incarnation); empty when etcd did not
+	// say, and then a look that cannot reach it counts as its failure, the safe side.
+	incarnation string
+	// unseenSince is the first of the looks in a row that could not reach it; zero when the last one did.
+	unseenSince time.Time
+}
+
+// coolDown waits the cool-down owed after a member, watching the members this run rolled: one that stops
+// answering meanwhile, or answers from a new etcd process, did not stay up on the new revision (a crash loop
+// that outlasted the gate's stability window), and the run stops there, before it disrupts another member.
+// A member it cannot reach at all is held for, not failed (passedMember). again says the caller must look
+// again first.
+func (r *run) coolDown(ctx context.Context) (again bool, err error) {
+	e := r.e
+	if !r.cooldownDue {
+		return false, nil
+	}
+	r.cooldownDue = false
+	if e.cfg.Cooldown <= 0 {
+		return false, nil
+	}
+	e.emit(Step{Kind: StepCooldown}, "cooling down %s", e.cfg.Cooldown)
+	end := time.Now().Add(e.cfg.Cooldown)
+	for checked := false; ; {
+		holding, err := r.lookAtPassed(ctx, checked)
+		if err != nil {
+			return true, err
+		}
+		if !holding && !time.Now().Before(end) {
+			if checked {
+				return true, nil
+			}
+			checked = true // one more round, which also asks whether the same processes serve
+			continue
+		}
+		wait := e.pollEvery
+		if !holding {
+			wait = min(wait, time.Until(end))
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return true, fmt.Errorf("during cool-down: %w", err)
+		}
+	}
+}
+
+// lookAtPassed looks at every member this run saw pass; holding says one of them could not be reached.
+// withIncarnation also checks that each still runs the etcd process that passed: a restart between two
+// looks answers both.
+func (r *run) lookAtPassed(ctx context.Context, withIncarnation bool) (holding bool, err error) {
+	for ordinal, p := range r.passed {
+		h, err := r.stillUp(ctx, ordinal, p, withIncarnation)
+		if err != nil {
+			return false, err
+		}
+		holding = holding || h
+	}
+	return holding, nil
+}
+
+// stillUp is one cool-down look at a member that passed; see coolDown.
+func (r *run) stillUp(ctx context.Context, ordinal int, p *passedMember, withIncarnation bool) (holding bool, err error) {
+	pod := podName(r.e.cfg.StatefulSet, ordinal)
+	l := r.e.stillAnswers(ctx, pod)
+	switch {
+	case ctx.Err() != nil:
+		return false, nil // the caller's wait reports the cancellation
+	case l.ok && (withIncarnation || !p.unseenSince.IsZero()):
+		return r.sameProcess(ctx, ordinal, p)
+	case l.ok:
+		return false, nil
+	case l.noLook && p.incarnation != "":
+		return r.unseen(ordinal, p, l.seen)
+	}
+	return false, &GateTimeoutError{Pod: pod, Gate: GateEtcdHealth, PassedAt: p.at, LastSeen: l.seen + ", during the cool-down"}
+}
+
+// sameProcess checks, for a member that answers, that the etcd process that passed still serves it.
+func (r *run) sameProcess(ctx context.Context, ordinal int, p *passedMember) (holding bool, err error) {
+	if p.incarnation == "" {
+		return false, nil
+	}
+	pod := podName(r.e.cfg.StatefulSet, ordinal)
+	inc, err := r.e.etcd.Incarnation(ctx, pod)
+	switch {
+	case err != nil:
+		return r.unseen(ordinal, p, "answers, but its process start could not be read: "+err.Error())
+	case inc != p.incarnation:
+		return false, &GateTimeoutError{Pod: pod, Gate: GateEtcdHealth, PassedAt: p.at,
+			LastSeen: fmt.Sprintf("restarted during the cool-down (etcd process started at %s, the one that passed at %s)", inc, p.incarnation)}
+	}
+	if !p.unseenSince.IsZero() {
+		r.e.emit(Step{Kind: StepCooldown, Ordinal: ordinal}, "%s answers again from the etcd process that passed (started at %s): the looks that failed never reached it",
+			pod, inc)
+		p.unseenSince = time.Time{}
+	}
+	return false, nil
+}
+
+// unseen records a look that could not reach a member that passed. The run holds for it (holding) until a
+// look reaches it, for at most the health timeout, the time any member has to show it is healthy.
+func (r *run) unseen(ordinal int, p *passedMember, seen string) (holding bool, err error) {
+	e := r.e
+	pod := podName(e.cfg.StatefulSet, ordinal)
+	if p.unseenSince.IsZero() {
+		p.unseenSince = time.Now()
+		e.emit(Step{Kind: StepCooldown, Ordinal: ordinal}, "cannot look at %s (%s); holding until a look reaches it (at most %s)", pod, seen, e.cfg.HealthTimeout)
+	}
+	if time.Since(p.unseenSince) > e.cfg.HealthTimeout {
+		return false, fmt.Errorf("%w: %s, for %s: %s; it may be healthy, so it is not reverted: check the port-forward path to it (API server, kubelet), then run again",
+			ErrMemberUnseen, pod, e.cfg.HealthTimeout, seen)
+	}
+	return true, nil
+}
+
+// holdUnseen is the step for a member that passed and that the last observation could not reach: one whose
+// own failure it saw fails its gate, one it could not look at is held for until a look reaches it.
+func (r *run) holdUnseen(ctx context.Context, ordinal int, p *passedMember, m MemberState) error {
+	if !m.Unseen || p.incarnation == "" {
+		return &GateTimeoutError{Pod: m.Pod, Gate: GateEtcdHealth, PassedAt: p.at, LastSeen: m.Problem}
+	}
+	if _, err := r.unseen(ordinal, p, m.Problem); err != nil {
+		return err
+	}
+	for {
+		holding, err := r.stillUp(ctx, ordinal, p, false)
+		if err != nil || !holding {
+			return err
+		}
+		if err := sleep(ctx, r.e.pollEvery); err != nil {
+			return fmt.Errorf("waiting to look at %s again: %w", m.Pod, err)
+		}
+	}
+}
+
+// stillAnswers is the light look at members this run already rolled, taken while it cools down. Only the
+// member's own failure counts: one that stops answering did not stay up on the new revision. A member that
+// answers but sees no leader is waiting out an election elsewhere (a crashed leader), which the run holds
+// for like any blocked state.
+func (e *Engine) stillAnswers(ctx context.Context, pod string) look {
+	cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+	defer cancel()
+	if _, err := e.etcd.Status(cctx, pod); err != nil {
+		return failedLook(err)
+	}
+	return look{ok: true}
+}

@@ -1,0 +1,95 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A member that passed is failed only on its own failure or a restart, never on a look that did not reach
+// it (an API server restart ends every port-forward); one that cannot be reached for a whole health timeout
+// stops the run without a revert, as it may be healthy.
+func TestMembersThatPassedAreFailedOnlyForWhatTheyDid(t *testing.T) {
+	tests := []struct {
+		name     string
+		cooldown time.Duration
+		// at is the event on which act runs, once.
+		at  string
+		act func(c *fakeCluster)
+		// noIncarnation: etcd does not name its process.
+		noIncarnation bool
+		wantErr       string
+		wantReverted  bool
+		wantSaid      string
+	}{
+		{
+			name: "unreached during the cool-down, then the same process answers", cooldown: 300 * time.Millisecond,
+			at: "cooling down", act: unreachableFor(150 * time.Millisecond),
+			wantSaid: "etcd-2 answers again from the etcd process that passed (started at process-1)",
+		},
+		{
+			name: "unreached when the run looks again before the next member (no cool-down)",
+			at:   "etcd-2 rolled in", act: unreachableFor(150 * time.Millisecond),
+			wantSaid: "etcd-2 answers again from the etcd process that passed",
+		},
+		{
+			name: "restarted during the cool-down, though every look answered", cooldown: 300 * time.Millisecond,
+			at: "cooling down", act: func(c *fakeCluster) { c.etcd.restartQuietly("etcd-2") },
+			wantErr: "restarted during the cool-down (etcd process started at process-2, the one that passed at process-1)", wantReverted: true,
+		},
+		{
+			name: "unreached for the whole health timeout", cooldown: 300 * time.Millisecond,
+			at: "cooling down", act: func(c *fakeCluster) { c.etcd.setUnseen("etcd-2", true) },
+			wantErr: "could not look at a member that had passed its gates: etcd-2, for 500ms",
+		},
+		{
+			name: "unreached, and etcd does not name its process", cooldown: 300 * time.Millisecond, noIncarnation: true,
+			at: "cooling down", act: func(c *fakeCluster) { c.etcd.setUnseen("etcd-2", true) },
+			wantErr: "etcd-2 passed the etcd health gate", wantReverted: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newFakeCluster(t, 3, 1)
+			c.etcd.noIncarnation = tt.noIncarnation
+			var said []string
+			var once sync.Once
+			res, err := c.engine(t, func(cfg *Config, o *Options) {
+				cfg.Cooldown, cfg.HealthTimeout, cfg.OnFailure = tt.cooldown, 500*time.Millisecond, FailureStop
+				o.OnEvent = func(ev Event) {
+					said = append(said, ev.Message)
+					if strings.HasPrefix(ev.Message, tt.at) {
+						once.Do(func() { tt.act(c) })
+					}
+				}
+			}).Run(context.Background())
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				assert.Equal(t, []string{"etcd-2", "etcd-1", "etcd-0"}, res.MembersRolled)
+				assert.Contains(t, strings.Join(said, "\n"), tt.wantSaid)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.wantErr)
+			var gate *GateTimeoutError
+			assert.Equal(t, tt.wantReverted, errors.As(err, &gate), "failed as the member's own failure (what onFailure: revert reverts)")
+			assert.Equal(t, !tt.wantReverted, errors.Is(err, ErrMemberUnseen))
+			assert.Equal(t, []string{"etcd-2"}, res.MembersRolled, "no other member was restarted")
+			assert.Equal(t, 3, c.partition(), "the partition is locked")
+		})
+	}
+}
+
+// unreachableFor makes no look reach etcd-2 for d, while it runs on.
+func unreachableFor(d time.Duration) func(*fakeCluster) {
+	return func(c *fakeCluster) {
+		c.etcd.setUnseen("etcd-2", true)
+		time.AfterFunc(d, func() { c.etcd.setUnseen("etcd-2", false) })
+	}
+}

@@ -1,0 +1,69 @@
+package rollout
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// incarnationMetric is the start time of the etcd process, in Unix seconds, from the process collector that
+// every etcd registers on /metrics (3.4 to 3.6): it changes exactly when the member restarts.
+const incarnationMetric = "process_start_time_seconds"
+
+// Incarnation names the etcd process that serves pod: the start time it reports on /metrics, compared only
+// with another answer of the same member, never with our clock, so clock skew cannot fool it. A member that
+// restarted between two looks answers both, and only its incarnation says it broke; a look that could not
+// reach it (errNoLook) is resolved the same way once it answers again. The whole /metrics page is read (about
+// 160 KB), so the engine asks only when it must: when a stability window starts and ends, after a look that
+// could not reach the member, and at the end of a cool-down.
+func (m *memberClients) Incarnation(ctx context.Context, pod string) (string, error) {
+	var inc string
+	err := m.read(ctx, pod, func(ctx context.Context, c *memberClient) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.http.base+"/metrics", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := c.http.client.Do(req)
+		if err != nil {
+			return fmt.Errorf("process start of %s: %w", pod, forwardEnded(ctx, err))
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+			return fmt.Errorf("process start of %s: /metrics answered HTTP %d", pod, resp.StatusCode)
+		}
+		inc, err = scanIncarnation(resp.Body)
+		// Read to the end, so the kept connection is reused rather than closed mid-answer (see memberHTTP).
+		_, _ = io.Copy(io.Discard, resp.Body)
+		if err != nil {
+			return fmt.Errorf("process start of %s: %w", pod, forwardEnded(ctx, err))
+		}
+		return nil
+	})
+	return inc, err
+}
+
+// scanIncarnation finds incarnationMetric's value in a Prometheus text page.
+func scanIncarnation(page io.Reader) (string, error) {
+	sc := bufio.NewScanner(page)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		if value, ok := strings.CutPrefix(sc.Text(), incarnationMetric+" "); ok {
+			sec, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+			if err != nil {
+				return "", fmt.Errorf("%s %q: %w", incarnationMetric, value, err)
+			}
+			// By the member's node clock, to the 10 ms the kernel counts a start in: a name, not a time to compare.
+			return time.Unix(0, int64(sec*1e9)).UTC().Format("2006-01-02T15:04:05.00Z"), nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", err
+	}
+	return "", fmt.Errorf("/metrics has no %s (an etcd without the process collector): restarts between looks cannot be seen", incarnationMetric)
+}

@@ -1,0 +1,89 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func TestIncarnationIsTheProcessStartOnMetrics(t *testing.T) {
+	tests := []struct {
+		name, page, want, wantErr string
+	}{
+		{name: "etcd's page", page: "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.\n" +
+			"# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds 1.79619184704e+09\nprocess_virtual_memory_bytes 1.2e+10\n",
+			want: "2026-12-02T06:10:47.04Z"},
+		{name: "a similar name is not it", page: "process_start_time_seconds_total 5\n", wantErr: "/metrics has no process_start_time_seconds"},
+		{name: "no process collector", page: "etcd_server_has_leader 1\n", wantErr: "/metrics has no process_start_time_seconds"},
+		{name: "not a number", page: "process_start_time_seconds soon\n", wantErr: `process_start_time_seconds "soon"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := scanIncarnation(strings.NewReader(tt.page))
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// Incarnation reads the member's own /metrics page, and tells two processes apart by their start times.
+func TestIncarnationAsksTheMember(t *testing.T) {
+	start := "1.79619184704e+09"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			http.NotFound(w, r)
+			return
+		}
+		// A page as long as etcd's, so the read goes past the metric to the end.
+		fmt.Fprintf(w, "%s\nprocess_start_time_seconds %s\n%s", strings.Repeat("etcd_debugging_x 1\n", 4000), start, strings.Repeat("go_gc 1\n", 4000))
+	}))
+	defer srv.Close()
+	m := newMemberClients(addrDialer{addr: strings.TrimPrefix(srv.URL, "http://")}, "ns", "etcd", 2379, nil)
+	defer m.Close()
+	first, err := m.Incarnation(context.Background(), "etcd-0")
+	require.NoError(t, err)
+	again, err := m.Incarnation(context.Background(), "etcd-0")
+	require.NoError(t, err)
+	assert.Equal(t, first, again)
+	start = "1.79619185012e+09"
+	restarted, err := m.Incarnation(context.Background(), "etcd-0")
+	require.NoError(t, err)
+	assert.NotEqual(t, first, restarted)
+}
+
+// A port-forward that cannot be opened is a look that did not reach etcd, unless Kubernetes answered about
+// the member (its pod is gone) or the run (it may not forward).
+func TestAForwardThatCannotBeOpenedSaysNothingOfTheMember(t *testing.T) {
+	pods := schema.GroupResource{Resource: "pods"}
+	tests := []struct {
+		name       string
+		err        error
+		wantNoLook bool
+	}{
+		{"API server away", errors.New(`port-forward to db/etcd-2: dial tcp 127.0.0.1:6443: connect: connection refused`), true},
+		{"forward not ready", errors.New("port-forward to db/etcd-2 port 2379: forward not ready after 30s"), true},
+		{"pod gone", fmt.Errorf("port-forward to db/etcd-2: %w", apierrors.NewNotFound(pods, "etcd-2")), false},
+		{"not allowed", fmt.Errorf("port-forward to db/etcd-2: %w", apierrors.NewForbidden(pods, "etcd-2", errors.New("no"))), false},
+		{"not allowed, as the upgrade words it", errors.New(`the rollout's credentials may not create pods/portforward in namespace db: pods "etcd-2" is forbidden`), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := noLookOpening(tt.err)
+			assert.ErrorIs(t, err, tt.err)
+			assert.Equal(t, tt.wantNoLook, couldNotLook(err))
+		})
+	}
+}
