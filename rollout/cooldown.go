@@ -39,21 +39,19 @@ func (r *run) coolDown(ctx context.Context) (again bool, err error) {
 	}
 	e.emit(Step{Kind: StepCooldown}, "cooling down %s", e.cfg.Cooldown)
 	end := time.Now().Add(e.cfg.Cooldown)
-	for checked := false; ; {
-		holding, err := r.lookAtPassed(ctx, checked)
+	for {
+		// The last round also asks whether the same processes serve: a restart between two looks answers both.
+		last := !time.Now().Before(end)
+		holding, err := r.lookAtPassed(ctx, last)
 		if err != nil {
 			return true, err
 		}
-		if !holding && !time.Now().Before(end) {
-			if checked {
-				return true, nil
-			}
-			checked = true // one more round, which also asks whether the same processes serve
-			continue
+		if last && !holding {
+			return true, nil
 		}
 		wait := e.pollEvery
 		if !holding {
-			wait = min(wait, time.Until(end))
+			wait = max(0, min(wait, time.Until(end)))
 		}
 		if err := sleep(ctx, wait); err != nil {
 			return true, fmt.Errorf("during cool-down: %w", err)
