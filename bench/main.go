@@ -40,6 +40,7 @@ func main() {
 	runs := flag.Int("runs", 10, "rollouts per strategy per scenario (heavy and ten-clusters scale it down, see scenarios.go)")
 	names := flag.String("scenarios", "all", "comma-separated scenarios, or all")
 	cooldown := flag.Duration("cooldown", time.Second, "cool-down of the job-like and engine strategies (the engine's default is 30s)")
+	stableFor := flag.Duration("stable-for", 0, "override the engine strategies' canary stability window (default: the engine's own, 3s); only to measure what the window costs: such results are marked and their targets do not count")
 	outDir := flag.String("out", "out", "raw data directory")
 	results := flag.String("results", "results.md", "markdown results file (PNGs go next to it)")
 	runDir := flag.String("run-dir", "", "the local cluster's run dir (default tests/.run of the repository)")
@@ -64,7 +65,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := run(ctx, sel, *runs, strategies(*cooldown), *outDir, *results, *runDir, deadline); err != nil {
+	if err := run(ctx, sel, *runs, strategies(*cooldown, *stableFor), *outDir, *results, *runDir, deadline); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -37,6 +37,8 @@ type Meta struct {
 
 type StrategyMeta struct {
 	Name, About string
+	// StableFor is set when the run overrode the engine's canary stability window (-stable-for).
+	StableFor string `json:",omitempty"`
 }
 
 type ScenarioMeta struct {
@@ -62,7 +64,11 @@ func collectMeta(ctx context.Context, c *harness.Cluster, runs int, strats []Str
 		m.LoadAvg = strings.Join(strings.Fields(string(b))[:3], " ")
 	}
 	for _, s := range strats {
-		m.Strategies = append(m.Strategies, StrategyMeta{s.Name, s.About})
+		sm := StrategyMeta{Name: s.Name, About: s.About}
+		if s.StableFor > 0 {
+			sm.StableFor = s.StableFor.String()
+		}
+		m.Strategies = append(m.Strategies, sm)
 	}
 	for _, s := range sel {
 		spec, _ := s.Spec.WithDefaults()

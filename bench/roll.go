@@ -68,7 +68,7 @@ var tlsFiles = &rollout.TLSFiles{
 
 // rollWithEngines runs one engine per target, all at once, through the product's own path (port-forward to
 // each member), and waits for all of them.
-func rollWithEngines(ctx context.Context, rc *rest.Config, targets []Target, policy rollout.LeaderPolicy, cooldown time.Duration) EngineRun {
+func rollWithEngines(ctx context.Context, rc *rest.Config, targets []Target, st Strategy) EngineRun {
 	run := EngineRun{Outcomes: make([]EngineOutcome, len(targets))}
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -79,13 +79,13 @@ func rollWithEngines(ctx context.Context, rc *rest.Config, targets []Target, pol
 			out := &run.Outcomes[i]
 			out.Target = t
 			cfg := rollout.NewConfig(t.StatefulSet, t.Namespace, t.Service)
-			cfg.LeaderPolicy, cfg.Cooldown = policy, cooldown
+			cfg.LeaderPolicy, cfg.Cooldown = st.Policy, st.Cooldown
 			cfg.ReadyTimeout, cfg.HealthTimeout = 2*time.Minute, time.Minute
 			if t.TLS {
 				cfg.TLS = tlsFiles
 			}
 			var mu sync.Mutex
-			eng, err := rollout.New(cfg, rollout.Options{RestConfig: rc, OnEvent: func(ev rollout.Event) {
+			eng, err := rollout.New(cfg, rollout.Options{RestConfig: rc, StableFor: st.StableFor, OnEvent: func(ev rollout.Event) {
 				mu.Lock()
 				defer mu.Unlock()
 				out.Events = append(out.Events, TimedEvent{Time: ev.Time, Message: ev.Message})
@@ -121,7 +121,7 @@ func maxRSSKB() int64 {
 
 // rollWithEnginesInChild runs rollWithEngines in a fresh process (this binary's "roll" command), so the peak
 // RSS is that of a process that did nothing but the rollouts.
-func rollWithEnginesInChild(ctx context.Context, kubeconfig string, targets []Target, policy rollout.LeaderPolicy, cooldown time.Duration) (EngineRun, error) {
+func rollWithEnginesInChild(ctx context.Context, kubeconfig string, targets []Target, st Strategy) (EngineRun, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return EngineRun{}, fmt.Errorf("finding the bench binary: %w", err)
@@ -130,8 +130,8 @@ func rollWithEnginesInChild(ctx context.Context, kubeconfig string, targets []Ta
 	if err != nil {
 		return EngineRun{}, err
 	}
-	cmd := exec.CommandContext(ctx, self, "roll", "-kubeconfig", kubeconfig, "-policy", string(policy),
-		"-cooldown", cooldown.String(), "-targets", string(spec))
+	cmd := exec.CommandContext(ctx, self, "roll", "-kubeconfig", kubeconfig, "-policy", string(st.Policy),
+		"-cooldown", st.Cooldown.String(), "-stable-for", st.StableFor.String(), "-targets", string(spec))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -150,6 +150,7 @@ func rollCommand(args []string) error {
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster")
 	policy := fs.String("policy", string(rollout.LeaderLazy), "leader policy")
 	cooldown := fs.Duration("cooldown", 0, "cool-down between members")
+	stableFor := fs.Duration("stable-for", 0, "the canary's stability window (0: the engine's default)")
 	targets := fs.String("targets", "", "JSON list of targets")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -165,7 +166,7 @@ func rollCommand(args []string) error {
 	rc.QPS, rc.Burst = 50, 100
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	run := rollWithEngines(ctx, rc, ts, rollout.LeaderPolicy(*policy), *cooldown)
+	run := rollWithEngines(ctx, rc, ts, Strategy{Policy: rollout.LeaderPolicy(*policy), Cooldown: *cooldown, StableFor: *stableFor})
 	return json.NewEncoder(os.Stdout).Encode(run)
 }
 

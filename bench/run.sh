@@ -12,14 +12,22 @@
 #   BENCH_OUT=out          raw data directory (relative to bench/)
 #   BENCH_DEADLINE=        start no round of rollouts after this (RFC 3339 instant, or a duration such as 30m);
 #                          what was cut is written at the top of results.md
+#   BENCH_STABLE_FOR=      override the engine strategies' canary stability window (default: the engine's 3s),
+#                          only to measure what it costs; refused with the committed results.md, and such results
+#                          say so at the top and count no target
 # Only the report from existing raw data: BENCH_REPORT_ONLY=1.
 set -euo pipefail
 cd "$(dirname "$0")"
+if [ -n "${BENCH_STABLE_FOR:-}" ] && [ "${BENCH_RESULTS:-results.md}" = results.md ]; then
+  echo "BENCH_STABLE_FOR measures a setting that is not the engine's default: write the results elsewhere (BENCH_RESULTS=...)" >&2
+  exit 2
+fi
 mkdir -p out
 go build -o out/bench .
 args=(-runs "${BENCH_RUNS:-10}" -scenarios "${BENCH_SCENARIOS:-all}" -cooldown "${BENCH_COOLDOWN:-1s}"
   -results "${BENCH_RESULTS:-results.md}" -out "${BENCH_OUT:-out}")
 if [ -n "${BENCH_DEADLINE:-}" ]; then args+=(-deadline "$BENCH_DEADLINE"); fi
+if [ -n "${BENCH_STABLE_FOR:-}" ]; then args+=(-stable-for "$BENCH_STABLE_FOR"); fi
 if [ "${BENCH_REPORT_ONLY:-0}" = 1 ]; then args+=(-report-only); fi
 out/bench "${args[@]}"
 # README's benchmark figures are results.md's: copy the summary over (a run that writes its table elsewhere,

@@ -311,9 +311,9 @@ func (b *bed) rollOnce(ctx context.Context, st Strategy, run int, o rollOpts) (r
 		}
 		var er EngineRun
 		if len(b.clusters) > 1 {
-			er, rollErr = rollWithEnginesInChild(ctx, o.kubeconfig, targets, st.Policy, st.Cooldown)
+			er, rollErr = rollWithEnginesInChild(ctx, o.kubeconfig, targets, st)
 		} else {
-			er = rollWithEngines(ctx, b.c.Config, targets, st.Policy, st.Cooldown)
+			er = rollWithEngines(ctx, b.c.Config, targets, st)
 			er.MaxRSSKB = 0 // this process does far more than roll; only the child's peak means something
 		}
 		r.Wall, r.MaxRSSKB = er.Wall, er.MaxRSSKB

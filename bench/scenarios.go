@@ -17,14 +17,17 @@ type Strategy struct {
 	Default  bool
 	Policy   rollout.LeaderPolicy
 	Cooldown time.Duration
-	About    string
+	// StableFor overrides the engine's canary stability window (rollout.Options.StableFor) when set: not
+	// the engine's default, only to measure what the window costs (-stable-for).
+	StableFor time.Duration
+	About     string
 }
 
 // strategies are the columns of the benchmark. The engine's 30 s default cool-down is idle waiting that adds
 // exactly (N-1) × cool-down to a roll; it is scaled down (the same value for job-like and engine, so they
 // differ only in leader placement) to keep a run of the whole matrix within half an hour.
-func strategies(cooldown time.Duration) []Strategy {
-	return []Strategy{
+func strategies(cooldown, stableFor time.Duration) []Strategy {
+	all := []Strategy{
 		{Name: "default", Default: true, About: "StatefulSet RollingUpdate, partition 0, OrderedReady: what users get without us"},
 		{Name: "job-like", Policy: rollout.LeaderJobLike, Cooldown: cooldown,
 			About: fmt.Sprintf("the engine as the old Job behaved: leader to member 0 first, to member N-1 before member 0; cool-down %s (the Job's 30 s, scaled down)", cooldown)},
@@ -32,6 +35,13 @@ func strategies(cooldown time.Duration) []Strategy {
 			About: fmt.Sprintf("the engine's defaults (lazy leader placement, every health gate), cool-down %s (default 30 s, scaled down)", cooldown)},
 		{Name: "engine-cd0", Policy: rollout.LeaderLazy, Cooldown: 0, About: "the engine's defaults with cool-down 0"},
 	}
+	if stableFor > 0 {
+		for i := range all[1:] {
+			all[i+1].StableFor = stableFor
+			all[i+1].About += fmt.Sprintf("; NOT A DEFAULT: the canary's stability window set to %s (-stable-for)", stableFor)
+		}
+	}
+	return all
 }
 
 // Scenario is one cluster shape and workload, rolled by every strategy in turn.
