@@ -51,7 +51,7 @@ func (m *memberClients) Incarnation(ctx context.Context, pod string) (string, er
 // scanIncarnation finds incarnationMetric's value in a Prometheus text page.
 func scanIncarnation(page io.Reader) (string, error) {
 	sc := bufio.NewScanner(page)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	sc.Buffer(make([]byte, 0, 4096), 1<<20) // its lines are short; the 1 MB cap only bounds a malformed page
 	for sc.Scan() {
 		if value, ok := strings.CutPrefix(sc.Text(), incarnationMetric+" "); ok {
 			sec, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
