@@ -120,6 +120,18 @@ type MemberState struct {
 	Healthy bool
 	// Problem says, for a person, why the member is not reachable or not healthy.
 	Problem string
+	// LeaderID is the member ID of the leader this member follows, by its own Status answer (its own ID when
+	// it leads); 0 when it sees no leader or did not answer. A member that does not answer us may still lead:
+	// the others' LeaderID says so.
+	LeaderID uint64
+	// Running says the pod's phase is Running; with Ready (and, under minReadySeconds, ReadySince) it is what
+	// the StatefulSet controller waits for before it acts on any pod under OrderedReady.
+	Running bool
+	// Proven says the executor saw this member pass its gates on UpdateRevision in the current run. A member
+	// at UpdateRevision that is not proven (an earlier run left it there, while UpdateRevision is not yet the
+	// current revision) is waited for with the full stability window before anything else is disrupted, and
+	// takes no leadership until then. Observe never sets it; the planner alone reads it.
+	Proven bool
 	// Unseen says the look never reached the member's etcd (no port-forward could be opened, or one that had
 	// answered ended under it): Problem says why, and nothing is known of the member, which may be healthy.
 	Unseen bool
@@ -147,6 +159,14 @@ type ClusterState struct {
 	// VotingMembers is the etcd member list's count of voting members, as the leader reports it.
 	VotingMembers int
 	Learners      int
+	// OrderedReady says the StatefulSet's podManagementPolicy is OrderedReady (the default): the controller
+	// then neither rolls nor recreates any pod while one is not Running and Ready (and available for
+	// MinReadySeconds), whatever etcd says.
+	OrderedReady    bool
+	MinReadySeconds int
+	// ObservedAt is when the observation was taken, by this process's clock: what MinReadySeconds is
+	// counted to.
+	ObservedAt time.Time
 }
 
 // StepKind is one kind of action in a plan.

@@ -7,11 +7,11 @@ import (
 	"time"
 )
 
-// ErrMemberUnseen is wrapped when the engine could not reach a member that had passed its gates for a whole
-// health timeout (no port-forward to it could be opened, or each ended under the look). It is not the
-// member's failure, so nothing is reverted: the run stops with the partition locked rather than restart
-// another member without knowing this one is up.
-var ErrMemberUnseen = errors.New("could not look at a member that had passed its gates")
+// ErrMemberUnseen is wrapped when the engine could not reach a member for a whole health timeout (no
+// port-forward to it could be opened, or each ended under the look): one that had passed its gates, or one
+// whose etcd gate ended on such a look. It is not the member's failure, so nothing is reverted or deleted:
+// the run stops with the partition locked rather than restart another member without knowing this one is up.
+var ErrMemberUnseen = errors.New("could not look at a member")
 
 // passedMember is a member this run saw pass its gates.
 type passedMember struct {
@@ -35,7 +35,7 @@ func (r *run) coolDown(ctx context.Context) (again bool, err error) {
 	}
 	r.cooldownDue = false
 	if e.cfg.Cooldown <= 0 {
-		return false, nil
+		return r.checkPassed(ctx)
 	}
 	e.emit(Step{Kind: StepCooldown}, "cooling down %s", e.cfg.Cooldown)
 	end := time.Now().Add(e.cfg.Cooldown)
@@ -55,6 +55,23 @@ func (r *run) coolDown(ctx context.Context) (again bool, err error) {
 		}
 		if err := sleep(ctx, wait); err != nil {
 			return true, fmt.Errorf("during cool-down: %w", err)
+		}
+	}
+}
+
+// checkPassed is what is left of the cool-down when there is none: before the next disruption, every member
+// this run saw pass must still answer from the etcd process that passed, so a crash loop slower than the
+// stability window is still caught before another member goes down. A member no look reaches is held for, as
+// in a cool-down; again is set after such a hold.
+func (r *run) checkPassed(ctx context.Context) (again bool, err error) {
+	for {
+		holding, err := r.lookAtPassed(ctx, true)
+		if err != nil || !holding {
+			return again, err
+		}
+		again = true
+		if err := sleep(ctx, r.e.pollEvery); err != nil {
+			return true, fmt.Errorf("checking the members that passed: %w", err)
 		}
 	}
 }

@@ -46,7 +46,7 @@ func TestMembersThatPassedAreFailedOnlyForWhatTheyDid(t *testing.T) {
 		{
 			name: "unreached for the whole health timeout", cooldown: 300 * time.Millisecond,
 			at: "cooling down", act: func(c *fakeCluster) { c.etcd.setUnseen("etcd-2", true) },
-			wantErr: "could not look at a member that had passed its gates: etcd-2, for 500ms",
+			wantErr: "could not look at a member: etcd-2, for 500ms",
 		},
 		{
 			name: "unreached, and etcd does not name its process", cooldown: 300 * time.Millisecond, noIncarnation: true,

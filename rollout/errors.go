@@ -10,8 +10,35 @@ import (
 // while the rollout ran, or lowered the partition before it started. The engine stops rather than race.
 var ErrInterference = errors.New("the StatefulSet was changed by someone else")
 
+// ErrNotRecreated is wrapped when the StatefulSet controller did not replace a member's pod after the
+// partition was lowered for it: the revision never ran there, so it is no verdict on the revision and nothing
+// is reverted.
+var ErrNotRecreated = errors.New("the StatefulSet controller did not recreate the pod")
+
 // ErrLeaseLost is the cause when the run's Lease could not be renewed and another holder may now act.
 var ErrLeaseLost = errors.New("lost the rollout lease")
+
+// InterferenceError is a conditional write of the engine that the StatefulSet refused because its spec
+// moved past the generation the run had observed: someone else wrote it in between. Nothing was written.
+type InterferenceError struct {
+	// Action is what the run was about to do ("lowering the partition to 1").
+	Action string
+	// Generation is the StatefulSet's generation now; Expected the one the run observed and planned from.
+	Generation, Expected int64
+	// Writer is the field manager that wrote the spec last, by managedFields; empty when none says.
+	Writer string
+}
+
+func (e *InterferenceError) Error() string {
+	who := "the StatefulSet's managedFields name no writer"
+	if e.Writer != "" {
+		who = fmt.Sprintf("last written by %q (managedFields)", e.Writer)
+	}
+	return fmt.Sprintf("%v before %s: generation %d, this run observed %d, %s; nothing was written and the run stops rather than race it: run again to roll to the current template",
+		ErrInterference, e.Action, e.Generation, e.Expected, who)
+}
+
+func (e *InterferenceError) Unwrap() error { return ErrInterference }
 
 // GateTimeoutError says which member did not pass which gate in time, or fell out of it after passing, and
 // what was last seen of it, so an operator can go straight to the right pod.

@@ -81,6 +81,9 @@ type fakeEtcd struct {
 	unseen map[string]bool
 	// noIncarnation makes Incarnation fail, as an etcd without /metrics would.
 	noIncarnation bool
+	// refusing names members whose client port refuses us while they still vote (and may lead): every call
+	// through them fails as a member that is down would, yet they count for the cluster's quorum.
+	refusing map[string]bool
 }
 
 func newFakeEtcd(n, leader int) *fakeEtcd {
@@ -99,7 +102,7 @@ func (f *fakeEtcd) Status(_ context.Context, pod string) (memberStatus, error) {
 	if f.unseen[pod] {
 		return memberStatus{}, fmt.Errorf("%w: port-forward to db/%s: the API server is away", errNoLook, pod)
 	}
-	if f.isDown(pod) {
+	if f.isDown(pod) || f.refusing[pod] {
 		return memberStatus{}, fmt.Errorf("status of %s: connection refused", pod)
 	}
 	var leader uint64
@@ -278,7 +281,7 @@ func (f *fakeEtcd) Incarnation(_ context.Context, pod string) (string, error) {
 	switch {
 	case f.unseen[pod]:
 		return "", fmt.Errorf("%w: port-forward to db/%s: the API server is away", errNoLook, pod)
-	case f.isDown(pod):
+	case f.isDown(pod) || f.refusing[pod]:
 		return "", fmt.Errorf("process start of %s: connection refused", pod)
 	case f.noIncarnation:
 		return "", errors.New("/metrics has no process_start_time_seconds")
@@ -303,6 +306,16 @@ func (f *fakeEtcd) bumpIncarnation(pod string) {
 		f.incarnations = map[string]int{}
 	}
 	f.incarnations[pod]++
+}
+
+// setRefusing makes pod's client port refuse us (or serve again), while the member votes on.
+func (f *fakeEtcd) setRefusing(pod string, refusing bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.refusing == nil {
+		f.refusing = map[string]bool{}
+	}
+	f.refusing[pod] = refusing
 }
 
 // setUnseen makes no look reach pod (or every look again), while the member runs on.
@@ -404,13 +417,13 @@ var podGVR = corev1.SchemeGroupVersion.WithResource("pods")
 func newFakeCluster(t *testing.T, n, leader int, updated ...int) *fakeCluster {
 	c := &fakeCluster{t: t, etcd: newFakeEtcd(n, leader), n: n}
 	sts := &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "etcd", Namespace: "db", UID: "sts-uid"},
+		ObjectMeta: metav1.ObjectMeta{Name: "etcd", Namespace: "db", UID: "sts-uid", Generation: 1},
 		Spec: appsv1.StatefulSetSpec{
 			Replicas: ptr.To(int32(n)), ServiceName: "etcd",
 			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
 				RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To(int32(n))}},
 		},
-		Status: appsv1.StatefulSetStatus{UpdateRevision: newRev, CurrentRevision: oldRev},
+		Status: appsv1.StatefulSetStatus{UpdateRevision: newRev, CurrentRevision: oldRev, ObservedGeneration: 1},
 	}
 	objs := []runtime.Object{sts}
 	isUpdated := map[int]bool{}

@@ -1,8 +1,12 @@
 package rollout
 
 import (
+	"errors"
+	"net/http"
+
 	appsv1 "k8s.io/api/apps/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 )
@@ -21,6 +25,11 @@ func (c *fakeCluster) reconcileOnPatch(action k8stesting.Action) (bool, runtime.
 		return false, nil, nil
 	}
 	handled, obj, err := k8stesting.ObjectReaction(c.kube.Tracker())(action)
+	var status apierrors.APIStatus
+	if err != nil && !errors.As(err, &status) {
+		// A patch that does not apply (a JSON patch test that fails) is a 422 on a real API server.
+		err = apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "patch", stsGVR.GroupResource(), "etcd", err.Error(), 0, false)
+	}
 	if err != nil || !handled {
 		return handled, obj, err
 	}

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -46,17 +47,26 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 	rev := want.podRevision(st)
 	stable := &stability{stableFor: e.stableFor, incarnationOf: func(ctx context.Context) (string, error) { return e.etcd.Incarnation(ctx, pod) }}
 	window := fmt.Sprintf("healthy without a break for %s: the first member on %s proves it does not crash-loop", e.stableFor, rev)
-	if e.proven.has(rev) {
+	if e.proven.has(rev) && !want.FullWindow {
 		stable.stableFor, window = 0, "one healthy look: "+rev+" proved itself on an earlier member"
 	}
 	e.emit(Step{Kind: StepWaitMember, Ordinal: ordinal}, "%s is Ready at %s after %s; checking etcd health (%s)", pod, rev, time.Since(since).Round(10*time.Millisecond), window)
 	etcdGate := gateWait{pod: pod, ordinal: ordinal, gate: GateEtcdHealth, timeout: e.cfg.HealthTimeout, since: time.Now()}
+	var last look
 	err := e.poll(ctx, etcdGate, func(ctx context.Context) (bool, string, error) {
 		if pending, err := e.checkUnchanged(ctx, st, pod, want, lag); err != nil || pending != "" {
 			return false, pending, err
 		}
-		return stable.observe(ctx, e.memberHealthy(ctx, st, ordinal))
+		last = e.memberHealthy(ctx, st, ordinal)
+		return stable.observe(ctx, last)
 	})
+	var timeout *GateTimeoutError
+	if errors.As(err, &timeout) && last.noLook {
+		// The gate ended on a look that never reached etcd: nothing is known of the member, which may be
+		// healthy and voting. That is no verdict on the revision, and no ground to delete its pod.
+		return "", fmt.Errorf("%w: %s did not pass the %s gate within %s and the last look never reached its etcd (%s); it may be healthy, so nothing was deleted: check the port-forward path to it (API server, kubelet), then run again",
+			ErrMemberUnseen, pod, GateEtcdHealth, e.cfg.HealthTimeout, last.seen)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -71,13 +81,23 @@ func (e *Engine) waitPodRecreated(ctx context.Context, st ClusterState, ordinal 
 	pod := st.Members[ordinal].Pod
 	lag := &watchLag{}
 	podGate := gateWait{pod: pod, ordinal: ordinal, gate: GatePodReady, timeout: e.cfg.ReadyTimeout, since: since, onEvents: true}
-	return e.poll(ctx, podGate, func(ctx context.Context) (bool, string, error) {
+	err := e.poll(ctx, podGate, func(ctx context.Context) (bool, string, error) {
 		if pending, err := e.checkUnchanged(ctx, st, pod, want, lag); err != nil || pending != "" {
 			return false, pending, err
 		}
 		ok, seen := e.podAtRevision(ctx, pod, want.podRevision(st), false)
 		return ok, seen, nil
 	})
+	var timeout *GateTimeoutError
+	if errors.As(err, &timeout) {
+		if p, rerr := e.readPod(ctx, pod); rerr == nil && string(p.UID) == st.Members[ordinal].PodUID && p.DeletionTimestamp == nil &&
+			p.Labels[appsv1.ControllerRevisionHashLabelKey] != want.podRevision(st) {
+			// The controller never touched the pod: no pod ran the revision, so it cannot have failed.
+			return fmt.Errorf("%w: the StatefulSet controller did not replace %s within %s of the partition being lowered (it is still the pod observed before, at revision %s); nothing is reverted, as nothing ran the new revision: look at why the controller holds (a pod not Running and Ready under OrderedReady, the controller manager's logs), then run again",
+				ErrNotRecreated, pod, e.cfg.ReadyTimeout, p.Labels[appsv1.ControllerRevisionHashLabelKey])
+		}
+	}
+	return err
 }
 
 // expectedSpec is what the StatefulSet looks like after this run's own last write.
@@ -87,6 +107,9 @@ type expectedSpec struct {
 	// PodRevision is the revision the member's pod must reach: the update revision unless set (a revert
 	// waits for the current one).
 	PodRevision string
+	// FullWindow makes the etcd gate ask for the whole stability window even on a revision another member
+	// proved: for a member this run did not restart.
+	FullWindow bool
 }
 
 func (w expectedSpec) podRevision(st ClusterState) string {

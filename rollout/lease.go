@@ -297,6 +297,22 @@ func (l *rolloutLease) confirm(ctx context.Context) error {
 	return nil
 }
 
+// takenBy names the run that holds the lease now when it is not this one ("" when this run holds it, nobody
+// does, or the lease cannot be read): a run that lost its lease writes nothing more, not even a re-lock, which
+// would break the new holder's roll. It reads afresh and briefly, on a context of its own.
+func (l *rolloutLease) takenBy(ctx context.Context) string {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	cur, err := l.get(rctx)
+	if err != nil {
+		return ""
+	}
+	if holder := ptr.Deref(cur.Spec.HolderIdentity, ""); holder != l.holder {
+		return holder
+	}
+	return ""
+}
+
 // release clears the holder so the next run starts at once and knows this one ended cleanly.
 func (l *rolloutLease) release(ctx context.Context) error {
 	l.mu.Lock()

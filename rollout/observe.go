@@ -25,6 +25,7 @@ func (e *Engine) Observe(ctx context.Context) (ClusterState, error) {
 		return ClusterState{}, err
 	}
 	st := stsState(sts)
+	st.ObservedAt = time.Now()
 	if st.Replicas > 0 && sts.Spec.ServiceName != "" && sts.Spec.ServiceName != e.cfg.ServiceName {
 		return st, fmt.Errorf("%w: serviceName %q is not the StatefulSet's governing service %q", ErrBlocked, e.cfg.ServiceName, sts.Spec.ServiceName)
 	}
@@ -115,6 +116,8 @@ func stsState(sts *appsv1.StatefulSet) ClusterState {
 		CurrentRevision: sts.Status.CurrentRevision,
 		Partition:       -1,
 	}
+	st.OrderedReady = sts.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
+	st.MinReadySeconds = int(sts.Spec.MinReadySeconds)
 	if c := EtcdContainer(sts.Spec.Template.Spec.Containers); c != nil {
 		st.TemplateImage = c.Image
 		st.TemplateSettings = EtcdSettings(c)
@@ -149,7 +152,7 @@ func (e *Engine) observeMember(ctx context.Context, ordinal int) MemberState {
 	}
 	m.PodExists, m.PodUID = true, string(pod.UID)
 	m.Revision = pod.Labels[appsv1.ControllerRevisionHashLabelKey]
-	m.Ready, m.ReadySince = podReady(pod), readySince(pod)
+	m.Ready, m.ReadySince, m.Running = podReady(pod), readySince(pod), pod.Status.Phase == corev1.PodRunning
 	if c := EtcdContainer(pod.Spec.Containers); c != nil {
 		m.Image = c.Image
 	}
@@ -167,7 +170,7 @@ func (e *Engine) observeMember(ctx context.Context, ordinal int) MemberState {
 		return m
 	}
 	m.Reachable = true
-	m.MemberID, m.IsLeader, m.IsLearner = s.ID, s.Leader != 0 && s.Leader == s.ID, s.IsLearner
+	m.MemberID, m.IsLeader, m.IsLearner, m.LeaderID = s.ID, s.Leader != 0 && s.Leader == s.ID, s.IsLearner, s.Leader
 	m.RaftTerm, m.RaftIndex, m.AppliedIndex = s.RaftTerm, s.RaftIndex, s.AppliedIndex
 	m.ServerVersion, m.StorageVersion, m.DowngradeTarget = s.Version, s.StorageVersion, s.DowngradeTarget
 	switch {

@@ -29,6 +29,75 @@ func (e *Engine) setPartition(ctx context.Context, partition int) (int64, error)
 	return written.Generation, nil
 }
 
+// lowerPartition writes partition only if the StatefulSet is still at generation, the one this run observed
+// and planned from: a template (or any spec) written by someone else between that observation and this write
+// would make the controller restart the highest outdated member at once, which is where the run may just have
+// parked the leader. A failed precondition is interference (ErrInterference, naming the writer from
+// managedFields); nothing was written then. Locking never needs this: partition = replicas is always safe.
+func (e *Engine) lowerPartition(ctx context.Context, partition int, generation int64) (int64, error) {
+	patch, err := json.Marshal([]map[string]any{
+		{"op": "test", "path": "/metadata/generation", "value": generation},
+		{"op": "replace", "path": "/spec/updateStrategy/rollingUpdate/partition", "value": partition},
+	})
+	if err != nil {
+		return 0, err
+	}
+	var written *appsv1.StatefulSet
+	err = withAPIRetry(ctx, func(ctx context.Context) (err error) {
+		written, err = e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Patch(ctx, e.cfg.StatefulSet, types.JSONPatchType, patch, metav1PatchOptions)
+		return err
+	})
+	if err != nil {
+		return e.lowerRefused(ctx, partition, generation, err)
+	}
+	e.wroteGeneration.Store(written.Generation)
+	e.releaseFieldOwnership(ctx, written)
+	return written.Generation, nil
+}
+
+// lowerRefused tells a refused conditional lowering apart: the StatefulSet moved past generation (someone
+// wrote its spec: interference), or this very write went through and only its answer was lost (a retry then
+// fails the test against the generation it bumped itself: one generation on, at the partition it asked
+// for), or the write failed for another reason.
+func (e *Engine) lowerRefused(ctx context.Context, partition int, generation int64, writeErr error) (int64, error) {
+	var sts *appsv1.StatefulSet
+	if err := withAPIRetry(ctx, func(ctx context.Context) (err error) {
+		sts, err = e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Get(ctx, e.cfg.StatefulSet, metav1.GetOptions{})
+		return err
+	}); err != nil {
+		return 0, fmt.Errorf("lowering the partition of %s/%s to %d: %w (and reading it back: %v)", e.cfg.Namespace, e.cfg.StatefulSet, partition, writeErr, err)
+	}
+	now := stsState(sts)
+	switch {
+	case sts.Generation == generation:
+		return 0, fmt.Errorf("lowering the partition of %s/%s to %d: %w", e.cfg.Namespace, e.cfg.StatefulSet, partition, writeErr)
+	case sts.Generation == generation+1 && now.Partition == partition:
+		e.wroteGeneration.Store(sts.Generation)
+		return sts.Generation, nil
+	}
+	return 0, &InterferenceError{Generation: sts.Generation, Expected: generation, Writer: lastSpecWriter(sts),
+		Action: fmt.Sprintf("lowering the partition to %d", partition)}
+}
+
+// lastSpecWriter names the field manager that wrote the StatefulSet's spec last, by its managedFields (status
+// writes by the controller and the engine's own do not count); "" when none says.
+func lastSpecWriter(sts *appsv1.StatefulSet) string {
+	var latest *metav1.ManagedFieldsEntry
+	for i := range sts.ManagedFields {
+		m := &sts.ManagedFields[i]
+		if m.Subresource != "" || m.Time == nil || m.Manager == metav1PatchOptions.FieldManager {
+			continue
+		}
+		if latest == nil || !m.Time.Before(latest.Time) {
+			latest = m
+		}
+	}
+	if latest == nil {
+		return ""
+	}
+	return latest.Manager
+}
+
 // releaseFieldOwnership drops the engine's managedFields entry right after each partition write, so the
 // engine never co-owns the partition with whoever applies the StatefulSet.
 //

@@ -62,7 +62,7 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 	// step being planned runs; only those are preferred leader targets, because they never restart again.
 	updated := map[int]bool{}
 	for i, m := range s.Members {
-		if m.Revision == s.UpdateRevision && m.Healthy {
+		if m.Revision == s.UpdateRevision && m.Healthy && !needsProof(s, m) {
 			updated[i] = true
 		}
 	}
@@ -134,11 +134,19 @@ func workOrder(s ClusterState) (work []int, needsRoll map[int]bool) {
 		case m.Revision != s.UpdateRevision:
 			work = append(work, i)
 			needsRoll[i] = true
-		case !m.Healthy:
+		case !m.Healthy, needsProof(s, m):
 			work = append(work, i)
 		}
 	}
 	return work, needsRoll
+}
+
+// needsProof says m is at the update revision without this run having seen it pass its gates there, while
+// that revision is not yet the StatefulSet's current one: an earlier run (cancelled, timed out, killed, or
+// one that lost its lease) left it there, and one healthy look proves nothing of a member that may crash-loop.
+// It is waited for with the full stability window, then watched like a member this run rolled.
+func needsProof(s ClusterState, m MemberState) bool {
+	return m.Revision == s.UpdateRevision && s.UpdateRevision != s.CurrentRevision && !m.Proven
 }
 
 // reviveFirst picks the member to bring back before anything else when the next member to roll would cost

@@ -20,7 +20,8 @@ func healthyState(n, leader int, updated ...int) ClusterState {
 	for i := 0; i < n; i++ {
 		s.Members = append(s.Members, MemberState{
 			Ordinal: i, Pod: fmt.Sprintf("etcd-%d", i), PodExists: true, Revision: oldRev, Ready: true,
-			Reachable: true, MemberID: uint64(100 + i), IsLeader: i == leader, RaftTerm: 2, Healthy: true,
+			Reachable: true, MemberID: uint64(100 + i), IsLeader: i == leader, LeaderID: uint64(100 + leader), RaftTerm: 2, Healthy: true,
+			Running: true,
 		})
 	}
 	for _, u := range updated {
@@ -124,8 +125,8 @@ func TestPlanLazyTargets(t *testing.T) {
 			string: "roll etcd-2, etcd-1, etcd-0 to revision etcd-new; move leader etcd-1 → etcd-2 before etcd-1; 1 leader transfer",
 		},
 		{
-			name:   "resume: member 2 done, leader on it, nothing moves",
-			state:  healthyState(3, 2, 2),
+			name:   "resume: member 2 passed in this run, leader on it, nothing moves",
+			state:  proven(healthyState(3, 2, 2), 2),
 			string: "roll etcd-1, etcd-0 to revision etcd-new; 0 leader transfers",
 			want: []Step{
 				{Kind: StepLowerPartition, Ordinal: 1}, {Kind: StepWaitMember, Ordinal: 1},
@@ -135,8 +136,36 @@ func TestPlanLazyTargets(t *testing.T) {
 			},
 		},
 		{
-			name:   "resume: only member 0 left and it leads",
+			name:   "resume by a new run: member 2 left by an earlier run proves itself first, and only then takes the leadership",
+			state:  healthyState(3, 1, 2),
+			string: "roll etcd-1, etcd-0 to revision etcd-new; wait for etcd-2 (already at etcd-new) to be healthy; move leader etcd-1 → etcd-2 before etcd-1; 1 leader transfer",
+			want: []Step{
+				{Kind: StepWaitMember, Ordinal: 2},
+				{Kind: StepCooldown, Ordinal: 1},
+				{Kind: StepTransferLeader, From: 1, To: 2},
+				{Kind: StepLowerPartition, Ordinal: 1}, {Kind: StepWaitMember, Ordinal: 1},
+				{Kind: StepCooldown, Ordinal: 0},
+				{Kind: StepLowerPartition, Ordinal: 0}, {Kind: StepWaitMember, Ordinal: 0},
+				{Kind: StepRelock, Ordinal: 3},
+			},
+		},
+		{
+			name:   "resume by a new run: both updated members prove themselves before member 0, which leads, rolls",
 			state:  healthyState(3, 0, 2, 1),
+			string: "roll etcd-0 to revision etcd-new; wait for etcd-2, etcd-1 (already at etcd-new) to be healthy; move leader etcd-0 → etcd-2 before etcd-0; 1 leader transfer",
+			want: []Step{
+				{Kind: StepWaitMember, Ordinal: 2},
+				{Kind: StepCooldown, Ordinal: 1},
+				{Kind: StepWaitMember, Ordinal: 1},
+				{Kind: StepCooldown, Ordinal: 0},
+				{Kind: StepTransferLeader, From: 0, To: 2},
+				{Kind: StepLowerPartition, Ordinal: 0}, {Kind: StepWaitMember, Ordinal: 0},
+				{Kind: StepRelock, Ordinal: 3},
+			},
+		},
+		{
+			name:   "resume: only member 0 left and it leads",
+			state:  proven(healthyState(3, 0, 2, 1), 2, 1),
 			string: "roll etcd-0 to revision etcd-new; move leader etcd-0 → etcd-2 before etcd-0; 1 leader transfer",
 			want: []Step{
 				{Kind: StepTransferLeader, From: 0, To: 2},
@@ -211,8 +240,17 @@ func TestPlanJobLike(t *testing.T) {
 	}
 }
 
+// proven marks members as the executor does for those it saw pass their gates in the current run.
+func proven(s ClusterState, ordinals ...int) ClusterState {
+	for _, i := range ordinals {
+		s.Members[i].Proven = true
+	}
+	return s
+}
+
 func TestPlanNothingToDo(t *testing.T) {
 	s := healthyState(3, 1, 0, 1, 2)
+	s.CurrentRevision = newRev // every pod updated and Ready: the controller made the revision current
 	p, err := PlanRollout(s, LeaderLazy)
 	require.NoError(t, err)
 	assert.Empty(t, p.Steps)

@@ -78,15 +78,24 @@ func (r *run) revert(ctx context.Context, ordinal int) (string, error) {
 			return "", err
 		}
 		if moveTo >= 0 {
+			if err := e.lease.confirm(ctx); err != nil {
+				return "", fmt.Errorf("not moving the leader off %s before reverting it: %w", m.Pod, err)
+			}
 			if err := e.transferLeader(ctx, st, Step{Kind: StepTransferLeader, From: ordinal, To: moveTo}); err != nil {
 				return "", fmt.Errorf("moving the leader off %s before reverting it: %w", m.Pod, err)
 			}
 			r.res.LeaderTransfers++
 		}
 		e.emit(Step{Kind: StepRecreate, Ordinal: ordinal}, "reverting %s: deleting its pod (revision %s) with the partition locked; the controller recreates it at %s", m.Pod, m.Revision, to)
+		if moveTo >= 0 {
+			// The leader moved: judge the delete on what etcd says now.
+			if st, err = e.Observe(ctx); err != nil {
+				return "", fmt.Errorf("observing before the revert: %w", err)
+			}
+		}
 		e.etcd.Forget(m.Pod)
-		if err := e.deleteMemberPod(ctx, m.Pod, m.PodUID); err != nil {
-			return "", err
+		if err := e.deleteMemberPod(ctx, st, ordinal); err != nil {
+			return "", fmt.Errorf("not reverting %s: %w", m.Pod, err)
 		}
 	}
 	want := expectedSpec{Partition: st.Replicas, Generation: r.gen, PodRevision: to}
@@ -97,19 +106,16 @@ func (r *run) revert(ctx context.Context, ordinal int) (string, error) {
 }
 
 // revertSafety says whether the failed member's pod may be deleted now, and where the leader must go first
-// (-1: nowhere). A member that does not answer is already out of the cluster: deleting its pod takes nothing
-// from the quorum the others keep, which is why a revert normally needs no precheck. One that answers at
-// this moment (a crash loop between two crashes) counts like any roll: the others must keep a quorum
-// without it, and it must not lead.
+// (-1: nowhere). Not answering us is not being out: a member whose client port refuses us, whose forward
+// fails, or whose read times out while it catches up may still vote, and lead. So the rule is a roll's,
+// whatever the member answers: the others must keep a quorum without it by etcd's word (podDeleteSafety);
+// one that answers and leads hands the leadership over first.
 func revertSafety(st ClusterState, ordinal int) (moveLeaderTo int, err error) {
 	m := st.Members[ordinal]
-	if !m.Healthy {
-		return -1, nil
+	if err := podDeleteSafety(st, ordinal); err != nil {
+		return -1, fmt.Errorf("not reverting %s: %w", m.Pod, err)
 	}
-	if err := checkQuorum(st, ordinal); err != nil {
-		return -1, fmt.Errorf("not reverting %s while it answers: %w", m.Pod, err)
-	}
-	if !m.IsLeader {
+	if !m.Healthy || !m.IsLeader {
 		return -1, nil
 	}
 	for i, other := range st.Members {
@@ -118,6 +124,35 @@ func revertSafety(st ClusterState, ordinal int) (moveLeaderTo int, err error) {
 		}
 	}
 	return -1, fmt.Errorf("not reverting %s: it leads and no other member is healthy to take over", m.Pod)
+}
+
+// podDeleteSafety is the rule for every pod the engine deletes (a revert, the revival of a member down on an
+// older revision, the restart of one already down): the other members must keep a quorum on their own by
+// etcd's word (healthy: a linearizable read through each passed), and the member must not be the leader as
+// far as anyone can tell. A member that leads and answers is moved off first by the caller (revertSafety);
+// one that does not answer us but that the others follow (its ID is the leader they name, or they name a
+// leader no member we reach is) is refused: deleting it would cost an election.
+func podDeleteSafety(st ClusterState, ordinal int) error {
+	m := st.Members[ordinal]
+	if err := checkQuorum(st, ordinal); err != nil {
+		return err
+	}
+	if m.Reachable {
+		return nil
+	}
+	reached := map[uint64]bool{}
+	for _, o := range st.Members {
+		if o.Reachable && o.MemberID != 0 {
+			reached[o.MemberID] = true
+		}
+	}
+	for _, o := range st.Members {
+		if o.Ordinal != ordinal && o.Reachable && o.LeaderID != 0 && !reached[o.LeaderID] {
+			return fmt.Errorf("%w: %s does not answer us, and %s follows leader %x, which is no member that answers: it may be %s, and deleting its pod would cost an election",
+				ErrBlocked, m.Pod, o.Pod, o.LeaderID, m.Pod)
+		}
+	}
+	return nil
 }
 
 // recreate is the StepRecreate of a plan: a member down on an older revision blocks the quorum the next roll
@@ -131,8 +166,8 @@ func (r *run) recreate(ctx context.Context, st ClusterState, ordinal int) error 
 	r.disrupted = true
 	e.emit(Step{Kind: StepRecreate, Ordinal: ordinal}, "%s is down on revision %s: deleting its pod with the partition locked, so it comes back at %s before the roll", m.Pod, m.Revision, st.CurrentRevision)
 	e.etcd.Forget(m.Pod)
-	if err := e.deleteMemberPod(ctx, m.Pod, m.PodUID); err != nil {
-		return err
+	if err := e.deleteMemberPod(ctx, st, ordinal); err != nil {
+		return fmt.Errorf("bringing back %s at %s: %w", m.Pod, st.CurrentRevision, err)
 	}
 	want := expectedSpec{Partition: st.Replicas, Generation: r.gen, PodRevision: st.CurrentRevision}
 	if _, err := e.waitMember(ctx, st, ordinal, want, time.Now()); err != nil {
@@ -143,9 +178,17 @@ func (r *run) recreate(ctx context.Context, st ClusterState, ordinal int) error 
 	return nil
 }
 
-// deleteMemberPod deletes the pod the observation saw, and only that one (a UID precondition): a pod the
-// controller has already replaced is left alone. Gone already is fine.
-func (e *Engine) deleteMemberPod(ctx context.Context, pod, uid string) error {
+// deleteMemberPod deletes the member's pod that st saw, and only that one (a UID precondition): a pod the
+// controller has already replaced is left alone. Gone already is fine. It is a disruption like any other: the
+// others must keep a quorum by etcd's word in st (podDeleteSafety), and this run must still hold the lease.
+func (e *Engine) deleteMemberPod(ctx context.Context, st ClusterState, ordinal int) error {
+	pod, uid := st.Members[ordinal].Pod, st.Members[ordinal].PodUID
+	if err := podDeleteSafety(st, ordinal); err != nil {
+		return fmt.Errorf("not deleting pod %s/%s: %w", e.cfg.Namespace, pod, err)
+	}
+	if err := e.lease.confirm(ctx); err != nil {
+		return fmt.Errorf("not deleting pod %s/%s: %w", e.cfg.Namespace, pod, err)
+	}
 	opts := metav1.DeleteOptions{}
 	if uid != "" {
 		u := types.UID(uid)

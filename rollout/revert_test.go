@@ -90,11 +90,15 @@ func TestRevertSafety(t *testing.T) {
 		wantMove int
 		wantErr  string
 	}{
-		{name: "a member that does not answer is already out: no precheck", state: down(down(healthyState(3, 0), 2), 1), ordinal: 2, wantMove: -1},
+		{name: "a member that does not answer us is not out: the others alone must keep quorum", state: down(down(healthyState(3, 0), 2), 1), ordinal: 2,
+			wantErr: "not reverting etcd-2: rollout blocked: restarting etcd-2 would leave 1 healthy member(s), quorum is 2 of 3"},
+		{name: "a member that does not answer us, the others keep quorum and follow a leader they answer for", state: down(healthyState(3, 0), 2), ordinal: 2, wantMove: -1},
+		{name: "a member that does not answer us and that the others follow", state: down(healthyState(3, 2), 2), ordinal: 2,
+			wantErr: "etcd-2 does not answer us, and etcd-0 follows leader 66, which is no member that answers: it may be etcd-2"},
 		{name: "answering follower, the others keep quorum", state: healthyState(3, 0), ordinal: 2, wantMove: -1},
 		{name: "answering leader: the leader moves first", state: healthyState(3, 2), ordinal: 2, wantMove: 0},
 		{name: "answering, and the others alone would lose quorum", state: down(healthyState(3, 0), 1), ordinal: 2,
-			wantErr: "not reverting etcd-2 while it answers"},
+			wantErr: "not reverting etcd-2: rollout blocked: restarting etcd-2 would leave 1 healthy member(s)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -43,44 +43,7 @@ func (e *Engine) Run(ctx context.Context) (res Result, err error) {
 		if p != nil {
 			err = errors.Join(err, fmt.Errorf("panic during rollout: %v", p))
 		}
-		relocked := true
-		if r.touched {
-			if rerr := e.relock(ctx); rerr != nil {
-				relocked = false
-				err = errors.Join(err, rerr)
-			} else {
-				e.emit(Step{Kind: StepRelock}, "partition re-locked")
-			}
-		}
-		if err != nil {
-			if said := r.settleDowngrade(ctx, r.last); said != "" {
-				err = fmt.Errorf("%w; %s", err, said)
-			}
-		}
-		var gate *GateTimeoutError
-		var reverted *RevertedError
-		switch {
-		case err == nil || ctx.Err() != nil || !relocked || !r.touched:
-		case errors.As(err, &reverted):
-			err = fmt.Errorf("%w; %s is healthy on %s again and the partition is locked, so no other member restarts: fix the template (the pod's events and logs from the failed start say why) and run again", err, reverted.Pod, reverted.To)
-		case errors.As(err, &gate):
-			err = fmt.Errorf("%w; the partition is locked again, so no other member restarts: look at %s (its events and logs), fix the template or the member, and run again", err, gate.Pod)
-		}
-		if err != nil && ctx.Err() != nil && relocked {
-			// The caller gave up (Ctrl-C, a deadline): say what state it leaves and that a rerun resumes.
-			err = fmt.Errorf("rollout of %s/%s stopped by the caller after %s rolled %v; the partition is locked, run it again to roll the members that are left: %w",
-				e.cfg.Namespace, e.cfg.StatefulSet, plural(len(res.MembersRolled), "member", "members"), res.MembersRolled, err)
-		}
-		stopRenew()
-		lctx, lcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		if lerr := e.lease.release(lctx); lerr != nil {
-			err = errors.Join(err, lerr)
-		}
-		lcancel()
-		if err != nil && r.uid != "" {
-			e.record(ctx, r.uid, corev1.EventTypeWarning, ReasonRolloutFailed, truncate(err.Error(), 1000))
-		}
-		res.FinishedAt = time.Now()
+		err = r.exit(ctx, err, stopRenew)
 		if p != nil {
 			panic(p)
 		}
@@ -92,6 +55,68 @@ func (e *Engine) Run(ctx context.Context) (res Result, err error) {
 		err = fmt.Errorf("%w (%v)", context.Cause(runCtx), err)
 	}
 	return res, err
+}
+
+// exit is every path out of a run, in order: re-lock the partition this run touched (unless another run
+// holds the lease now: the partition is that run's), settle a downgrade left half done, say what state the
+// cluster is left in, release the lease (kept when the re-lock failed, so that the next run takes it over and
+// re-locks, as after a killed run), and record the failure as a Kubernetes Event.
+func (r *run) exit(ctx context.Context, err error, stopRenew func()) error {
+	e, res := r.e, r.res
+	relocked, holder := true, ""
+	if r.touched {
+		if holder = e.lease.takenBy(ctx); holder != "" {
+			relocked = false
+			err = errors.Join(err, fmt.Errorf("not re-locking the partition: %s holds lease %s now, so the StatefulSet is that run's to lock", holder, e.lease.id()))
+		} else if rerr := e.relock(ctx); rerr != nil {
+			relocked = false
+			err = errors.Join(err, rerr)
+		} else {
+			e.emit(Step{Kind: StepRelock}, "partition re-locked")
+		}
+	}
+	if err != nil && holder == "" {
+		if said := r.settleDowngrade(ctx, r.last); said != "" {
+			err = fmt.Errorf("%w; %s", err, said)
+		}
+	}
+	err = r.reword(ctx, err, relocked)
+	stopRenew()
+	if relocked {
+		lctx, lcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		if lerr := e.lease.release(lctx); lerr != nil {
+			err = errors.Join(err, lerr)
+		}
+		lcancel()
+	} else if holder == "" {
+		err = fmt.Errorf("%w; lease %s is kept, so the next run takes it over after it goes unrenewed and re-locks first", err, e.lease.id())
+	}
+	if err != nil && r.uid != "" {
+		e.record(ctx, r.uid, corev1.EventTypeWarning, ReasonRolloutFailed, truncate(err.Error(), 1000))
+	}
+	res.FinishedAt = time.Now()
+	return err
+}
+
+// reword tells a person, after a failure with the partition locked, what state the cluster is in and what to
+// do next.
+func (r *run) reword(ctx context.Context, err error, relocked bool) error {
+	e, res := r.e, r.res
+	var gate *GateTimeoutError
+	var reverted *RevertedError
+	switch {
+	case err == nil || ctx.Err() != nil || !relocked || !r.touched:
+	case errors.As(err, &reverted):
+		err = fmt.Errorf("%w; %s is healthy on %s again and the partition is locked, so no other member restarts: fix the template (the pod's events and logs from the failed start say why) and run again", err, reverted.Pod, reverted.To)
+	case errors.As(err, &gate):
+		err = fmt.Errorf("%w; the partition is locked again, so no other member restarts: look at %s (its events and logs), fix the template or the member, and run again", err, gate.Pod)
+	}
+	if err != nil && ctx.Err() != nil && relocked {
+		// The caller gave up (Ctrl-C, a deadline): say what state it leaves and that a rerun resumes.
+		err = fmt.Errorf("rollout of %s/%s stopped by the caller after %s rolled %v; the partition is locked, run it again to roll the members that are left: %w",
+			e.cfg.Namespace, e.cfg.StatefulSet, plural(len(res.MembersRolled), "member", "members"), res.MembersRolled, err)
+	}
+	return err
 }
 
 // run is the state of one Run.
@@ -238,10 +263,14 @@ func (r *run) checkSameTemplate(st ClusterState) error {
 // is false after such a wait: the caller looks again.
 func (r *run) planOrHold(ctx context.Context, st ClusterState) (plan Plan, ready bool, err error) {
 	e := r.e
+	st = r.withProven(st)
 	plan, err = PlanRollout(st, e.cfg.LeaderPolicy)
 	plan.Cooldown = e.cfg.Cooldown
 	if err == nil && !r.disrupted && (len(plan.Roll) > 0 || len(plan.Wait) > 0) {
 		err = checkVersionPaths(st)
+	}
+	if err == nil && len(plan.Steps) > 0 {
+		err = controllerWillAct(st, plan.Steps[0])
 	}
 	if !errors.Is(err, ErrBlocked) || errors.Is(err, ErrVersionPath) {
 		if err != nil {
@@ -281,6 +310,16 @@ func (r *run) planOrHold(ctx context.Context, st ClusterState) (plan Plan, ready
 	return plan, false, nil
 }
 
+// withProven is st with every member this run saw pass its gates marked Proven, for the planner: only those
+// need no proof on the update revision (needsProof).
+func (r *run) withProven(st ClusterState) ClusterState {
+	st.Members = append([]MemberState(nil), st.Members...)
+	for i := range st.Members {
+		_, st.Members[i].Proven = r.passed[i]
+	}
+	return st
+}
+
 // waitingCannotFix are the words of member problems that no amount of holding can cure: a permission the API
 // server refused (reading a pod, a port-forward), a member certificate the engine refused, and client TLS
 // material that is wrong (rollout/tlsmaterial.go).
@@ -311,6 +350,9 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 		from, to := st.Members[step.From].Pod, st.Members[step.To].Pod
 		e.emit(step, "moving leader %s → %s", from, to)
 		r.disrupted = true
+		if err := e.lease.confirm(ctx); err != nil {
+			return fmt.Errorf("not moving the leader %s → %s: %w", from, to, err)
+		}
 		if err := e.transferLeader(ctx, st, step); err != nil {
 			if r.retries++; r.retries > maxStepRetries || ctx.Err() != nil {
 				return err
@@ -347,7 +389,10 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 			return r.holdUnseen(ctx, step.Ordinal, p, st.Members[step.Ordinal])
 		}
 		e.emit(step, "waiting for %s to pass its gates", pod)
-		inc, err := e.waitMember(ctx, st, step.Ordinal, expectedSpec{Partition: st.Partition, Generation: r.gen}, time.Now())
+		// A member this run did not restart proves itself with the whole stability window, proven revision or
+		// not: an earlier run may have left it there crash-looping.
+		want := expectedSpec{Partition: st.Partition, Generation: r.gen, FullWindow: true}
+		inc, err := e.waitMember(ctx, st, step.Ordinal, want, time.Now())
 		if err != nil {
 			return err
 		}
@@ -406,7 +451,9 @@ func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) error 
 		r.downgrade.restarted = true
 	}
 	r.rolledFrom[step.Ordinal] = st.Members[step.Ordinal].Image
-	gen, err := e.setPartition(ctx, step.Ordinal)
+	// Conditional on the generation this run observed: a template written since would make the controller
+	// restart another member than the one planned.
+	gen, err := e.lowerPartition(ctx, step.Ordinal, r.gen)
 	if err != nil {
 		return fmt.Errorf("rolling %s: %w", pod, err)
 	}
@@ -415,7 +462,7 @@ func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) error 
 		// Down on an older revision, it costs no quorum to restart; but under OrderedReady the controller
 		// never replaces a pod that is not Ready (kubernetes#67250), so the engine deletes it.
 		e.emit(step, "%s is already down: deleting its pod so the controller recreates it at %s", pod, st.UpdateRevision)
-		if err := e.deleteMemberPod(ctx, pod, st.Members[step.Ordinal].PodUID); err != nil {
+		if err := e.deleteMemberPod(ctx, st, step.Ordinal); err != nil {
 			return fmt.Errorf("rolling %s: %w", pod, err)
 		}
 	}
@@ -440,7 +487,12 @@ func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) error 
 	return nil
 }
 
+// lock sets partition = replicas. It is always safe for the cluster, but not for another run: a run that lost
+// its lease to one rolling now would undo that run's lowering, so the lease is confirmed first.
 func (r *run) lock(ctx context.Context, replicas int) error {
+	if err := r.e.lease.confirm(ctx); err != nil {
+		return fmt.Errorf("not locking the partition: %w", err)
+	}
 	r.touched = true
 	gen, err := r.e.setPartition(ctx, replicas)
 	if err != nil {

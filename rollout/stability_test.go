@@ -16,7 +16,6 @@ import (
 func TestOnlyTheFirstMemberOnARevisionHoldsTheStabilityWindow(t *testing.T) {
 	c := newFakeCluster(t, 3, 1)
 	var said []string
-	start := time.Now()
 	res, err := c.engine(t, func(_ *Config, o *Options) {
 		o.StableFor = 400 * time.Millisecond
 		o.OnEvent = func(ev Event) { said = append(said, ev.Message) }
@@ -32,8 +31,7 @@ func TestOnlyTheFirstMemberOnARevisionHoldsTheStabilityWindow(t *testing.T) {
 	require.Len(t, windows, 3)
 	assert.Contains(t, windows[0], "healthy without a break for 400ms")
 	assert.Contains(t, windows[1], "one healthy look: "+newRev+" proved itself")
-	assert.Contains(t, windows[2], "one healthy look")
-	assert.Less(t, time.Since(start), 1200*time.Millisecond, "one window, not three")
+	assert.Contains(t, windows[2], "one healthy look", "one window, not three (what it costs is make bench's to say, not a timed assertion's)")
 }
 
 // A crash-looping revision still fails at its first member.

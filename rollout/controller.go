@@ -1,0 +1,75 @@
+package rollout
+
+import (
+	"fmt"
+	"time"
+)
+
+// controllerWillAct holds (ErrBlocked, naming the pod) a step that needs the StatefulSet controller to act
+// while the controller would not: under OrderedReady it neither restarts nor recreates any pod while one it
+// passes on the way is not Running and Ready, and available for minReadySeconds, whatever etcd says of the
+// member behind it. Lowering the partition then would only wait out the ready timeout with the partition
+// lowered, and blame the revision for a pod that never left the old one.
+//
+// Which pods the controller passes (kubernetes' stateful_set_control.go): for an update, every pod, in
+// ordinal order, before it deletes the highest outdated one; for the recreation of a deleted pod, those
+// below it. Under Parallel it waits only for the pods above an update's target.
+func controllerWillAct(st ClusterState, step Step) error {
+	var target int
+	var recreate bool
+	switch step.Kind {
+	case StepLowerPartition:
+		target, recreate = step.Ordinal, step.AlreadyDown
+	case StepRecreate:
+		target, recreate = step.Ordinal, true
+	default:
+		return nil
+	}
+	for _, m := range st.Members {
+		if m.Ordinal == target && recreate {
+			continue // its pod is deleted: the controller creates it anew
+		}
+		var waitedFor bool
+		switch {
+		case st.OrderedReady && recreate:
+			waitedFor = m.Ordinal < target
+		case st.OrderedReady:
+			waitedFor = true
+		default:
+			waitedFor = !recreate && m.Ordinal > target
+		}
+		if why := unavailable(st, m); waitedFor && why != "" {
+			return blocked("the StatefulSet controller will not act on %s while %s %s (podManagementPolicy %s); holding until it is",
+				st.Members[target].Pod, m.Pod, why, podManagement(st))
+		}
+	}
+	return nil
+}
+
+// unavailable says why the controller counts m's pod as not available ("" when it is): not Running, not
+// Ready, or Ready for less than minReadySeconds (counted by this process's clock to the pod's Ready
+// transition, by the node's: a clock behind only makes the run hold longer).
+func unavailable(st ClusterState, m MemberState) string {
+	switch {
+	case !m.PodExists:
+		return "does not exist"
+	case !m.Running:
+		return "is not Running"
+	case !m.Ready:
+		return "is not Ready"
+	}
+	if st.MinReadySeconds > 0 && !st.ObservedAt.IsZero() {
+		need := time.Duration(st.MinReadySeconds) * time.Second
+		if ready := st.ObservedAt.Sub(m.ReadySince); m.ReadySince.IsZero() || ready < need {
+			return fmt.Sprintf("has been Ready for less than minReadySeconds (%ds)", st.MinReadySeconds)
+		}
+	}
+	return ""
+}
+
+func podManagement(st ClusterState) string {
+	if st.OrderedReady {
+		return "OrderedReady"
+	}
+	return "Parallel"
+}

@@ -1,0 +1,299 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+)
+
+// The tests of this file start from a view the engine cannot trust whole: a member an earlier run left
+// behind, a member that does not answer us, a write between our look and our own, a lease taken while we
+// were cut off (issue: safety when the engine's view is partial or stale).
+
+// A member an earlier run left on the new revision (Ctrl-C, a timeout, a killed run) is not trusted on one
+// healthy look: the resumed run waits for it with the whole stability window before it disrupts anything, and
+// never moves the leader onto it. Here it crash-loops slowly (up 300 ms, down 100 ms), so its first look is
+// healthy; before, the run took it for done, moved the leader onto it and restarted the others.
+func TestAResumedRunReprovesAMemberAnEarlierRunLeft(t *testing.T) {
+	c := newFakeCluster(t, 3, 0, 2)
+	c.etcd.crashUp, c.etcd.crashDown = 300*time.Millisecond, 100*time.Millisecond
+	c.etcd.crashStart["etcd-2"] = time.Now()
+	res, err := c.engine(t, func(cfg *Config, o *Options) {
+		cfg.HealthTimeout = time.Second
+		o.StableFor = 500 * time.Millisecond
+	}).Run(context.Background())
+
+	var reverted *RevertedError
+	require.ErrorAs(t, err, &reverted, "got %v", err)
+	assert.Equal(t, "etcd-2", reverted.Pod)
+	assert.Empty(t, res.MembersRolled)
+	assert.Empty(t, c.restarted, "no member was restarted onto the new revision")
+	assert.Equal(t, []string{"etcd-2"}, c.deletedPods(), "only the member that failed its proof is reverted")
+	assert.Zero(t, c.etcd.moves, "the leader never moved onto the unproven member")
+	assert.Equal(t, []string{oldRev, oldRev, oldRev}, c.revisions())
+	assert.Equal(t, 3, c.partition())
+}
+
+// The members an earlier run left healthy are proven again, each with the whole window, and then the run
+// goes on as usual: the leader goes to a member proven in this run.
+func TestAResumedRunProvesHealthyLeftoversThenRolls(t *testing.T) {
+	c := newFakeCluster(t, 3, 0, 2, 1)
+	var windows []string
+	res, err := c.engine(t, func(_ *Config, o *Options) {
+		o.OnEvent = func(ev Event) {
+			if strings.Contains(ev.Message, "checking etcd health") {
+				windows = append(windows, ev.Message)
+			}
+		}
+	}).Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"etcd-0"}, res.MembersRolled)
+	assert.Equal(t, 1, res.LeaderTransfers)
+	require.Len(t, windows, 3)
+	for _, w := range windows[:2] {
+		assert.Contains(t, w, "healthy without a break for 20ms", "a leftover gets the whole window")
+	}
+	assert.Equal(t, []string{newRev, newRev, newRev}, c.revisions())
+}
+
+// Not answering us is not being out. etcd-2's client port refuses us after its restart while it still
+// votes; etcd-0 then stops. Deleting etcd-2's pod would leave etcd-1 alone: the revert is refused and the
+// pod kept. Before, a member that did not answer was taken for out and deleted without a quorum check.
+func TestNoPodIsDeletedUnlessTheOthersKeepQuorum(t *testing.T) {
+	c := newFakeCluster(t, 3, 1)
+	res, err := c.engine(t, func(cfg *Config, o *Options) {
+		cfg.HealthTimeout = 300 * time.Millisecond
+		o.OnEvent = func(ev Event) {
+			switch {
+			case strings.HasPrefix(ev.Message, "partition lowered to 2"):
+				c.etcd.setRefusing("etcd-2", true)
+			case strings.HasPrefix(ev.Message, "etcd-2 is Ready at"):
+				c.etcd.stop("etcd-0")
+			}
+		}
+	}).Run(context.Background())
+
+	require.Error(t, err)
+	var reverted *RevertedError
+	assert.False(t, errors.As(err, &reverted))
+	assert.Contains(t, err.Error(), "etcd-2 was not reverted: not reverting etcd-2: rollout blocked: restarting etcd-2 would leave 1 healthy member(s), quorum is 2 of 3")
+	assert.Empty(t, c.deletedPods())
+	require.NotNil(t, res.Failure)
+	assert.Contains(t, res.Failure.RevertError, "would leave 1 healthy member(s)")
+	assert.Equal(t, 3, c.partition())
+}
+
+// A gate that ended on looks that never reached the member's etcd (its port-forward could not be opened)
+// knows nothing of the member: the run stops unseen, with the partition locked and nothing deleted, and does
+// not tell the user to fix the template.
+func TestAGateThatNeverReachedTheMemberIsNoVerdictOnTheRevision(t *testing.T) {
+	c := newFakeCluster(t, 3, 1)
+	res, err := c.engine(t, func(cfg *Config, o *Options) {
+		cfg.HealthTimeout = 300 * time.Millisecond
+		o.OnEvent = func(ev Event) {
+			if strings.HasPrefix(ev.Message, "partition lowered to 2") {
+				c.etcd.setUnseen("etcd-2", true)
+			}
+		}
+	}).Run(context.Background())
+
+	require.ErrorIs(t, err, ErrMemberUnseen)
+	assert.NotErrorIs(t, err, &GateTimeoutError{})
+	assert.Contains(t, err.Error(), "etcd-2 did not pass the etcd health gate within 300ms and the last look never reached its etcd")
+	assert.NotContains(t, err.Error(), "fix the template")
+	assert.Empty(t, c.deletedPods())
+	assert.Nil(t, res.Failure, "no failure of the revision is recorded")
+	assert.Equal(t, 3, c.partition())
+}
+
+// A template written between the engine's look and its lowering of the partition is refused by the write's
+// precondition: etcd-2, where the leader was just parked, is not restarted a second time, and the run names
+// the writer. Before, the partition patch was unconditional and the controller restarted etcd-2 at once.
+func TestLoweringThePartitionIsConditionalOnWhatTheRunSaw(t *testing.T) {
+	c := newFakeCluster(t, 3, 1)
+	res, err := c.engine(t, func(_ *Config, o *Options) {
+		o.OnEvent = func(ev Event) {
+			if strings.HasPrefix(ev.Message, "restarting etcd-1 (partition 1)") {
+				c.writeTemplate(t, "etcd-newer", "kubectl-edit")
+			}
+		}
+	}).Run(context.Background())
+
+	require.ErrorIs(t, err, ErrInterference)
+	var interference *InterferenceError
+	require.ErrorAs(t, err, &interference)
+	assert.Equal(t, "kubectl-edit", interference.Writer)
+	assert.Contains(t, err.Error(), `before lowering the partition to 1: generation 4, this run observed 3, last written by "kubectl-edit"`)
+	assert.Equal(t, []string{"etcd-2"}, c.restarted, "etcd-2 restarted once, by this run's own lowering")
+	assert.Zero(t, c.etcd.elections)
+	assert.Equal(t, []string{"etcd-2"}, res.MembersRolled)
+	assert.Equal(t, 3, c.partition())
+}
+
+// writeTemplate is another writer changing the pod template: the generation goes up, and the controller
+// (here at once) computes a new update revision.
+func (c *fakeCluster) writeTemplate(t *testing.T, rev, manager string) {
+	obj, err := c.kube.Tracker().Get(stsGVR, "db", "etcd")
+	require.NoError(t, err)
+	sts := obj.(*appsv1.StatefulSet).DeepCopy()
+	if sts.Spec.Template.Annotations == nil {
+		sts.Spec.Template.Annotations = map[string]string{}
+	}
+	sts.Spec.Template.Annotations["written-by"] = manager
+	sts.Generation++
+	sts.Status.ObservedGeneration = sts.Generation
+	sts.Status.UpdateRevision = rev
+	// The entry an API server records for the writer (the fake keeps only well-formed ones). A second ahead:
+	// the fake records its own tracker writes (the generation it raises) as "unknown", in whole seconds.
+	sts.ManagedFields = append(sts.ManagedFields, metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate,
+		APIVersion: "apps/v1", Time: ptr.To(metav1.NewTime(time.Now().Add(time.Second))), FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:template":{}}}`)}})
+	require.NoError(t, c.kube.Tracker().Update(stsGVR, sts, "db"))
+}
+
+// A run cut off from the API server (here: its Lease calls) for longer than its lease, while another run
+// takes the lease, confirms the lease before its next disruption once the API server answers again: it
+// deletes nothing and writes nothing, not even a re-lock, which would break the other run's roll.
+func TestARunThatLostItsLeaseDisruptsNothing(t *testing.T) {
+	c := newFakeCluster(t, 3, 1)
+	c.etcd.brokenAfterRestart["etcd-2"] = true
+	var cut atomic.Bool
+	var writesAfterCut atomic.Int32
+	c.kube.PrependReactor("*", "leases", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if cut.Load() {
+			return true, nil, apierrors.NewServiceUnavailable("the API server is away")
+		}
+		return false, nil, nil
+	})
+	for _, res := range []string{"statefulsets", "pods"} {
+		c.kube.PrependReactor("*", res, func(action k8stesting.Action) (bool, runtime.Object, error) {
+			if v := action.GetVerb(); v == "patch" || v == "delete" || v == "update" {
+				if c.leaseHolder(t) == "other-run" {
+					writesAfterCut.Add(1)
+				}
+			}
+			return false, nil, nil
+		})
+	}
+	_, err := c.engine(t, func(cfg *Config, o *Options) {
+		cfg.HealthTimeout = 2 * time.Second
+		o.LeaseDuration = time.Second
+		o.OnEvent = func(ev Event) {
+			if strings.HasPrefix(ev.Message, "etcd-2 is Ready at") {
+				c.takeLease(t, "other-run")
+				cut.Store(true)
+				time.AfterFunc(1500*time.Millisecond, func() { cut.Store(false) })
+			}
+		}
+	}).Run(context.Background())
+
+	require.ErrorIs(t, err, ErrLeaseLost)
+	assert.Contains(t, err.Error(), `not re-locking the partition: other-run holds lease db/etcd-etcd-rollout now`)
+	assert.Empty(t, c.deletedPods(), "the failed member is not reverted by a run that lost its lease")
+	assert.Zero(t, writesAfterCut.Load(), "no StatefulSet or pod write once the lease was someone else's")
+	assert.Equal(t, "other-run", c.leaseHolder(t), "the lease stays the new holder's")
+}
+
+func (c *fakeCluster) leaseHolder(t *testing.T) string {
+	obj, err := c.kube.Tracker().Get(leasesResource, "db", LeaseName("etcd"))
+	if err != nil {
+		return ""
+	}
+	return ptr.Deref(obj.(*coordinationv1.Lease).Spec.HolderIdentity, "")
+}
+
+// takeLease is another run taking the lease over (written straight into the tracker, past any reactor).
+func (c *fakeCluster) takeLease(t *testing.T, holder string) {
+	obj, err := c.kube.Tracker().Get(leasesResource, "db", LeaseName("etcd"))
+	require.NoError(t, err)
+	l := obj.(*coordinationv1.Lease).DeepCopy()
+	l.Spec.HolderIdentity = ptr.To(holder)
+	l.Spec.RenewTime = ptr.To(metav1.NewMicroTime(time.Now()))
+	require.NoError(t, c.kube.Tracker().Update(leasesResource, l, "db"))
+}
+
+// With no cool-down, a member that passed is still checked before the next disruption: here etcd-2 restarts
+// between two looks (a crash loop slower than the stability window), which its etcd process shows, and the
+// run stops there instead of restarting etcd-1.
+func TestCooldownZeroStillChecksThePassedMembers(t *testing.T) {
+	c := newFakeCluster(t, 3, 1)
+	_, err := c.engine(t, func(_ *Config, o *Options) {
+		o.OnEvent = func(ev Event) {
+			if strings.HasPrefix(ev.Message, "etcd-2 rolled") {
+				c.etcd.restartQuietly("etcd-2")
+			}
+		}
+	}).Run(context.Background())
+
+	var reverted *RevertedError
+	require.ErrorAs(t, err, &reverted, "got %v", err)
+	assert.Equal(t, "etcd-2", reverted.Pod)
+	assert.Contains(t, err.Error(), "restarted during the cool-down")
+	assert.Equal(t, []string{"etcd-2"}, c.restarted, "etcd-1 was not restarted")
+}
+
+// A re-lock that fails keeps the lease: the next run then takes it over and re-locks first, as after a killed
+// run, instead of finding a lowered partition nobody holds (which it would refuse as someone else's).
+func TestAFailedRelockKeepsTheLease(t *testing.T) {
+	c := newFakeCluster(t, 3, 1)
+	var refuse atomic.Bool
+	c.kube.PrependReactor("patch", "statefulsets", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if refuse.Load() {
+			return true, nil, apierrors.NewForbidden(stsGVR.GroupResource(), "etcd", errors.New("RBAC changed under the run"))
+		}
+		return false, nil, nil
+	})
+	e := c.engine(t, func(_ *Config, o *Options) {
+		o.OnEvent = func(ev Event) {
+			if strings.HasPrefix(ev.Message, "partition lowered to 2") {
+				refuse.Store(true)
+			}
+		}
+	})
+	_, err := e.Run(context.Background())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "lease db/etcd-etcd-rollout is kept, so the next run takes it over")
+	assert.Equal(t, e.Config().Holder, c.leaseHolder(t))
+	assert.Equal(t, 2, c.partition(), "the partition is still lowered: the next run's to re-lock")
+}
+
+// Under OrderedReady the StatefulSet controller acts on no pod while one is not Running and Ready, whatever
+// etcd says: with etcd-0's readiness probe failing, the run holds, naming the pod, and never lowers the
+// partition. Before, it lowered it, waited out the ready timeout and reverted a member that never left the
+// old revision.
+func TestNoPartitionIsLoweredWhileTheControllerWillNotAct(t *testing.T) {
+	c := newFakeCluster(t, 3, 1)
+	c.setPodReady(t, 0, false)
+	_, err := c.engine(t, func(cfg *Config, _ *Options) { cfg.ReadyTimeout = 300 * time.Millisecond }).Run(context.Background())
+
+	require.ErrorIs(t, err, ErrBlocked)
+	assert.Contains(t, err.Error(), "the StatefulSet controller will not act on etcd-2 while etcd-0 is not Ready (podManagementPolicy OrderedReady)")
+	assert.Zero(t, c.stsPatches(), "the partition was never lowered")
+	assert.Empty(t, c.restarted)
+	assert.Empty(t, c.deletedPods())
+}
+
+func (c *fakeCluster) setPodReady(t *testing.T, ordinal int, ready bool) {
+	obj, err := c.kube.Tracker().Get(podGVR, "db", podName("etcd", ordinal))
+	require.NoError(t, err)
+	p := obj.(*corev1.Pod).DeepCopy()
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}
+	require.NoError(t, c.kube.Tracker().Update(podGVR, p, "db"))
+}
