@@ -34,7 +34,7 @@ func (e *InterferenceError) Error() string {
 	if e.Writer != "" {
 		who = fmt.Sprintf("last written by %q (managedFields)", e.Writer)
 	}
-	return fmt.Sprintf("%v before %s: generation %d, this run observed %d, %s; nothing was written and the run stops rather than race it: run again to roll to the current template",
+	return fmt.Sprintf("%v before %s: generation %d, this run observed %d, %s; nothing was written and the run stops rather than race it: find who changed it and why, then run again to roll to its current template",
 		ErrInterference, e.Action, e.Generation, e.Expected, who)
 }
 

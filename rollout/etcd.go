@@ -61,6 +61,8 @@ type etcdAccess interface {
 	Downgrade(ctx context.Context, pod string, action downgradeAction, version string) (string, error)
 	// Incarnation names the etcd process serving pod (its start time): a new value means it restarted.
 	Incarnation(ctx context.Context, pod string) (string, error)
+	// ActivePeers is the set of member IDs pod's Raft transport is connected to, by pod's own word.
+	ActivePeers(ctx context.Context, pod string) (map[uint64]bool, error)
 	// Forget closes every connection to the member. The engine calls it right before the member restarts:
 	// an etcd that still has client connections open can outlive its SIGTERM until the grace period ends
 	// and it is killed (seen with plain-HTTP members), which would slow every restart to the grace period.

@@ -293,6 +293,22 @@ func (f *fakeEtcd) Incarnation(_ context.Context, pod string) (string, error) {
 	return fmt.Sprintf("process-%d", n), nil
 }
 
+// ActivePeers is pod's Raft view: every other member that runs, whether or not it answers us.
+func (f *fakeEtcd) ActivePeers(_ context.Context, pod string) (map[uint64]bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.unseen[pod] || f.isDown(pod) || f.refusing[pod] {
+		return nil, fmt.Errorf("peers of %s: connection refused", pod)
+	}
+	peers := map[uint64]bool{}
+	for p, id := range f.ids {
+		if p != pod && !f.isDown(p) {
+			peers[id] = true
+		}
+	}
+	return peers, nil
+}
+
 // restartQuietly restarts a member between two looks: it answers before and after, from a new process.
 func (f *fakeEtcd) restartQuietly(pod string) {
 	f.mu.Lock()

@@ -67,3 +67,67 @@ func scanIncarnation(page io.Reader) (string, error) {
 	}
 	return "", fmt.Errorf("/metrics has no %s (an etcd without the process collector): restarts between looks cannot be seen", incarnationMetric)
 }
+
+// activePeersMetric is the rafthttp gauge each etcd keeps per peer (labels Local and Remote, member IDs in
+// hex): 1 while its Raft streams to that peer are connected, 0 once a message to it failed.
+const activePeersMetric = "etcd_network_active_peers"
+
+// ActivePeers is pod's own word on which of its Raft peers it is connected to: the member IDs whose
+// activePeersMetric is above 0. It tells a member that does not answer us but still votes (its client port
+// refuses us, its port-forward fails) from one that is down.
+func (m *memberClients) ActivePeers(ctx context.Context, pod string) (map[uint64]bool, error) {
+	var peers map[uint64]bool
+	err := m.read(ctx, pod, func(ctx context.Context, c *memberClient) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.http.base+"/metrics", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := c.http.client.Do(req)
+		if err != nil {
+			return fmt.Errorf("peers of %s: %w", pod, forwardEnded(ctx, err))
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+			return fmt.Errorf("peers of %s: /metrics answered HTTP %d", pod, resp.StatusCode)
+		}
+		peers, err = scanActivePeers(resp.Body)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		if err != nil {
+			return fmt.Errorf("peers of %s: %w", pod, forwardEnded(ctx, err))
+		}
+		return nil
+	})
+	return peers, err
+}
+
+// scanActivePeers reads activePeersMetric's series from a Prometheus text page:
+// etcd_network_active_peers{Local="8e9e05c52164694d",Remote="91bc3c398fb3c146"} 1
+func scanActivePeers(page io.Reader) (map[uint64]bool, error) {
+	peers := map[uint64]bool{}
+	sc := bufio.NewScanner(page)
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	for sc.Scan() {
+		labels, ok := strings.CutPrefix(sc.Text(), activePeersMetric+"{")
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(labels, "} ")
+		if !ok {
+			continue
+		}
+		_, remote, ok := strings.Cut(labels, `Remote="`)
+		if !ok {
+			continue
+		}
+		remote, _, _ = strings.Cut(remote, `"`)
+		id, err := strconv.ParseUint(remote, 16, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s Remote %q: %w", activePeersMetric, remote, err)
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil && v > 0 {
+			peers[id] = true
+		}
+	}
+	return peers, sc.Err()
+}

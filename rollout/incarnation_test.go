@@ -87,3 +87,26 @@ func TestAForwardThatCannotBeOpenedSaysNothingOfTheMember(t *testing.T) {
 		})
 	}
 }
+
+func TestActivePeersAreTheConnectedRemotesOnMetrics(t *testing.T) {
+	tests := []struct {
+		name string
+		page string
+		want map[uint64]bool
+	}{
+		{name: "two peers, one connected", page: "# HELP etcd_network_active_peers The current number of active peer connections.\n" +
+			"# TYPE etcd_network_active_peers gauge\n" +
+			`etcd_network_active_peers{Local="8e9e05c52164694d",Remote="91bc3c398fb3c146"} 1` + "\n" +
+			`etcd_network_active_peers{Local="8e9e05c52164694d",Remote="fd422379fda50e48"} 0` + "\n" +
+			`etcd_network_disconnected_peers_total{Local="8e9e05c52164694d",Remote="fd422379fda50e48"} 2` + "\n",
+			want: map[uint64]bool{0x91bc3c398fb3c146: true}},
+		{name: "a single member has no peers", page: "process_start_time_seconds 1.7e+09\n", want: map[uint64]bool{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := scanActivePeers(strings.NewReader(tt.page))
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}

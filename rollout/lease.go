@@ -57,6 +57,9 @@ type rolloutLease struct {
 	current *coordinationv1.Lease
 	// renewed is when this process last wrote the lease successfully.
 	renewed time.Time
+	// takenOverBy is the run seen holding the lease after this one held it: from then on this run writes
+	// nothing, not even its status.
+	takenOverBy string
 }
 
 // leaseClock is the local clock a lease held by someone else is judged by.
@@ -220,6 +223,7 @@ func (l *rolloutLease) renew(ctx context.Context) error {
 		return fmt.Errorf("renewing lease %s: %w", l.id(), err)
 	}
 	if holder := ptr.Deref(cur.Spec.HolderIdentity, ""); holder != l.holder {
+		l.lostTo(holder)
 		return fmt.Errorf("%w: lease %s is now held by %q", ErrLeaseLost, l.id(), holder)
 	}
 	now := metav1.NewMicroTime(time.Now())
@@ -308,9 +312,26 @@ func (l *rolloutLease) takenBy(ctx context.Context) string {
 		return ""
 	}
 	if holder := ptr.Deref(cur.Spec.HolderIdentity, ""); holder != l.holder {
+		l.lostTo(holder)
 		return holder
 	}
 	return ""
+}
+
+// lostTo records that holder (empty: nobody) holds the lease this run held.
+func (l *rolloutLease) lostTo(holder string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if holder != "" && l.current != nil {
+		l.takenOverBy = holder
+	}
+}
+
+// takenOver says another run took this run's lease: what this run would publish is no longer the truth.
+func (l *rolloutLease) takenOver() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.takenOverBy != ""
 }
 
 // release clears the holder so the next run starts at once and knows this one ended cleanly.
@@ -341,7 +362,7 @@ func (l *rolloutLease) set(lease *coordinationv1.Lease) {
 	l.mu.Lock()
 	l.current = lease
 	if lease != nil {
-		l.renewed = time.Now()
+		l.renewed, l.takenOverBy = time.Now(), ""
 	}
 	l.mu.Unlock()
 }

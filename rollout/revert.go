@@ -28,6 +28,10 @@ func (r *run) onMemberFailure(ctx context.Context, err error) error {
 	if !ok {
 		return err
 	}
+	if peer := r.votesWithoutAnsweringUs(ctx, ordinal); peer != "" {
+		return fmt.Errorf("%w: %s stopped answering us (%s), but %s reports it as a connected Raft peer: it votes, so it is no verdict on the revision and nothing is reverted or deleted; the partition is locked: check its client port (the revision's listen-client-urls and TLS settings) and the port-forward path to it (API server, kubelet), then run again",
+			ErrMemberUnseen, gate.Pod, gate.LastSeen, peer)
+	}
 	failure := &Failure{Pod: gate.Pod, Revision: r.startRev, Gate: gate.Gate, LastSeen: gate.LastSeen, At: time.Now()}
 	r.res.Failure = failure
 	if e.cfg.OnFailure == FailureStop {
@@ -43,6 +47,34 @@ func (r *run) onMemberFailure(ctx context.Context, err error) error {
 	e.emit(Step{Kind: StepRecreate, Ordinal: ordinal}, "%v", reverted)
 	e.record(ctx, r.uid, corev1.EventTypeWarning, ReasonMemberReverted, truncate(reverted.Error(), 1000))
 	return reverted
+}
+
+// votesWithoutAnsweringUs names a healthy member that reports ordinal as a connected Raft peer while ordinal
+// itself does not answer us ("" when it answers, when nobody says so, or when its member ID is unknown): a
+// client port that refuses us, or a port-forward that fails, while the member votes. Such a member is unknown
+// to us, not out, and its failed looks are no verdict on the revision.
+func (r *run) votesWithoutAnsweringUs(ctx context.Context, ordinal int) string {
+	e := r.e
+	st, err := e.Observe(ctx)
+	if err != nil || ordinal >= len(st.Members) || st.Members[ordinal].Reachable {
+		return ""
+	}
+	id := r.memberIDs[ordinal]
+	if id == 0 {
+		return ""
+	}
+	for _, m := range st.Members {
+		if m.Ordinal == ordinal || !m.Healthy {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+		peers, err := e.etcd.ActivePeers(cctx, m.Pod)
+		cancel()
+		if err == nil && peers[id] {
+			return m.Pod
+		}
+	}
+	return ""
 }
 
 // revert brings a member that failed on the new revision back on the StatefulSet's current revision: with

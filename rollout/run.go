@@ -91,7 +91,7 @@ func (r *run) exit(ctx context.Context, err error, stopRenew func()) error {
 	} else if holder == "" {
 		err = fmt.Errorf("%w; lease %s is kept, so the next run takes it over after it goes unrenewed and re-locks first", err, e.lease.id())
 	}
-	if err != nil && r.uid != "" {
+	if err != nil && r.uid != "" && holder == "" {
 		e.record(ctx, r.uid, corev1.EventTypeWarning, ReasonRolloutFailed, truncate(err.Error(), 1000))
 	}
 	res.FinishedAt = time.Now()
@@ -148,6 +148,9 @@ type run struct {
 	requestsBefore int64
 	// last is the latest observation: what an exit asks etcd through.
 	last ClusterState
+	// memberIDs are the etcd member IDs seen behind each ordinal in this run: a member keeps its ID across a
+	// restart, so the ID is known while the member does not answer us.
+	memberIDs map[int]uint64
 	// planned is set once the plan has been reported.
 	planned      bool
 	cooldownDue  bool
@@ -172,6 +175,7 @@ func (r *run) execute(ctx context.Context) error {
 			}
 		}
 		r.last = st
+		r.rememberIDs(st)
 		plan, ready, err := r.planOrHold(ctx, st)
 		if err != nil {
 			return err
@@ -308,6 +312,17 @@ func (r *run) planOrHold(ctx context.Context, st ClusterState) (plan Plan, ready
 		return plan, false, fmt.Errorf("while holding (%v): %w", err, serr)
 	}
 	return plan, false, nil
+}
+
+func (r *run) rememberIDs(st ClusterState) {
+	if r.memberIDs == nil {
+		r.memberIDs = map[int]uint64{}
+	}
+	for _, m := range st.Members {
+		if m.Reachable && m.MemberID != 0 {
+			r.memberIDs[m.Ordinal] = m.MemberID
+		}
+	}
 }
 
 // withProven is st with every member this run saw pass its gates marked Proven, for the planner: only those

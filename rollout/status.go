@@ -474,6 +474,9 @@ func (p *statusPublisher) flushNow() {
 func (p *statusPublisher) flush(ctx context.Context) {
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
+	if p.lease.takenOver() {
+		return // the status is the new holder's to write
+	}
 	p.mu.Lock()
 	if p.version == p.written {
 		p.mu.Unlock()
