@@ -60,11 +60,17 @@ type incarnationRead struct {
 	value string
 }
 
+// newSchedEngine is what the checks know of an engine, before it made any request.
+func newSchedEngine(w *world, name string, run int) *schedEngine {
+	return &schedEngine{w: w, name: name, run: run, counts: map[injectionPoint]int{}, lastCall: map[string]time.Time{},
+		lastStatus: map[string]statusLook{}, sawDown: map[string]time.Time{}, incarnations: map[string][]incarnationRead{},
+		passedAt: map[string]time.Time{}}
+}
+
 // newEngine makes an Engine whose every request goes through w: its own clientset that forwards to the fake
 // cluster's, and its own etcd access that forwards to the fake etcd.
 func (w *world) newEngine(name string, run int) *schedEngine {
-	se := &schedEngine{w: w, name: name, run: run, counts: map[injectionPoint]int{}, lastCall: map[string]time.Time{}, lastStatus: map[string]statusLook{},
-		sawDown: map[string]time.Time{}, incarnations: map[string][]incarnationRead{}, passedAt: map[string]time.Time{}}
+	se := newSchedEngine(w, name, run)
 	se.ctx, se.cancel = context.WithTimeout(w.ctx, scheduleGuard)
 	kube := fake.NewClientset()
 	kube.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) { return w.request(se, a) })

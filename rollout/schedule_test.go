@@ -32,7 +32,7 @@ import (
 //
 // Environment:
 //
-//	ROLLOUT_SCHEDULES=N          run seeds 1..N (default 40, 12 with -short)
+//	ROLLOUT_SCHEDULES=N          run seeds 1..N (default 60, 15 with -short)
 //	ROLLOUT_SCHEDULE_SEED=S      run only seed S (a replay)
 //	ROLLOUT_SCHEDULE_EVENTS=k,.. inject only these kinds (template, crash, crashloop, unreachable, outage,
 //	                             second, cancel, kill; "none" for none); default all
@@ -227,9 +227,9 @@ func scheduleSeeds(t *testing.T) []uint64 {
 		}
 		return []uint64{seed}
 	}
-	n := 40
+	n := 60
 	if testing.Short() {
-		n = 12
+		n = 15
 	}
 	n = envInt(t, "ROLLOUT_SCHEDULES", n)
 	seeds := make([]uint64, 0, n)
