@@ -91,6 +91,7 @@ func (w *world) newEngine(name string, run int) *schedEngine {
 			w.logf(name, "%s", ev.Message)
 			if pod, ok := passedIn(ev); ok {
 				se.passedAt[pod] = time.Now()
+				w.fireAt(se, atPassed, pod)
 			}
 		}}
 	e, err := New(cfg, opts)

@@ -56,6 +56,9 @@ const (
 	atStatus      injectionPoint = "etcd Status"
 	atMoveLeader  injectionPoint = "etcd MoveLeader"
 	atIncarnation injectionPoint = "etcd Incarnation"
+	// atPassed is the engine's own step boundary "a member passed its gates" (its event saying so): a crash
+	// loop injected there is the member that passed restarting at once and flapping from then on.
+	atPassed injectionPoint = "report of a member that passed"
 )
 
 // pointChoices are the boundaries events are drawn on, with how far into the run (the n-th such request) an
@@ -64,7 +67,7 @@ var pointChoices = []struct {
 	at     injectionPoint
 	maxNth int
 }{
-	{atPatchSts, 5}, {atDeletePod, 2}, {atGetPod, 8}, {atUpdateLease, 4}, {atStatus, 80}, {atMoveLeader, 2}, {atIncarnation, 6},
+	{atPatchSts, 5}, {atDeletePod, 2}, {atGetPod, 8}, {atUpdateLease, 4}, {atStatus, 80}, {atMoveLeader, 2}, {atIncarnation, 6}, {atPassed, 3},
 }
 
 // schedEvent is one injected event: its kind, the run whose request triggers it and where, and its details.
@@ -116,6 +119,9 @@ func (ev schedEvent) what() string {
 		}
 		return fmt.Sprintf("etcd-%d crashes, back from a new process after %s", ev.Pod, ev.For)
 	case evCrashLoop:
+		if ev.At == atPassed {
+			return "the member that passed restarts at once and crash-loops from then on"
+		}
 		return "the update revision starts crash-looping"
 	case evUnreachable:
 		how := "no port-forward to it opens"

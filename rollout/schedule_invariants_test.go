@@ -182,10 +182,14 @@ func (w *world) healthy(pod string) bool {
 //   - a member down by itself (a crash) that se's last health look (Status) at it found down: se knows it is
 //     down (a crash after that look, even one a member list or a read ran into, is not held against it);
 //   - a member crash-looping, since its start, on the update revision, faster than the stability window,
-//     that se has looked at since: a run watches every member on the update revision it has not seen pass
-//     for the whole window before it disrupts anything else, and the window shows such a loop;
+//     that se has looked at since and not seen pass: a run watches every member on the update revision it
+//     has not seen pass for the whole window before it disrupts anything else, and the window shows such a
+//     loop;
 //   - a member se reported healthy (it passed its gates) after its crash loop began, and that se then found
-//     down or serving from another process: a member that passed and did not stay up is a failure.
+//     down or serving from another process: a member that passed and did not stay up is a failure;
+//   - a member that restarted at the very moment se said it passed, and flaps since: a run checks the process
+//     of a member that passed before its next disruption (the cool-down's end, or item 10 of issue 21 with
+//     no cool-down), and that check shows the restart.
 //
 // Any other crash loop (slower than the window, or on a revision the run does not roll to) can pass every
 // look a correct engine takes, and is not held against it.
@@ -208,14 +212,21 @@ func (w *world) answerable(se *schedEngine, pod string) (bool, string) {
 		return false, ""
 	}
 	l := w.loops[pod]
+	if l.passedBy == se.name {
+		return true, fmt.Sprintf("%s restarted right after %s said it passed (at %s) and crash-loops since: a check of its process before the next disruption shows it",
+			pod, se.name, w.since(l.since))
+	}
 	ordinal, _ := ordinalOf("etcd", pod)
 	onUpdateRev := w.revisionsNow()[ordinal] == w.stsNow().Status.UpdateRevision
-	if look, ok := se.lastCall[pod]; ok && l.onRestart && !w.s.SlowLoop && onUpdateRev && look.After(l.since) {
+	passed, passedSince := se.passedAt[pod]
+	passedSince = passedSince && !passed.Before(l.since)
+	// A member se saw pass since has had its window, or a single look on a revision it had proven before the
+	// revision went bad: what is left is the rules below.
+	if look, ok := se.lastCall[pod]; ok && l.onRestart && !w.s.SlowLoop && onUpdateRev && !passedSince && look.After(l.since) {
 		return true, fmt.Sprintf("%s crash-loops on the update revision since it started at %s, down within the stability window, and %s looked at it at %s",
 			pod, w.since(l.since), se.name, w.since(look))
 	}
-	passed, ok := se.passedAt[pod]
-	if !ok || passed.Before(l.since) {
+	if !passedSince {
 		return false, ""
 	}
 	if saw, ok := se.sawDown[pod]; ok && saw.After(passed) {
@@ -309,8 +320,8 @@ func (w *world) checkReportedMembers(se *schedEngine, res Result, post worldSnap
 			w.violate("e", se, "reported %s rolled to %s, but its pod is at %s", pod, res.UpdateRevision, rev)
 			continue
 		}
-		if _, crashed := w.crashed[pod]; crashed || w.healthy(pod) {
-			continue
+		if _, crashed := w.crashed[pod]; crashed || w.healthy(pod) || w.loops[pod].passedBy != "" {
+			continue // down by itself, up, or flapping since its pass, which a run checks only before a disruption
 		}
 		if ok, why := w.answerable(se, pod); ok {
 			w.violate("e", se, "reported %s rolled, but it is not healthy: %s", pod, why)

@@ -32,7 +32,8 @@ import (
 //
 // Environment:
 //
-//	ROLLOUT_SCHEDULES=N          run seeds 1..N (default 60, 15 with -short)
+//	ROLLOUT_SCHEDULES=N          run N seeds (default 60, 15 with -short)
+//	ROLLOUT_SCHEDULE_FROM=F      starting at seed F (default 1), to explore beyond the default seeds
 //	ROLLOUT_SCHEDULE_SEED=S      run only seed S (a replay)
 //	ROLLOUT_SCHEDULE_EVENTS=k,.. inject only these kinds (template, crash, crashloop, unreachable, outage,
 //	                             second, cancel, kill; "none" for none); default all
@@ -218,7 +219,7 @@ func kindNames(kinds []eventKind) string {
 	return strings.Join(names, ",")
 }
 
-// scheduleSeeds reads ROLLOUT_SCHEDULE_SEED and ROLLOUT_SCHEDULES.
+// scheduleSeeds reads ROLLOUT_SCHEDULE_SEED, ROLLOUT_SCHEDULES and ROLLOUT_SCHEDULE_FROM.
 func scheduleSeeds(t *testing.T) []uint64 {
 	if v := os.Getenv("ROLLOUT_SCHEDULE_SEED"); v != "" {
 		seed, err := strconv.ParseUint(v, 10, 64)
@@ -232,9 +233,10 @@ func scheduleSeeds(t *testing.T) []uint64 {
 		n = 15
 	}
 	n = envInt(t, "ROLLOUT_SCHEDULES", n)
+	from := envInt(t, "ROLLOUT_SCHEDULE_FROM", 1)
 	seeds := make([]uint64, 0, n)
-	for i := 1; i <= n; i++ {
-		seeds = append(seeds, uint64(i))
+	for i := 0; i < n; i++ {
+		seeds = append(seeds, uint64(from+i))
 	}
 	return seeds
 }

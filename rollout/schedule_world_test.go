@@ -87,6 +87,10 @@ type world struct {
 type crashLoop struct {
 	since     time.Time
 	onRestart bool
+	// passedBy is the engine that had just said the member passed when it restarted and began to loop (a
+	// member flapping for reasons of its own, not its revision): that engine checks it before its next
+	// disruption, by the project's rules, and the check shows the new process.
+	passedBy string
 }
 
 type unreach struct {
@@ -144,6 +148,11 @@ func (w *world) since(at time.Time) string {
 
 // fire applies the events due at se's request at point; w.mu is held.
 func (w *world) fire(se *schedEngine, point injectionPoint) {
+	w.fireAt(se, point, "")
+}
+
+// fireAt is fire for a boundary about one member (atPassed: the member that passed); w.mu is held.
+func (w *world) fireAt(se *schedEngine, point injectionPoint, member string) {
 	if se.run == 0 {
 		return // second engines trigger nothing: their requests are only judged
 	}
@@ -154,20 +163,20 @@ func (w *world) fire(se *schedEngine, point injectionPoint) {
 		}
 		w.fired[i] = true
 		w.logf(se.name, "INJECTED before its %s %s: %s", ordinalWord(ev.Nth), point, ev.what())
-		w.apply(se, ev)
+		w.apply(se, ev, member)
 	}
 	for i, ev := range w.followUps {
 		if ev.Run == se.run && ev.At == point && ev.Nth == se.counts[point] {
 			w.followUps = slices.Delete(w.followUps, i, i+1)
 			w.logf(se.name, "INJECTED before its %s %s: %s", ordinalWord(ev.Nth), point, ev.what())
-			w.apply(se, ev)
+			w.apply(se, ev, member)
 			break
 		}
 	}
 }
 
 // apply makes one event happen; w.mu is held.
-func (w *world) apply(se *schedEngine, ev schedEvent) {
+func (w *world) apply(se *schedEngine, ev schedEvent, member string) {
 	pod := podName("etcd", ev.Pod)
 	switch ev.Kind {
 	case evTemplate:
@@ -175,6 +184,10 @@ func (w *world) apply(se *schedEngine, ev schedEvent) {
 	case evCrash:
 		w.crash(pod, ev.For)
 	case evCrashLoop:
+		if member != "" {
+			w.flapAfterPass(se, member)
+			return
+		}
 		w.startCrashLoop()
 	case evUnreachable:
 		u := unreach{refused: ev.Refused}
@@ -280,6 +293,22 @@ func (w *world) startCrashLoop() {
 	}
 }
 
+// flapAfterPass restarts a member that se just said passed, and makes it crash-loop from then on, whatever
+// its revision (until its pod is restarted); w.mu is held.
+func (w *world) flapAfterPass(se *schedEngine, pod string) {
+	f := w.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down[pod] {
+		return
+	}
+	w.foldLoop(pod)
+	f.bumpIncarnation(pod)
+	w.lastInc[pod] = f.incarnations[pod]
+	f.crashStart[pod] = time.Now()
+	w.loops[pod] = crashLoop{since: time.Now(), passedBy: se.name}
+}
+
 // tick brings back the crashed members that are due, and forgets crashes that ended otherwise (their pod was
 // recreated); w.mu is held.
 func (w *world) tick() {
@@ -319,6 +348,8 @@ func (w *world) syncLoops() {
 			w.foldLoop(pod)
 			f.crashStart[pod] = time.Now()
 			w.loops[pod] = crashLoop{since: time.Now(), onRestart: true}
+		case looping && w.loops[pod].passedBy != "" && !restarted:
+			// a member flapping by itself keeps flapping until its pod restarts
 		case !w.badRevs[rev] && looping:
 			w.foldLoop(pod)
 			delete(f.crashStart, pod)
