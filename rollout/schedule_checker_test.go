@@ -76,6 +76,34 @@ func TestScheduleChecksJudgeByTruth(t *testing.T) {
 			act: lowerTo(1),
 		},
 		{
+			name: "a lowering while a member the engine saw pass since its loop began flaps unseen", updated: []int{2},
+			setup: func(w *world, se *schedEngine) {
+				w.badRevs[newRev] = true
+				w.syncLoops()
+				se.passedAt["etcd-2"] = time.Now().Add(time.Millisecond)
+				se.lastCall["etcd-2"] = time.Now().Add(2 * time.Millisecond)
+			},
+			act: lowerTo(1),
+		},
+		{
+			name: "a lowering right after the member that passed restarted and flaps", updated: []int{2},
+			setup: func(w *world, se *schedEngine) {
+				se.passedAt["etcd-2"] = time.Now()
+				w.flapAfterPass(se, "etcd-2")
+			},
+			act: lowerTo(1), want: []string{"b"},
+		},
+		{
+			name: "a run that returns right after the member that passed restarted and flaps", updated: []int{2},
+			setup: func(w *world, se *schedEngine) {
+				se.passedAt["etcd-2"] = time.Now()
+				w.flapAfterPass(se, "etcd-2")
+			},
+			act: func(w *world, se *schedEngine) {
+				w.checkExit(se, Result{UpdateRevision: newRev, MembersRolled: []string{"etcd-2"}}, nil)
+			},
+		},
+		{
 			name:  "a lowering while someone else holds the lease",
 			setup: func(w *world, se *schedEngine) { holdLease(t, w, "second-1") },
 			act:   lowerTo(2), want: []string{"d"},

@@ -45,6 +45,7 @@ type schedEngine struct {
 	// passedAt is when it last said a member passed its gates (its own events).
 	passedAt map[string]time.Time
 
+	startedAt time.Time
 	// Elections counted by the fake at its start and end, and around its first and last disruption.
 	elStart, elFirstDisruption, elLastDisruption int
 	disrupted                                    bool

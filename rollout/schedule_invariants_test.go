@@ -102,6 +102,7 @@ func (w *world) judgeMoveLeader(se *schedEngine, pre worldSnapshot, to string) {
 // (d) the lease is se's, (c) a partition a SIGKILLed run left lowered was locked first, (a) one member at a
 // time, (b) the others keep quorum.
 func (w *world) disruption(se *schedEngine, pre, post worldSnapshot, what string, targets []int) {
+	w.lastDisruption[se.name] = time.Now()
 	if !se.disrupted {
 		se.disrupted, se.elFirstDisruption = true, pre.elections
 	}
@@ -279,8 +280,31 @@ func (w *world) checkExit(se *schedEngine, res Result, err error) {
 	if post.partition < post.replicas && w.lowerer == se.name {
 		w.violate("c", se, "returned with the partition at %d, lowered by its own write (%d replicas)", post.partition, post.replicas)
 	}
+	if other := w.disruptedMeanwhile(se); other != "" {
+		w.logf(se.name, "its report is not judged: %s disrupted members during its run", other)
+		return
+	}
 	w.checkReportedElections(se, res, post)
 	w.checkReportedMembers(se, res, post)
+}
+
+// disruptedMeanwhile names another engine that disrupted something since se started: what se reports may then
+// describe that engine's doing as well as its own; w.mu is held.
+func (w *world) disruptedMeanwhile(se *schedEngine) string {
+	for _, name := range sortedKeys(setOf(mapKeys(w.lastDisruption))) {
+		if name != se.name && w.lastDisruption[name].After(se.startedAt) {
+			return name
+		}
+	}
+	return ""
+}
+
+func mapKeys(m map[string]time.Time) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }
 
 // checkReportedElections is (e) for the elections: a run that reports a count (it read the term after) must

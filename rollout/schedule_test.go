@@ -136,7 +136,7 @@ func (w *world) runEngine(se *schedEngine) (Result, error) {
 	defer func() { _ = se.e.Close() }()
 	defer se.cancel()
 	w.mu.Lock()
-	se.elStart = w.electionsNow()
+	se.elStart, se.startedAt = w.electionsNow(), time.Now()
 	w.mu.Unlock()
 	res, err := se.e.Run(se.ctx)
 	w.mu.Lock()

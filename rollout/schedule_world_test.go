@@ -74,6 +74,9 @@ type world struct {
 	// is set when that engine was SIGKILLed, until somebody locks the partition again.
 	lowerer, killedLowered string
 
+	// lastDisruption is when each engine last disrupted something.
+	lastDisruption map[string]time.Time
+
 	engines []*schedEngine
 	seconds int
 	wg      sync.WaitGroup
@@ -115,7 +118,7 @@ func newWorld(t *testing.T, s schedule) *world {
 	w := &world{t: t, s: s, c: c, f: c.etcd, start: time.Now(), fired: map[int]bool{},
 		badRevs: map[string]bool{}, loops: map[string]crashLoop{}, lastInc: map[string]int{},
 		crashed: map[string]time.Time{}, revive: map[string]time.Time{}, unreachable: map[string]unreach{},
-		disrupted: map[string]bool{}}
+		disrupted: map[string]bool{}, lastDisruption: map[string]time.Time{}}
 	w.f.crashUp, w.f.crashDown = fastLoopUp, fastLoopDown
 	if s.SlowLoop {
 		w.f.crashUp, w.f.crashDown = slowLoopUp, slowLoopDown
