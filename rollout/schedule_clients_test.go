@@ -34,6 +34,8 @@ type schedEngine struct {
 	// outageUntil cuts only this engine's path to the API server.
 	outageUntil time.Time
 	counts      map[injectionPoint]int
+	// events counts what it said (its events): its step boundaries.
+	events int
 
 	// lastCall is when it last called each member's etcd (reached or not); lastStatus its last health look
 	// (Status) that reached each member, sawDown the last such look that found it down; incarnations the
@@ -90,6 +92,7 @@ func (w *world) newEngine(name string, run int) *schedEngine {
 				return
 			}
 			w.logf(name, "%s", ev.Message)
+			se.events++
 			if pod, ok := passedIn(ev); ok {
 				se.passedAt[pod] = time.Now()
 				w.fireAt(se, atPassed, pod)

@@ -61,22 +61,25 @@ const (
 	atPassed injectionPoint = "report of a member that passed"
 )
 
-// pointChoices are the boundaries events are drawn on, with how far into the run (the n-th such request) an
-// event may wait: patches and deletes are few, Status calls many.
-var pointChoices = []struct {
-	at     injectionPoint
-	maxNth int
-}{
-	{atPatchSts, 5}, {atDeletePod, 2}, {atGetPod, 8}, {atUpdateLease, 4}, {atStatus, 80}, {atMoveLeader, 2}, {atIncarnation, 6}, {atPassed, 3},
-}
+// pointChoices are the boundaries events are drawn on.
+var pointChoices = []injectionPoint{atPatchSts, atDeletePod, atGetPod, atUpdateLease, atStatus, atMoveLeader, atIncarnation, atPassed}
+
+// maxAfterEvent bounds how far into a run (counted in the run's own events, its step boundaries) an event
+// waits: a run of 3 members says some 15 to 30 things.
+const maxAfterEvent = 16
 
 // schedEvent is one injected event: its kind, the run whose request triggers it and where, and its details.
 type schedEvent struct {
 	Kind eventKind
 	Run  int // the run (1-based) whose request triggers it
 	At   injectionPoint
-	Nth  int // on that run's nth request at At
-	Pod  int // crash, unreachable: the member
+	// AfterEvent: it strikes at the run's first request at At once the run has said that many things (its
+	// events, which mark its steps). Tying events to the run's own steps rather than to a count of its
+	// polls is what makes a replay strike at the same step.
+	AfterEvent int
+	// Nth, when set, makes it strike at exactly the run's nth request at At instead (follow-ups).
+	Nth int
+	Pod int // crash, unreachable: the member
 	// For is how long a crash, an unreachability or an outage lasts; a crash with 0 stays down until its pod
 	// is recreated, an unreachability with 0 lasts until the schedule ends.
 	For time.Duration
@@ -95,8 +98,18 @@ type schedEvent struct {
 }
 
 func (ev schedEvent) String() string {
-	where := fmt.Sprintf("run-%d before its %s %s", ev.Run, ordinalWord(ev.Nth), ev.At)
-	return where + ": " + ev.what()
+	return ev.where() + ": " + ev.what()
+}
+
+// where says at which of its run's requests the event strikes.
+func (ev schedEvent) where() string {
+	switch {
+	case ev.Nth > 0:
+		return fmt.Sprintf("run-%d before its %s %s", ev.Run, ordinalWord(ev.Nth), ev.At)
+	case ev.AfterEvent == 0:
+		return fmt.Sprintf("run-%d before its first %s", ev.Run, ev.At)
+	}
+	return fmt.Sprintf("run-%d before its first %s after its %s event", ev.Run, ev.At, ordinalWord(ev.AfterEvent))
 }
 
 // what describes the event itself.
@@ -232,7 +245,7 @@ func generateSchedule(seed uint64, enabled []eventKind) schedule {
 		ev := drawEvent(rng, enabled[rng.IntN(len(enabled))], s)
 		ev.WithSecond = ev.Kind == evOutage && slices.Contains(enabled, evSecond) && rng.IntN(2) == 0
 		if ev.Kind == evUnreachable && slices.Contains(enabled, evCrash) && rng.IntN(2) == 0 {
-			ev.ThenCrash, ev.ThenCrashPod, ev.ThenAfter = true, (ev.Pod+1+rng.IntN(s.Members-1))%s.Members, 5+rng.IntN(40)
+			ev.ThenCrash, ev.ThenCrashPod, ev.ThenAfter = true, (ev.Pod+1+rng.IntN(s.Members-1))%s.Members, 3+rng.IntN(30)
 		}
 		s.Events = append(s.Events, ev)
 		s.Runs = max(s.Runs, ev.Run)
@@ -249,8 +262,8 @@ func generateSchedule(seed uint64, enabled []eventKind) schedule {
 
 // drawEvent draws where and how an event of kind strikes.
 func drawEvent(rng *rand.Rand, kind eventKind, s schedule) schedEvent {
-	p := pointChoices[rng.IntN(len(pointChoices))]
-	ev := schedEvent{Kind: kind, Run: 1 + rng.IntN(2), At: p.at, Nth: 1 + rng.IntN(p.maxNth), Pod: rng.IntN(s.Members)}
+	ev := schedEvent{Kind: kind, Run: 1 + rng.IntN(2), At: pointChoices[rng.IntN(len(pointChoices))], AfterEvent: rng.IntN(maxAfterEvent),
+		Pod: rng.IntN(s.Members)}
 	if rng.IntN(2) == 0 {
 		ev.Run = 1
 	}

@@ -161,11 +161,11 @@ func (w *world) fireAt(se *schedEngine, point injectionPoint, member string) {
 	}
 	se.counts[point]++
 	for i, ev := range w.s.Events {
-		if w.fired[i] || ev.Run != se.run || ev.At != point || ev.Nth != se.counts[point] {
+		if w.fired[i] || ev.Run != se.run || ev.At != point || se.events < ev.AfterEvent {
 			continue
 		}
 		w.fired[i] = true
-		w.logf(se.name, "INJECTED before its %s %s: %s", ordinalWord(ev.Nth), point, ev.what())
+		w.logf(se.name, "INJECTED before its %s %s (after %d of its events): %s", ordinalWord(se.counts[point]), point, se.events, ev.what())
 		w.apply(se, ev, member)
 	}
 	for i, ev := range w.followUps {
