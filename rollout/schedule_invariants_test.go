@@ -17,18 +17,19 @@ import (
 
 // worldSnapshot is the state a request is judged by: right before it and right after it.
 type worldSnapshot struct {
-	partition, replicas int
-	updateRev           string
-	revs                []string
-	holder, leader      string
-	restarted, deleted  int
-	elections           int
+	partition, replicas   int
+	updateRev, currentRev string
+	revs                  []string
+	holder, leader        string
+	restarted, deleted    int
+	elections             int
 }
 
 // snapshot reads the state; w.mu is held.
 func (w *world) snapshot() worldSnapshot {
 	sts := w.stsNow()
-	s := worldSnapshot{replicas: 1, partition: -1, updateRev: sts.Status.UpdateRevision, revs: w.revisionsNow(), holder: w.holderNow(),
+	s := worldSnapshot{replicas: 1, partition: -1, updateRev: sts.Status.UpdateRevision, currentRev: sts.Status.CurrentRevision,
+		revs: w.revisionsNow(), holder: w.holderNow(),
 		leader: w.f.leaderPod(), elections: w.electionsNow()}
 	if sts.Spec.Replicas != nil {
 		s.replicas = int(*sts.Spec.Replicas)
@@ -340,7 +341,10 @@ func (w *world) checkReportedMembers(se *schedEngine, res Result, post worldSnap
 			continue
 		}
 		rev := post.revs[ordinal]
-		if rev != res.UpdateRevision && rev != post.updateRev {
+		// After someone else's template, a member may have moved on to a newer revision since: only one sent
+		// back to the current revision (a revert) contradicts the report then.
+		moved := post.updateRev != res.UpdateRevision && rev != post.currentRev
+		if rev != res.UpdateRevision && !moved {
 			w.violate("e", se, "reported %s rolled to %s, but its pod is at %s", pod, res.UpdateRevision, rev)
 			continue
 		}

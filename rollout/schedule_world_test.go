@@ -156,8 +156,8 @@ func (w *world) fire(se *schedEngine, point injectionPoint) {
 
 // fireAt is fire for a boundary about one member (atPassed: the member that passed); w.mu is held.
 func (w *world) fireAt(se *schedEngine, point injectionPoint, member string) {
-	if se.run == 0 {
-		return // second engines trigger nothing: their requests are only judged
+	if se.run == 0 || se.killed {
+		return // second engines trigger nothing (their requests are only judged), nor does a dead process
 	}
 	se.counts[point]++
 	for i, ev := range w.s.Events {
