@@ -1,0 +1,185 @@
+package rollout
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// The schedule checks judge writes by the fakes' truth and hold a fault against an engine only once it could
+// have known it. These cases pin both halves: each invariant fires on a breach, and a fault the engine could
+// not have seen (a crash after its last look, a member merely unreachable to it) is no breach.
+func TestScheduleChecksJudgeByTruth(t *testing.T) {
+	tests := []struct {
+		name string
+		// updated are the members already at the update revision.
+		updated []int
+		// setup prepares the world and what run-1 knows, then act makes run-1's write and judges it.
+		setup func(w *world, se *schedEngine)
+		act   func(w *world, se *schedEngine)
+		want  []string // invariants violated, in order
+	}{
+		{
+			name:  "a lowering for one member while the others are up",
+			setup: func(w *world, se *schedEngine) {}, act: lowerTo(2),
+		},
+		{
+			name:  "a lowering that exposes two members off the update revision",
+			setup: func(w *world, se *schedEngine) {}, act: lowerTo(1),
+			want: []string{"a", "b"},
+		},
+		{
+			name: "a delete while another member is down and the last look found it so",
+			setup: func(w *world, se *schedEngine) {
+				w.crash("etcd-0", 0)
+				se.lastStatus["etcd-0"] = statusLook{at: time.Now(), down: true}
+			},
+			act: deletePod("etcd-2"), want: []string{"b"},
+		},
+		{
+			name: "a delete while another member crashed after the last look at it",
+			setup: func(w *world, se *schedEngine) {
+				se.lastStatus["etcd-0"] = statusLook{at: time.Now()}
+				w.crash("etcd-0", 0)
+			},
+			act: deletePod("etcd-2"),
+		},
+		{
+			name: "a delete while another member is only unreachable to us",
+			setup: func(w *world, se *schedEngine) {
+				w.unreachable["etcd-0"] = unreach{}
+				se.lastStatus["etcd-0"] = statusLook{at: time.Now()}
+			},
+			act: deletePod("etcd-2"),
+		},
+		{
+			name: "a lowering while a member on the update revision crash-loops fast and was looked at", updated: []int{2},
+			setup: func(w *world, se *schedEngine) {
+				w.badRevs[newRev] = true
+				w.syncLoops()
+				se.lastCall["etcd-2"] = time.Now().Add(time.Millisecond)
+			},
+			act: lowerTo(1), want: []string{"b"},
+		},
+		{
+			name: "a lowering while a member crash-loops that the engine never looked at", updated: []int{2},
+			setup: func(w *world, se *schedEngine) {
+				w.badRevs[newRev] = true
+				w.syncLoops()
+			},
+			act: lowerTo(1),
+		},
+		{
+			name: "a lowering while a member the engine saw pass since its loop began flaps unseen", updated: []int{2},
+			setup: func(w *world, se *schedEngine) {
+				w.badRevs[newRev] = true
+				w.syncLoops()
+				se.passedAt["etcd-2"] = time.Now().Add(time.Millisecond)
+				se.lastCall["etcd-2"] = time.Now().Add(2 * time.Millisecond)
+			},
+			act: lowerTo(1),
+		},
+		{
+			name: "a lowering right after the member that passed restarted and flaps", updated: []int{2},
+			setup: func(w *world, se *schedEngine) {
+				se.passedAt["etcd-2"] = time.Now()
+				w.flapAfterPass(se, "etcd-2")
+			},
+			act: lowerTo(1), want: []string{"b"},
+		},
+		{
+			name: "a run that returns right after the member that passed restarted and flaps", updated: []int{2},
+			setup: func(w *world, se *schedEngine) {
+				se.passedAt["etcd-2"] = time.Now()
+				w.flapAfterPass(se, "etcd-2")
+			},
+			act: func(w *world, se *schedEngine) {
+				w.checkExit(se, Result{UpdateRevision: newRev, MembersRolled: []string{"etcd-2"}}, nil)
+			},
+		},
+		{
+			name:  "a lowering while someone else holds the lease",
+			setup: func(w *world, se *schedEngine) { holdLease(t, w, "second-1") },
+			act:   lowerTo(2), want: []string{"d"},
+		},
+		{
+			name:  "a run that returns with its own lowering in place",
+			setup: func(w *world, se *schedEngine) {}, act: func(w *world, se *schedEngine) {
+				lowerTo(2)(w, se)
+				w.checkExit(se, Result{}, nil)
+			},
+			want: []string{"c"},
+		},
+		{
+			name:  "a run that reports an election the fake did not count",
+			setup: func(w *world, se *schedEngine) {},
+			act: func(w *world, se *schedEngine) {
+				w.checkExit(se, Result{TermBefore: 2, TermAfter: 3, UnplannedElections: 1}, nil)
+			},
+			want: []string{"e"},
+		},
+		{
+			name:  "a run that reports a member rolled that is back on the old revision",
+			setup: func(w *world, se *schedEngine) {},
+			act: func(w *world, se *schedEngine) {
+				w.checkExit(se, Result{UpdateRevision: newRev, MembersRolled: []string{"etcd-2"}}, nil)
+			},
+			want: []string{"e"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t, schedule{Members: 3, Leader: 0, Updated: tt.updated})
+			se := newSchedEngine(w, "run-1", 1)
+			holdLease(t, w, "run-1")
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			tt.setup(w, se)
+			tt.act(w, se)
+			var got []string
+			for _, v := range w.violations {
+				got = append(got, v.invariant)
+			}
+			assert.Equal(t, tt.want, got, "%v", w.violations)
+		})
+	}
+}
+
+// lowerTo is run-1's partition write to p, judged as the request hook judges it (w.mu is held).
+func lowerTo(p int) func(w *world, se *schedEngine) {
+	return func(w *world, se *schedEngine) {
+		pre := w.snapshot()
+		sts := w.stsNow().DeepCopy()
+		sts.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To(int32(p))}
+		if err := w.c.kube.Tracker().Update(stsGVR, sts, "db"); err != nil {
+			w.t.Fatal(err)
+		}
+		w.judgePartition(se, pre, w.snapshot())
+	}
+}
+
+// deletePod is run-1's delete of pod, judged as the request hook judges it (w.mu is held).
+func deletePod(pod string) func(w *world, se *schedEngine) {
+	return func(w *world, se *schedEngine) {
+		pre := w.snapshot()
+		w.judgeDelete(se, pre, w.snapshot(), pod)
+	}
+}
+
+// holdLease makes holder the Lease's holder in the tracker.
+func holdLease(t *testing.T, w *world, holder string) {
+	t.Helper()
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LeaseName("etcd"), Namespace: "db"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder)}}
+	if _, err := w.c.kube.Tracker().Get(scheduleLeaseGVR, "db", lease.Name); err == nil {
+		require.NoError(t, w.c.kube.Tracker().Update(scheduleLeaseGVR, lease, "db"))
+		return
+	}
+	require.NoError(t, w.c.kube.Tracker().Create(scheduleLeaseGVR, lease, "db"))
+}

@@ -1,0 +1,287 @@
+package rollout
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A schedule is one randomized day in production for the executor: a starting state (members an earlier run
+// left updated, a revision that crash-loops) and events injected at the engine's own request boundaries
+// (before its n-th StatefulSet patch, pod delete, pod get, Lease update, or etcd call), which is where it is
+// between its observation and its writes. It is made from a seed alone, so a failing one is replayed from
+// the seed it prints.
+
+// eventKind is what happens to the cluster, the API server or the engine.
+type eventKind string
+
+const (
+	// evTemplate is another writer's template change (kubectl, another stack): generation and
+	// status.updateRevision move; half of the new revisions crash-loop.
+	evTemplate eventKind = "template"
+	// evCrash is a member's etcd going down by itself (it leads: the others elect); it comes back after a
+	// while from a new process, or stays down until its pod is recreated.
+	evCrash eventKind = "crash"
+	// evCrashLoop makes the update revision crash-loop: every member on it, and every member restarted onto
+	// it later.
+	evCrashLoop eventKind = "crashloop"
+	// evUnreachable makes a member unreachable to every engine (no port-forward opens, or its client port
+	// refuses us) while it runs on and votes.
+	evUnreachable eventKind = "unreachable"
+	// evOutage is the API server (or only this run's path to it) away for longer than the lease; port-forwards
+	// go through it, so no etcd look reaches either.
+	evOutage eventKind = "outage"
+	// evSecond starts a second engine (another holder) on the same cluster, overlapping this run.
+	evSecond eventKind = "second"
+	// evCancel cancels the run's context (Ctrl-C, a customTimeout).
+	evCancel eventKind = "cancel"
+	// evKill is a SIGKILL: from then on every request of the run fails and its deferred exit writes nothing;
+	// a fresh Engine with another holder resumes.
+	evKill eventKind = "kill"
+)
+
+var allEventKinds = []eventKind{evTemplate, evCrash, evCrashLoop, evUnreachable, evOutage, evSecond, evCancel, evKill}
+
+// injectionPoint names a request boundary of one engine: a Kubernetes verb and resource, or an etcd call.
+type injectionPoint string
+
+const (
+	atPatchSts    injectionPoint = "patch statefulsets"
+	atDeletePod   injectionPoint = "delete pods"
+	atGetPod      injectionPoint = "get pods"
+	atUpdateLease injectionPoint = "update leases"
+	atStatus      injectionPoint = "etcd Status"
+	atMoveLeader  injectionPoint = "etcd MoveLeader"
+	atIncarnation injectionPoint = "etcd Incarnation"
+	// atPassed is the engine's own step boundary "a member passed its gates" (its event saying so): a crash
+	// loop injected there is the member that passed restarting at once and flapping from then on.
+	atPassed injectionPoint = "report of a member that passed"
+)
+
+// pointChoices are the boundaries events are drawn on.
+var pointChoices = []injectionPoint{atPatchSts, atDeletePod, atGetPod, atUpdateLease, atStatus, atMoveLeader, atIncarnation, atPassed}
+
+// maxAfterEvent bounds how far into a run (counted in the run's own events, its step boundaries) an event
+// waits: a run of 3 members says some 15 to 30 things.
+const maxAfterEvent = 16
+
+// schedEvent is one injected event: its kind, the run whose request triggers it and where, and its details.
+type schedEvent struct {
+	Kind eventKind
+	Run  int // the run (1-based) whose request triggers it
+	At   injectionPoint
+	// AfterEvent: it strikes at the run's first request at At once the run has said that many things (its
+	// events, which mark its steps). Tying events to the run's own steps rather than to a count of its
+	// polls is what makes a replay strike at the same step.
+	AfterEvent int
+	// Nth, when set, makes it strike at exactly the run's nth request at At instead (follow-ups).
+	Nth int
+	Pod int // crash, unreachable: the member
+	// For is how long a crash, an unreachability or an outage lasts; a crash with 0 stays down until its pod
+	// is recreated, an unreachability with 0 lasts until the schedule ends.
+	For time.Duration
+	// Refused (unreachable) makes the client port refuse us instead of no port-forward opening; RunOnly
+	// (outage) cuts only this run's path to the API server.
+	Refused, RunOnly bool
+	// Bad (template) makes the new revision crash-loop.
+	Bad bool
+	// WithSecond (outage) starts a second engine as the outage begins: its run overlaps the outage, which
+	// is what a takeover of a live run's lease takes.
+	WithSecond bool
+	// ThenCrash (unreachable) crashes another member, for good, at the ThenAfter-th etcd Status call after the
+	// unreachability began: a second fault while the first one hides a member.
+	ThenCrash               bool
+	ThenCrashPod, ThenAfter int
+}
+
+func (ev schedEvent) String() string {
+	return ev.where() + ": " + ev.what()
+}
+
+// where says at which of its run's requests the event strikes.
+func (ev schedEvent) where() string {
+	switch {
+	case ev.Nth > 0:
+		return fmt.Sprintf("run-%d before its %s %s", ev.Run, ordinalWord(ev.Nth), ev.At)
+	case ev.AfterEvent == 0:
+		return fmt.Sprintf("run-%d before its first %s", ev.Run, ev.At)
+	}
+	return fmt.Sprintf("run-%d before its first %s after its %s event", ev.Run, ev.At, ordinalWord(ev.AfterEvent))
+}
+
+// what describes the event itself.
+func (ev schedEvent) what() string {
+	lasting := func() string {
+		if ev.For == 0 {
+			return ""
+		}
+		return " for " + ev.For.String()
+	}
+	switch ev.Kind {
+	case evTemplate:
+		if ev.Bad {
+			return "template written by someone else (its revision crash-loops)"
+		}
+		return "template written by someone else"
+	case evCrash:
+		if ev.For == 0 {
+			return fmt.Sprintf("etcd-%d crashes and stays down until its pod is recreated", ev.Pod)
+		}
+		return fmt.Sprintf("etcd-%d crashes, back from a new process after %s", ev.Pod, ev.For)
+	case evCrashLoop:
+		if ev.At == atPassed {
+			return "the member that passed restarts at once and crash-loops from then on"
+		}
+		return "the update revision starts crash-looping"
+	case evUnreachable:
+		how := "no port-forward to it opens"
+		if ev.Refused {
+			how = "its client port refuses us"
+		}
+		what := fmt.Sprintf("etcd-%d unreachable to us, still voting (%s)%s", ev.Pod, how, lasting())
+		if ev.ThenCrash {
+			what += fmt.Sprintf("; %s Status calls later etcd-%d crashes and stays down", strconv.Itoa(ev.ThenAfter), ev.ThenCrashPod)
+		}
+		return what
+	case evOutage:
+		what := "API server outage" + lasting()
+		if ev.RunOnly {
+			what = "this run's path to the API server is cut" + lasting()
+		}
+		if ev.WithSecond {
+			what += ", and a second engine starts a run meanwhile"
+		}
+		return what
+	case evSecond:
+		return "a second engine starts a run"
+	case evCancel:
+		return "the run's context is cancelled"
+	case evKill:
+		return "the run is SIGKILLed; a fresh engine resumes"
+	}
+	return string(ev.Kind)
+}
+
+func ordinalWord(n int) string {
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+		return fmt.Sprintf("%dth", n)
+	case n%10 == 1:
+		return fmt.Sprintf("%dst", n)
+	case n%10 == 2:
+		return fmt.Sprintf("%dnd", n)
+	case n%10 == 3:
+		return fmt.Sprintf("%drd", n)
+	}
+	return fmt.Sprintf("%dth", n)
+}
+
+// schedule is the starting state and the events of one randomized test.
+type schedule struct {
+	Seed    uint64
+	Members int
+	Leader  int
+	// Updated are members an earlier run left at the update revision.
+	Updated []int
+	// BadRevision makes the update revision crash-loop from the start.
+	BadRevision bool
+	// SlowLoop makes crash loops slower than the stability window (up longer than it), else faster.
+	SlowLoop bool
+	Cooldown time.Duration
+	// Runs is how many runs may go: each one that does not succeed is resumed by a fresh engine.
+	Runs   int
+	Events []schedEvent
+}
+
+func (s schedule) String() string {
+	var b strings.Builder
+	loop := "fast (down within the stability window)"
+	if s.SlowLoop {
+		loop = "slow (up for longer than the stability window)"
+	}
+	fmt.Fprintf(&b, "seed %d: %d members, leader etcd-%d, updated already %v, update revision crash-loops from the start: %v, crash loops %s, cool-down %s, up to %d runs\n",
+		s.Seed, s.Members, s.Leader, podNames(s.Updated), s.BadRevision, loop, s.Cooldown, s.Runs)
+	for _, ev := range s.Events {
+		fmt.Fprintf(&b, "  event: %s\n", ev)
+	}
+	return b.String()
+}
+
+func podNames(ordinals []int) []string {
+	out := make([]string, 0, len(ordinals))
+	for _, o := range ordinals {
+		out = append(out, podName("etcd", o))
+	}
+	return out
+}
+
+// generateSchedule draws a schedule from seed, with events of the enabled kinds only.
+func generateSchedule(seed uint64, enabled []eventKind) schedule {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	s := schedule{Seed: seed, Members: 3, Runs: 1}
+	if rng.IntN(5) == 0 {
+		s.Members = 5
+	}
+	s.Leader = rng.IntN(s.Members)
+	if rng.IntN(3) == 0 {
+		// An earlier run left the highest members updated (partitions go N-1 down to 0).
+		for i := s.Members - 1; i >= s.Members-1-rng.IntN(2); i-- {
+			s.Updated = append(s.Updated, i)
+		}
+	}
+	s.BadRevision = slices.Contains(enabled, evCrashLoop) && rng.IntN(3) == 0
+	s.SlowLoop = rng.IntN(3) == 0
+	if rng.IntN(3) == 0 {
+		s.Cooldown = 100 * time.Millisecond
+	}
+	if len(enabled) == 0 {
+		return s
+	}
+	n := 1 + rng.IntN(4)
+	for i := 0; i < n; i++ {
+		ev := drawEvent(rng, enabled[rng.IntN(len(enabled))], s)
+		ev.WithSecond = ev.Kind == evOutage && slices.Contains(enabled, evSecond) && rng.IntN(2) == 0
+		if ev.Kind == evUnreachable && slices.Contains(enabled, evCrash) && rng.IntN(2) == 0 {
+			ev.ThenCrash, ev.ThenCrashPod, ev.ThenAfter = true, (ev.Pod+1+rng.IntN(s.Members-1))%s.Members, 3+rng.IntN(30)
+		}
+		s.Events = append(s.Events, ev)
+		s.Runs = max(s.Runs, ev.Run)
+		if ev.Kind == evCancel || ev.Kind == evKill {
+			s.Runs = max(s.Runs, ev.Run+1)
+		}
+	}
+	if rng.IntN(2) == 0 {
+		s.Runs++ // one more resume, after whatever failure the schedule causes
+	}
+	s.Runs = min(s.Runs, 3)
+	return s
+}
+
+// drawEvent draws where and how an event of kind strikes.
+func drawEvent(rng *rand.Rand, kind eventKind, s schedule) schedEvent {
+	ev := schedEvent{Kind: kind, Run: 1 + rng.IntN(2), At: pointChoices[rng.IntN(len(pointChoices))], AfterEvent: rng.IntN(maxAfterEvent),
+		Pod: rng.IntN(s.Members)}
+	if rng.IntN(2) == 0 {
+		ev.Run = 1
+	}
+	switch kind {
+	case evTemplate:
+		ev.Bad = rng.IntN(2) == 0
+	case evCrash:
+		if rng.IntN(3) > 0 {
+			ev.For = time.Duration(100+rng.IntN(600)) * time.Millisecond
+		}
+	case evUnreachable:
+		ev.Refused = rng.IntN(3) == 0
+		if rng.IntN(3) > 0 {
+			ev.For = time.Duration(200+rng.IntN(1500)) * time.Millisecond
+		}
+	case evOutage:
+		ev.RunOnly = rng.IntN(2) == 0
+		ev.For = scheduleLease + time.Duration(50+rng.IntN(1200))*time.Millisecond
+	}
+	return ev
+}

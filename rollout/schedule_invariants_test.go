@@ -1,0 +1,374 @@
+package rollout
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// The checks below judge the engine by the fakes' truth: which member's etcd really is up, which revision
+// really crash-loops, who really holds the Lease, what the partition and the pods really are. They never ask
+// the engine's own formulas. They are fair: a fault counts against an engine only once that engine could
+// have known it, from its own requests (answerable), so a member that crashes between the engine's last look
+// and its write is no violation, while one that refused the engine's call a moment before is.
+
+// worldSnapshot is the state a request is judged by: right before it and right after it.
+type worldSnapshot struct {
+	partition, replicas   int
+	updateRev, currentRev string
+	revs                  []string
+	holder, leader        string
+	restarted, deleted    int
+	elections             int
+}
+
+// snapshot reads the state; w.mu is held.
+func (w *world) snapshot() worldSnapshot {
+	sts := w.stsNow()
+	s := worldSnapshot{replicas: 1, partition: -1, updateRev: sts.Status.UpdateRevision, currentRev: sts.Status.CurrentRevision,
+		revs: w.revisionsNow(), holder: w.holderNow(),
+		leader: w.f.leaderPod(), elections: w.electionsNow()}
+	if sts.Spec.Replicas != nil {
+		s.replicas = int(*sts.Spec.Replicas)
+	}
+	if ru := sts.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+		s.partition = int(*ru.Partition)
+	}
+	w.c.mu.Lock()
+	s.restarted, s.deleted = len(w.c.restarted), len(w.c.deleted)
+	w.c.mu.Unlock()
+	return s
+}
+
+// judgeRequest judges one Kubernetes request of se that the fake cluster answered with err; w.mu is held.
+func (w *world) judgeRequest(se *schedEngine, a k8stesting.Action, pre worldSnapshot, err error) {
+	post := w.snapshot()
+	if err == nil {
+		switch verb, res := a.GetVerb(), a.GetResource().Resource; {
+		case verb == "patch" && res == "statefulsets" && post.partition != pre.partition:
+			w.judgePartition(se, pre, post)
+		case verb == "delete" && res == "pods" && post.deleted > pre.deleted:
+			if del, ok := a.(k8stesting.DeleteAction); ok {
+				w.judgeDelete(se, pre, post, del.GetName())
+			}
+		}
+	}
+	w.noteDisrupted(pre)
+}
+
+// judgePartition judges a partition write: a lowering is a disruption of the members it exposes; a re-lock
+// is always safe for the cluster, but not when it undoes the lowering of a run that holds the lease.
+func (w *world) judgePartition(se *schedEngine, pre, post worldSnapshot) {
+	switch {
+	case post.partition < pre.partition:
+		var targets []int
+		for i := post.partition; i < pre.replicas && i < len(pre.revs); i++ {
+			if i >= 0 && pre.revs[i] != pre.updateRev {
+				targets = append(targets, i)
+			}
+		}
+		w.disruption(se, pre, post, fmt.Sprintf("lowered the partition %d → %d", pre.partition, post.partition), targets)
+		w.lowerer = se.name
+	case post.partition >= post.replicas:
+		if pre.holder != "" && pre.holder != se.name && w.lowerer != "" && w.lowerer != se.name {
+			w.violate("d", se, "re-locked the partition that %s lowered (to %d) while %s holds the lease", w.lowerer, pre.partition, pre.holder)
+		}
+		w.lowerer, w.killedLowered = "", ""
+	default:
+		w.lowerer = se.name
+	}
+}
+
+// judgeDelete judges a pod delete: a disruption of that member.
+func (w *world) judgeDelete(se *schedEngine, pre, post worldSnapshot, pod string) {
+	ordinal, ok := ordinalOf("etcd", pod)
+	if !ok {
+		return
+	}
+	w.disruption(se, pre, post, "deleted pod "+pod, []int{ordinal})
+}
+
+// judgeMoveLeader judges a leader transfer that moved the leader: a disruption of no member, but one only
+// the lease holder may make.
+func (w *world) judgeMoveLeader(se *schedEngine, pre worldSnapshot, to string) {
+	post := pre
+	post.elections = w.electionsNow()
+	w.disruption(se, pre, post, fmt.Sprintf("moved the leader %s → %s", pre.leader, to), nil)
+}
+
+// disruption checks one disruption by se of the members targets (ordinals), judged on the state before it:
+// (d) the lease is se's, (c) a partition a SIGKILLed run left lowered was locked first, (a) one member at a
+// time, (b) the others keep quorum.
+func (w *world) disruption(se *schedEngine, pre, post worldSnapshot, what string, targets []int) {
+	w.lastDisruption[se.name] = time.Now()
+	if !se.disrupted {
+		se.disrupted, se.elFirstDisruption = true, pre.elections
+	}
+	se.elLastDisruption = post.elections
+	if pre.holder != se.name {
+		w.violate("d", se, "%s while the lease is held by %s", what, holderName(pre.holder))
+	}
+	if w.killedLowered != "" && w.killedLowered != se.name {
+		w.violate("c", se, "%s before locking the partition that the SIGKILLed %s left lowered", what, w.killedLowered)
+	}
+	if len(targets) == 0 {
+		return
+	}
+	if len(targets) > 1 {
+		w.violate("a", se, "%s exposes %v, all off updateRevision %s, to restarts at once", what, podNames(targets), pre.updateRev)
+	}
+	isTarget := map[int]bool{}
+	for _, t := range targets {
+		isTarget[t] = true
+	}
+	w.checkOneAtATime(se, what, isTarget)
+	w.checkQuorum(se, what, isTarget)
+}
+
+// checkOneAtATime is (a): no member is disrupted while another that our writes disrupted is not back healthy.
+func (w *world) checkOneAtATime(se *schedEngine, what string, isTarget map[int]bool) {
+	for _, pod := range sortedKeys(w.disrupted) {
+		ordinal, _ := ordinalOf("etcd", pod)
+		if isTarget[ordinal] || w.healthy(pod) {
+			continue
+		}
+		if ok, why := w.answerable(se, pod); ok {
+			w.violate("a", se, "%s while %s, which our writes disrupted, is not back healthy: %s", what, pod, why)
+		}
+	}
+}
+
+// checkQuorum is (b): the members left out keep a quorum by the fakes' truth. A member that is not up but
+// whose fault se could not have known counts as up: the engine is not blamed for what it could not see.
+func (w *world) checkQuorum(se *schedEngine, what string, isTarget map[int]bool) {
+	up, blamed := 0, []string{}
+	for i := 0; i < w.s.Members; i++ {
+		pod := podName("etcd", i)
+		if isTarget[i] {
+			continue
+		}
+		if w.healthy(pod) {
+			up++
+			continue
+		}
+		ok, why := w.answerable(se, pod)
+		if !ok {
+			up++ // not known to se: given the benefit of the doubt
+			continue
+		}
+		blamed = append(blamed, why)
+	}
+	if majority := w.s.Members/2 + 1; up < majority {
+		down := "the others are the members it disrupts"
+		if len(blamed) > 0 {
+			down = strings.Join(blamed, "; ")
+		}
+		w.violate("b", se, "%s while only %d other member(s) are up, %d of %d needed: %s", what, up, majority, w.s.Members, down)
+	}
+}
+
+// healthy says whether pod's etcd is truly up and not crash-looping; w.mu is held.
+func (w *world) healthy(pod string) bool {
+	w.f.mu.Lock()
+	defer w.f.mu.Unlock()
+	_, looping := w.f.crashStart[pod]
+	return !w.f.down[pod] && !looping
+}
+
+// answerable says whether se could have known that pod, which is not healthy, is so, and how. Each rule is
+// one a correct engine keeps by the project's own rules, so that a fault it could not have seen is never
+// held against it:
+//   - a member down by itself (a crash) that se's last health look (Status) at it found down: se knows it is
+//     down (a crash after that look, even one a member list or a read ran into, is not held against it);
+//   - a member crash-looping, since its start, on the update revision, faster than the stability window,
+//     that se has looked at since and not seen pass: a run watches every member on the update revision it
+//     has not seen pass for the whole window before it disrupts anything else, and the window shows such a
+//     loop;
+//   - a member se reported healthy (it passed its gates) after its crash loop began, and that se then found
+//     down or serving from another process: a member that passed and did not stay up is a failure;
+//   - a member that restarted at the very moment se said it passed, and flaps since: a run checks the process
+//     of a member that passed before its next disruption (the cool-down's end, or item 10 of issue 21 with
+//     no cool-down), and that check shows the restart.
+//
+// Any other crash loop (slower than the window, or on a revision the run does not roll to) can pass every
+// look a correct engine takes, and is not held against it.
+func (w *world) answerable(se *schedEngine, pod string) (bool, string) {
+	w.f.mu.Lock()
+	down := w.f.down[pod]
+	_, looping := w.f.crashStart[pod]
+	w.f.mu.Unlock()
+	if down {
+		since, crashed := w.crashed[pod]
+		if !crashed {
+			return true, pod + " is down"
+		}
+		if look, ok := se.lastStatus[pod]; ok && look.down && !look.at.Before(since) {
+			return true, fmt.Sprintf("%s crashed at %s, and %s's last health look at it, at %s, found it down", pod, w.since(since), se.name, w.since(look.at))
+		}
+		return false, ""
+	}
+	if !looping {
+		return false, ""
+	}
+	l := w.loops[pod]
+	if l.passedBy == se.name {
+		return true, fmt.Sprintf("%s restarted right after %s said it passed (at %s) and crash-loops since: a check of its process before the next disruption shows it",
+			pod, se.name, w.since(l.since))
+	}
+	ordinal, _ := ordinalOf("etcd", pod)
+	onUpdateRev := w.revisionsNow()[ordinal] == w.stsNow().Status.UpdateRevision
+	passed, passedSince := se.passedAt[pod]
+	passedSince = passedSince && !passed.Before(l.since)
+	// A member se saw pass since has had its window, or a single look on a revision it had proven before the
+	// revision went bad: what is left is the rules below.
+	if look, ok := se.lastCall[pod]; ok && l.onRestart && !w.s.SlowLoop && onUpdateRev && !passedSince && look.After(l.since) {
+		return true, fmt.Sprintf("%s crash-loops on the update revision since it started at %s, down within the stability window, and %s looked at it at %s",
+			pod, w.since(l.since), se.name, w.since(look))
+	}
+	if !passedSince {
+		return false, ""
+	}
+	if saw, ok := se.sawDown[pod]; ok && saw.After(passed) {
+		return true, fmt.Sprintf("%s crash-loops since %s; %s saw it pass at %s and found it down at %s", pod, w.since(l.since), se.name, w.since(passed), w.since(saw))
+	}
+	if a, b, ok := twoProcesses(se.incarnations[pod], passed); ok {
+		return true, fmt.Sprintf("%s crash-loops since %s; %s saw it pass at %s, then read two of its processes: %s at %s, %s at %s",
+			pod, w.since(l.since), se.name, w.since(passed), a.value, w.since(a.at), b.value, w.since(b.at))
+	}
+	return false, ""
+}
+
+// twoProcesses finds two different process names read after since.
+func twoProcesses(reads []incarnationRead, since time.Time) (incarnationRead, incarnationRead, bool) {
+	var first *incarnationRead
+	for i := range reads {
+		r := reads[i]
+		if r.at.Before(since) {
+			continue
+		}
+		if first == nil {
+			first = &reads[i]
+		} else if r.value != first.value {
+			return *first, r, true
+		}
+	}
+	return incarnationRead{}, incarnationRead{}, false
+}
+
+// noteDisrupted adds the members restarted or deleted during a request of ours to those our writes disrupted,
+// and forgets every one of them that is healthy again; w.mu is held.
+func (w *world) noteDisrupted(pre worldSnapshot) {
+	w.c.mu.Lock()
+	hit := append(append([]string(nil), w.c.restarted[pre.restarted:]...), w.c.deleted[pre.deleted:]...)
+	w.c.mu.Unlock()
+	for _, pod := range hit {
+		w.disrupted[pod] = true
+	}
+	for pod := range w.disrupted {
+		if w.healthy(pod) {
+			delete(w.disrupted, pod)
+		}
+	}
+}
+
+// checkExit judges a run's return: (c) it did not leave its own lowering, (e) what it reports was measured.
+// A SIGKILLed run is not judged: it has no exit.
+func (w *world) checkExit(se *schedEngine, res Result, err error) {
+	post := w.snapshot()
+	if post.partition < post.replicas && w.lowerer == se.name {
+		w.violate("c", se, "returned with the partition at %d, lowered by its own write (%d replicas)", post.partition, post.replicas)
+	}
+	if other := w.disruptedMeanwhile(se); other != "" {
+		w.logf(se.name, "its report is not judged: %s disrupted members during its run", other)
+		return
+	}
+	w.checkReportedElections(se, res, post)
+	w.checkReportedMembers(se, res, post)
+}
+
+// disruptedMeanwhile names another engine that disrupted something since se started: what se reports may then
+// describe that engine's doing as well as its own; w.mu is held.
+func (w *world) disruptedMeanwhile(se *schedEngine) string {
+	for _, name := range sortedKeys(setOf(mapKeys(w.lastDisruption))) {
+		if name != se.name && w.lastDisruption[name].After(se.startedAt) {
+			return name
+		}
+	}
+	return ""
+}
+
+func mapKeys(m map[string]time.Time) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// checkReportedElections is (e) for the elections: a run that reports a count (it read the term after) must
+// report what the fake counted. The run's own measurement window lies within its life and contains its
+// disruptions, so the count must be between the elections between its first and last disruption and those
+// of its whole life.
+func (w *world) checkReportedElections(se *schedEngine, res Result, post worldSnapshot) {
+	if res.TermAfter == 0 {
+		return // it says the count is unknown
+	}
+	outer := post.elections - se.elStart
+	inner := 0
+	if se.disrupted {
+		inner = se.elLastDisruption - se.elFirstDisruption
+	}
+	if res.UnplannedElections > outer || res.UnplannedElections < inner {
+		w.violate("e", se, "reported %d unplanned election(s) (raft term %d → %d, %d transfers); the fake counted %d during the run, %d of them between its first and last disruption",
+			res.UnplannedElections, res.TermBefore, res.TermAfter, res.LeaderTransfers, outer, inner)
+	}
+}
+
+// checkReportedMembers is (e) for the members: each one reported rolled is at the run's update revision (or
+// at the StatefulSet's newer one) and up, unless its fault is one the run could not have known or one of
+// its own (a crash by itself). A run whose lease someone else holds now is not judged on it: its successor
+// may have changed what it left.
+func (w *world) checkReportedMembers(se *schedEngine, res Result, post worldSnapshot) {
+	if post.holder != "" && post.holder != se.name {
+		return
+	}
+	for _, pod := range res.MembersRolled {
+		ordinal, ok := ordinalOf("etcd", pod)
+		if !ok || ordinal >= len(post.revs) {
+			continue
+		}
+		rev := post.revs[ordinal]
+		// After someone else's template, a member may have moved on to a newer revision since: only one sent
+		// back to the current revision (a revert) contradicts the report then.
+		moved := post.updateRev != res.UpdateRevision && rev != post.currentRev
+		if rev != res.UpdateRevision && !moved {
+			w.violate("e", se, "reported %s rolled to %s, but its pod is at %s", pod, res.UpdateRevision, rev)
+			continue
+		}
+		if _, crashed := w.crashed[pod]; crashed || w.healthy(pod) || w.loops[pod].passedBy != "" {
+			continue // down by itself, up, or flapping since its pass, which a run checks only before a disruption
+		}
+		if ok, why := w.answerable(se, pod); ok {
+			w.violate("e", se, "reported %s rolled, but it is not healthy: %s", pod, why)
+		}
+	}
+}
+
+func holderName(h string) string {
+	if h == "" {
+		return "nobody"
+	}
+	return h
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,465 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+)
+
+// The timings of every schedule: short, so that many schedules fit in a test run, and ordered so that the
+// faults mean what they say (an outage outlasts the lease; a fast crash loop goes down within the stability
+// window, a slow one stays up longer than it). No check depends on them: every verdict is taken from the
+// fakes' state at the moment of a request, in the order the requests happen.
+const (
+	scheduleLease     = time.Second
+	scheduleStableFor = 150 * time.Millisecond
+	fastLoopUp        = 40 * time.Millisecond
+	fastLoopDown      = 30 * time.Millisecond
+	slowLoopUp        = 250 * time.Millisecond
+	slowLoopDown      = 50 * time.Millisecond
+	// scheduleGuard cancels a run that has not returned by then (a hang): the run is then checked like any
+	// cancelled one, and the log says so.
+	scheduleGuard = 60 * time.Second
+)
+
+var scheduleLeaseGVR = coordinationv1.SchemeGroupVersion.WithResource("leases")
+
+// world is one schedule's cluster: the unit fakes, the truth the checks read (which member really is up,
+// which revision crash-loops, who holds the Lease), every engine on it, and the account of what happened.
+//
+// Every request of every engine, every injected event and every check runs under mu, so each request is
+// atomic: its verdict compares the state right before it with the state right after it, and no other
+// engine's request can fall in between.
+type world struct {
+	t *testing.T
+	s schedule
+	c *fakeCluster
+	f *fakeEtcd
+
+	mu    sync.Mutex
+	start time.Time
+	// lines is the account: injected events, engine events, results and violations, in order.
+	lines      []string
+	violations []violation
+	fired      map[int]bool
+	// followUps are events that other events scheduled (ThenCrash), at a request count of the same run.
+	followUps []schedEvent
+
+	// badRevs are the revisions that crash-loop; loops the members crash-looping now, and since when.
+	badRevs map[string]bool
+	loops   map[string]crashLoop
+	lastInc map[string]int
+	// crashed are members down by themselves (evCrash), since when; revive when each comes back (zero: not
+	// by itself).
+	crashed map[string]time.Time
+	revive  map[string]time.Time
+	// unreachable are members no engine can reach while they run on.
+	unreachable map[string]unreach
+	outageUntil time.Time
+	templates   int
+
+	// disrupted are the members our writes restarted or deleted that have not been truly healthy since.
+	disrupted map[string]bool
+	// lowerer is the engine whose write left the partition lowered ("" while it is locked); killedLowered
+	// is set when that engine was SIGKILLed, until somebody locks the partition again.
+	lowerer, killedLowered string
+
+	// lastDisruption is when each engine last disrupted something.
+	lastDisruption map[string]time.Time
+
+	engines []*schedEngine
+	seconds int
+	wg      sync.WaitGroup
+	// ctx ends every engine's context when the schedule is over.
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// crashLoop is a member crash-looping since a moment. onRestart says it began with the member's start on a
+// revision that crash-loops (a fresh process no run has watched yet), not on a member running already.
+type crashLoop struct {
+	since     time.Time
+	onRestart bool
+	// passedBy is the engine that had just said the member passed when it restarted and began to loop (a
+	// member flapping for reasons of its own, not its revision): that engine checks it before its next
+	// disruption, by the project's rules, and the check shows the new process.
+	passedBy string
+}
+
+type unreach struct {
+	until   time.Time // zero: until the schedule ends
+	refused bool
+}
+
+// violation is one breach of a non-negotiable, found from the fakes' truth.
+type violation struct {
+	invariant string // "a" .. "e", as in TestSchedules' doc comment
+	at        time.Duration
+	engine    string
+	text      string
+}
+
+func (v violation) String() string {
+	return fmt.Sprintf("+%s VIOLATION (%s) %s: %s", v.at.Round(time.Millisecond), v.invariant, v.engine, v.text)
+}
+
+func newWorld(t *testing.T, s schedule) *world {
+	c := newFakeCluster(t, s.Members, s.Leader, s.Updated...)
+	w := &world{t: t, s: s, c: c, f: c.etcd, start: time.Now(), fired: map[int]bool{},
+		badRevs: map[string]bool{}, loops: map[string]crashLoop{}, lastInc: map[string]int{},
+		crashed: map[string]time.Time{}, revive: map[string]time.Time{}, unreachable: map[string]unreach{},
+		disrupted: map[string]bool{}, lastDisruption: map[string]time.Time{}}
+	w.f.crashUp, w.f.crashDown = fastLoopUp, fastLoopDown
+	if s.SlowLoop {
+		w.f.crashUp, w.f.crashDown = slowLoopUp, slowLoopDown
+	}
+	w.ctx, w.cancel = context.WithCancel(context.Background())
+	t.Cleanup(w.cancel)
+	if s.BadRevision {
+		w.badRevs[newRev] = true
+		w.syncLoops() // members already updated crash-loop from the start, as fresh processes
+	}
+	return w
+}
+
+// logf adds a line to the account; w.mu is held.
+func (w *world) logf(who, format string, args ...any) {
+	w.lines = append(w.lines, fmt.Sprintf("+%s %s: %s", time.Since(w.start).Round(time.Millisecond), who, fmt.Sprintf(format, args...)))
+}
+
+// violate records a breach; w.mu is held.
+func (w *world) violate(invariant string, se *schedEngine, format string, args ...any) {
+	v := violation{invariant: invariant, at: time.Since(w.start), engine: se.name, text: fmt.Sprintf(format, args...)}
+	w.violations = append(w.violations, v)
+	w.lines = append(w.lines, v.String())
+}
+
+// since formats a moment of the schedule for the account.
+func (w *world) since(at time.Time) string {
+	return "+" + at.Sub(w.start).Round(time.Millisecond).String()
+}
+
+// fire applies the events due at se's request at point; w.mu is held.
+func (w *world) fire(se *schedEngine, point injectionPoint) {
+	w.fireAt(se, point, "")
+}
+
+// fireAt is fire for a boundary about one member (atPassed: the member that passed); w.mu is held.
+func (w *world) fireAt(se *schedEngine, point injectionPoint, member string) {
+	if se.run == 0 || se.killed {
+		return // second engines trigger nothing (their requests are only judged), nor does a dead process
+	}
+	se.counts[point]++
+	for i, ev := range w.s.Events {
+		if w.fired[i] || ev.Run != se.run || ev.At != point || se.events < ev.AfterEvent {
+			continue
+		}
+		w.fired[i] = true
+		w.logf(se.name, "INJECTED before its %s %s (after %d of its events): %s", ordinalWord(se.counts[point]), point, se.events, ev.what())
+		w.apply(se, ev, member)
+	}
+	for i, ev := range w.followUps {
+		if ev.Run == se.run && ev.At == point && ev.Nth == se.counts[point] {
+			w.followUps = slices.Delete(w.followUps, i, i+1)
+			w.logf(se.name, "INJECTED before its %s %s: %s", ordinalWord(ev.Nth), point, ev.what())
+			w.apply(se, ev, member)
+			break
+		}
+	}
+}
+
+// apply makes one event happen; w.mu is held.
+func (w *world) apply(se *schedEngine, ev schedEvent, member string) {
+	pod := podName("etcd", ev.Pod)
+	switch ev.Kind {
+	case evTemplate:
+		w.writeTemplate(ev.Bad)
+	case evCrash:
+		w.crash(pod, ev.For)
+	case evCrashLoop:
+		if member != "" {
+			w.flapAfterPass(se, member)
+			return
+		}
+		w.startCrashLoop()
+	case evUnreachable:
+		u := unreach{refused: ev.Refused}
+		if ev.For > 0 {
+			u.until = time.Now().Add(ev.For)
+		}
+		w.unreachable[pod] = u
+		if ev.ThenCrash {
+			w.followUps = append(w.followUps, schedEvent{Kind: evCrash, Run: se.run, At: atStatus, Nth: se.counts[atStatus] + ev.ThenAfter, Pod: ev.ThenCrashPod})
+		}
+	case evOutage:
+		until := time.Now().Add(ev.For)
+		if ev.RunOnly {
+			se.outageUntil = until
+		} else {
+			w.outageUntil = until
+		}
+		if ev.WithSecond {
+			w.startSecond()
+		}
+	case evSecond:
+		w.startSecond()
+	case evCancel:
+		se.cancel()
+	case evKill:
+		se.killed = true
+		se.cancel()
+		if w.lowerer == se.name {
+			w.killedLowered = se.name
+		}
+	}
+}
+
+// writeTemplate is another writer's apply of a new pod template: the generation moves and the controller
+// observes it at once, with a new update revision; it rolls nothing by itself while the partition is locked.
+func (w *world) writeTemplate(bad bool) {
+	obj, err := w.c.kube.Tracker().Get(stsGVR, "db", "etcd")
+	if err != nil {
+		w.logf("world", "template not written: %v", err)
+		return
+	}
+	sts := obj.(*appsv1.StatefulSet).DeepCopy()
+	w.templates++
+	rev := fmt.Sprintf("etcd-rev%d", w.templates+2)
+	if sts.Spec.Template.Annotations == nil {
+		sts.Spec.Template.Annotations = map[string]string{}
+	}
+	sts.Spec.Template.Annotations["written-by"] = rev
+	sts.Generation++
+	sts.Status.ObservedGeneration = sts.Generation
+	sts.Status.UpdateRevision = rev
+	w.badRevs[rev] = bad
+	if err := w.c.kube.Tracker().Update(stsGVR, sts, "db"); err != nil {
+		w.logf("world", "template not written: %v", err)
+		return
+	}
+	w.logf("world", "StatefulSet generation %d, updateRevision %s", sts.Generation, rev)
+}
+
+// crash takes a member down by itself; if it led, the others elect (an election nobody planned). At most a
+// minority is down by itself at once, so the fakes always have someone to elect.
+func (w *world) crash(pod string, lasting time.Duration) {
+	if len(w.crashed) >= (w.s.Members-1)/2 {
+		w.logf("world", "crash of %s skipped: %d member(s) down by themselves already", pod, len(w.crashed))
+		return
+	}
+	f := w.f
+	f.mu.Lock()
+	f.down[pod] = true
+	if f.leader == pod {
+		var up []string
+		for p := range f.ids {
+			if !f.isDown(p) {
+				up = append(up, p)
+			}
+		}
+		sort.Strings(up)
+		if len(up) > 0 {
+			f.leader = up[0]
+			f.term++
+			f.elections++
+		}
+	}
+	f.mu.Unlock()
+	w.crashed[pod] = time.Now()
+	if lasting > 0 {
+		w.revive[pod] = time.Now().Add(lasting)
+	}
+}
+
+// startCrashLoop makes the update revision crash-loop from now on, on the members running it too.
+func (w *world) startCrashLoop() {
+	rev := w.stsNow().Status.UpdateRevision
+	w.badRevs[rev] = true
+	w.f.mu.Lock()
+	defer w.f.mu.Unlock()
+	for i, r := range w.revisionsNow() {
+		pod := podName("etcd", i)
+		if r == rev && !w.f.down[pod] {
+			w.f.crashStart[pod] = time.Now()
+			w.loops[pod] = crashLoop{since: time.Now()}
+		}
+	}
+}
+
+// flapAfterPass restarts a member that se just said passed, and makes it crash-loop from then on, whatever
+// its revision (until its pod is restarted); w.mu is held.
+func (w *world) flapAfterPass(se *schedEngine, pod string) {
+	f := w.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down[pod] {
+		return
+	}
+	w.foldLoop(pod)
+	f.bumpIncarnation(pod)
+	w.lastInc[pod] = f.incarnations[pod]
+	f.crashStart[pod] = time.Now()
+	w.loops[pod] = crashLoop{since: time.Now(), passedBy: se.name}
+}
+
+// tick brings back the crashed members that are due, and forgets crashes that ended otherwise (their pod was
+// recreated); w.mu is held.
+func (w *world) tick() {
+	f := w.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for pod, since := range w.crashed {
+		at, timed := w.revive[pod]
+		switch {
+		case !f.down[pod]:
+			w.logf("world", "%s (crashed at %s) is up again: its pod was restarted", pod, w.since(since))
+		case timed && !time.Now().Before(at):
+			delete(f.down, pod)
+			f.bumpIncarnation(pod)
+			w.logf("world", "%s (crashed at %s) is back, from a new process", pod, w.since(since))
+		default:
+			continue
+		}
+		delete(w.crashed, pod)
+		delete(w.revive, pod)
+	}
+}
+
+// syncLoops keeps crash loops on the revisions that crash-loop: a member started on such a revision loops
+// from its start, one started on another revision stops looping; w.mu is held.
+func (w *world) syncLoops() {
+	revs := w.revisionsNow()
+	f := w.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, rev := range revs {
+		pod := podName("etcd", i)
+		_, looping := f.crashStart[pod]
+		restarted := f.incarnations[pod] != w.lastInc[pod]
+		switch {
+		case w.badRevs[rev] && (!looping || restarted) && !f.down[pod]:
+			w.foldLoop(pod)
+			f.crashStart[pod] = time.Now()
+			w.loops[pod] = crashLoop{since: time.Now(), onRestart: true}
+		case looping && w.loops[pod].passedBy != "" && !restarted:
+			// a member flapping by itself keeps flapping until its pod restarts
+		case !w.badRevs[rev] && looping:
+			w.foldLoop(pod)
+			delete(f.crashStart, pod)
+			delete(w.loops, pod)
+		}
+		w.lastInc[pod] = f.incarnations[pod]
+	}
+}
+
+// foldLoop adds the restarts of a member's crash loop so far to its incarnations, so the process names it
+// reports never repeat once the loop restarts or ends; f.mu is held.
+func (w *world) foldLoop(pod string) {
+	f := w.f
+	if f.incarnations == nil {
+		f.incarnations = map[string]int{}
+	}
+	if start, ok := f.crashStart[pod]; ok {
+		f.incarnations[pod] += int(time.Since(start) / (f.crashUp + f.crashDown))
+	}
+}
+
+// refusedKube is the error se's Kubernetes request gets instead of an answer, if any; w.mu is held.
+func (w *world) refusedKube(se *schedEngine) error {
+	switch {
+	case se.killed:
+		return errKilled
+	case time.Now().Before(w.outageUntil) || time.Now().Before(se.outageUntil):
+		return errOutage
+	}
+	return nil
+}
+
+// refusedEtcd is the error se's etcd call to pod gets without reaching it, if any; w.mu is held.
+func (w *world) refusedEtcd(se *schedEngine, pod string) error {
+	switch {
+	case se.killed:
+		return fmt.Errorf("etcd call to %s: process killed", pod)
+	case time.Now().Before(w.outageUntil) || time.Now().Before(se.outageUntil):
+		return fmt.Errorf("%w: port-forward to db/%s: the API server is away", errNoLook, pod)
+	}
+	u, ok := w.unreachable[pod]
+	if !ok || (!u.until.IsZero() && !time.Now().Before(u.until)) {
+		return nil
+	}
+	if u.refused {
+		return fmt.Errorf("status of %s: connection refused", pod)
+	}
+	return fmt.Errorf("%w: port-forward to db/%s: no route to the kubelet", errNoLook, pod)
+}
+
+// stsNow is the StatefulSet as the tracker holds it; w.mu is held.
+func (w *world) stsNow() *appsv1.StatefulSet {
+	obj, err := w.c.kube.Tracker().Get(stsGVR, "db", "etcd")
+	if err != nil {
+		w.t.Errorf("reading the fake StatefulSet: %v", err)
+		return &appsv1.StatefulSet{}
+	}
+	return obj.(*appsv1.StatefulSet)
+}
+
+// revisionsNow is each pod's revision, "" for a pod that does not exist; w.mu is held.
+func (w *world) revisionsNow() []string {
+	out := make([]string, w.s.Members)
+	for i := range out {
+		if obj, err := w.c.kube.Tracker().Get(podGVR, "db", podName("etcd", i)); err == nil {
+			out[i] = obj.(*corev1.Pod).Labels[appsv1.ControllerRevisionHashLabelKey]
+		}
+	}
+	return out
+}
+
+// holderNow is who holds the rollout Lease in the tracker ("" for nobody); w.mu is held.
+func (w *world) holderNow() string {
+	obj, err := w.c.kube.Tracker().Get(scheduleLeaseGVR, "db", LeaseName("etcd"))
+	if err != nil {
+		return ""
+	}
+	return ptr.Deref(obj.(*coordinationv1.Lease).Spec.HolderIdentity, "")
+}
+
+func (w *world) electionsNow() int {
+	w.f.mu.Lock()
+	defer w.f.mu.Unlock()
+	return w.f.elections
+}
+
+// report is what a failing schedule prints: the schedule, the account, the violations and how to replay it.
+func (w *world) report(kinds []eventKind) string {
+	var b strings.Builder
+	b.WriteString(w.s.String())
+	b.WriteString("account:\n")
+	for _, l := range w.lines {
+		b.WriteString("  " + l + "\n")
+	}
+	b.WriteString("violations:\n")
+	for _, v := range w.violations {
+		b.WriteString("  " + v.String() + "\n")
+	}
+	fmt.Fprintf(&b, "replay: %s\n", replayCommand(w.s.Seed, kinds))
+	return b.String()
+}
+
+func replayCommand(seed uint64, kinds []eventKind) string {
+	names := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		names = append(names, string(k))
+	}
+	return fmt.Sprintf("ROLLOUT_SCHEDULE_SEED=%d ROLLOUT_SCHEDULE_EVENTS=%s go test ./rollout/ -run 'TestSchedules$' -count=1 -v",
+		seed, strings.Join(names, ","))
+}
