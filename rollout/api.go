@@ -278,6 +278,9 @@ type Result struct {
 	TermBefore         uint64
 	TermAfter          uint64
 	UnplannedElections int // TermAfter - TermBefore - LeaderTransfers, never below 0
+	// ElectionsUnknown says the run could not measure UnplannedElections (no term was read at its start, or
+	// none at its exit): the 0 there was not measured.
+	ElectionsUnknown bool
 	Members            []MemberTiming
 	StartedAt          time.Time
 	FinishedAt         time.Time

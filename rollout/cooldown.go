@@ -21,6 +21,9 @@ type passedMember struct {
 	incarnation string
 	// unseenSince is the first of the looks in a row that could not reach it; zero when the last one did.
 	unseenSince time.Time
+	// oneLook says it passed on one healthy look, its revision proved by another member: when that proof
+	// fails (a member on the revision did not stay up), so does its own.
+	oneLook bool
 }
 
 // coolDown waits the cool-down owed after a member, watching the members this run rolled: one that stops

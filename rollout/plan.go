@@ -243,12 +243,13 @@ func checkVoters(s ClusterState) (int, error) {
 }
 
 // checkQuorum applies the rule "healthy − quorum ≥ 1": the members left running while target is down must
-// still form a quorum on their own.
+// still form a quorum on their own. A member that needs proof on the update revision (needsProof) does not
+// count: one healthy look at a member that may crash-loop says nothing of whether it stays up.
 func checkQuorum(s ClusterState, target int) error {
 	q := Quorum(s.Replicas)
 	others := 0
 	for _, m := range s.Members {
-		if m.Ordinal != target && m.Healthy {
+		if m.Ordinal != target && m.Healthy && !needsProof(s, m) {
 			others++
 		}
 	}

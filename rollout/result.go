@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -20,9 +21,13 @@ func (r Result) Summary() string {
 	if r.TermAfter == 0 {
 		term = fmt.Sprintf("raft term %d at the start; not read after", r.TermBefore)
 	}
+	elections := plural(r.UnplannedElections, "unplanned election", "unplanned elections")
+	if r.ElectionsUnknown {
+		elections = "unplanned elections unknown"
+	}
 	line := fmt.Sprintf("%s to revision %s in %s; %s; %s (%s)", rolled, r.UpdateRevision,
 		took.Round(100*time.Millisecond), plural(r.LeaderTransfers, "leader transfer", "leader transfers"),
-		plural(r.UnplannedElections, "unplanned election", "unplanned elections"), term)
+		elections, term)
 	if r.APIRequests > 0 {
 		line += "; " + plural(r.APIRequests, "API request", "API requests")
 	}
@@ -39,4 +44,22 @@ func FailureOutcome(revertedTo, revertError string) string {
 		return "not reverted: " + revertError
 	}
 	return "left as it is (onFailure: stop)"
+}
+
+// countElections sets UnplannedElections from the terms read at the start and the end, or ElectionsUnknown
+// when either is missing: raft terms only rise, so every rise that is not one of our transfers is an election
+// nobody planned.
+func (r *Result) countElections() {
+	if r.TermBefore == 0 || r.TermAfter == 0 {
+		r.UnplannedElections, r.ElectionsUnknown = 0, true
+		return
+	}
+	r.ElectionsUnknown = false
+	r.UnplannedElections = max(0, int(r.TermAfter)-int(r.TermBefore)-r.LeaderTransfers)
+}
+
+// unreport takes pod out of the members reported rolled: it did not stay up on the new revision.
+func (r *Result) unreport(pod string) {
+	r.MembersRolled = slices.DeleteFunc(r.MembersRolled, func(p string) bool { return p == pod })
+	r.Members = slices.DeleteFunc(r.Members, func(m MemberTiming) bool { return m.Pod == pod })
 }

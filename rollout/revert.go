@@ -20,7 +20,7 @@ import (
 // errors, and any error once the caller has given up, pass through unchanged.
 func (r *run) onMemberFailure(ctx context.Context, err error) error {
 	var gate *GateTimeoutError
-	if !errors.As(err, &gate) || ctx.Err() != nil {
+	if !errors.As(err, &gate) {
 		return err
 	}
 	e := r.e
@@ -28,9 +28,24 @@ func (r *run) onMemberFailure(ctx context.Context, err error) error {
 	if !ok {
 		return err
 	}
-	if peer := r.votesWithoutAnsweringUs(ctx, ordinal); peer != "" {
-		return fmt.Errorf("%w: %s stopped answering us (%s), but %s reports it as a connected Raft peer: it votes, so it is no verdict on the revision and nothing is reverted or deleted; the partition is locked: check its client port (the revision's listen-client-urls and TLS settings) and the port-forward path to it (API server, kubelet), then run again",
-			ErrMemberUnseen, gate.Pod, gate.LastSeen, peer)
+	if ctx.Err() == nil {
+		if peer := r.votesWithoutAnsweringUs(ctx, ordinal); peer != "" {
+			return fmt.Errorf("%w: %s stopped answering us (%s), but %s reports it as a connected Raft peer: it votes, so it is no verdict on the revision and nothing is reverted or deleted; the partition is locked: check its client port (the revision's listen-client-urls and TLS settings) and the port-forward path to it (API server, kubelet), then run again",
+				ErrMemberUnseen, gate.Pod, gate.LastSeen, peer)
+		}
+	}
+	// A member that did not stay up is not rolled, whatever becomes of it now, and its revision proved
+	// nothing: members that passed on one look because of it pass no more so.
+	r.res.unreport(gate.Pod)
+	delete(r.passed, ordinal)
+	e.proven.remove(r.startRev)
+	for i, p := range r.passed {
+		if p.oneLook {
+			delete(r.passed, i) // unproven again: it counts for no quorum a delete needs
+		}
+	}
+	if ctx.Err() != nil {
+		return err
 	}
 	failure := &Failure{Pod: gate.Pod, Revision: r.startRev, Gate: gate.Gate, LastSeen: gate.LastSeen, At: time.Now()}
 	r.res.Failure = failure
@@ -55,7 +70,7 @@ func (r *run) onMemberFailure(ctx context.Context, err error) error {
 // to us, not out, and its failed looks are no verdict on the revision.
 func (r *run) votesWithoutAnsweringUs(ctx context.Context, ordinal int) string {
 	e := r.e
-	st, err := e.Observe(ctx)
+	st, err := r.observe(ctx)
 	if err != nil || ordinal >= len(st.Members) || st.Members[ordinal].Reachable {
 		return ""
 	}
@@ -83,7 +98,7 @@ func (r *run) votesWithoutAnsweringUs(ctx context.Context, ordinal int) string {
 // to an older minor version once the cluster version has moved past it (checkPointOfNoReturn).
 func (r *run) revert(ctx context.Context, ordinal int) (string, error) {
 	e := r.e
-	st, err := e.Observe(ctx)
+	st, err := r.observe(ctx)
 	if err != nil {
 		return "", fmt.Errorf("observing before the revert: %w", err)
 	}
@@ -91,7 +106,7 @@ func (r *run) revert(ctx context.Context, ordinal int) (string, error) {
 		if err := r.lock(ctx, st.Replicas); err != nil {
 			return "", fmt.Errorf("locking the partition before the revert: %w", err)
 		}
-		if st, err = e.Observe(ctx); err != nil {
+		if st, err = r.observe(ctx); err != nil {
 			return "", fmt.Errorf("observing before the revert: %w", err)
 		}
 	}
@@ -121,7 +136,7 @@ func (r *run) revert(ctx context.Context, ordinal int) (string, error) {
 		e.emit(Step{Kind: StepRecreate, Ordinal: ordinal}, "reverting %s: deleting its pod (revision %s) with the partition locked; the controller recreates it at %s", m.Pod, m.Revision, to)
 		if moveTo >= 0 {
 			// The leader moved: judge the delete on what etcd says now.
-			if st, err = e.Observe(ctx); err != nil {
+			if st, err = r.observe(ctx); err != nil {
 				return "", fmt.Errorf("observing before the revert: %w", err)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -80,6 +81,9 @@ func (r *run) exit(ctx context.Context, err error, stopRenew func()) error {
 			err = fmt.Errorf("%w; %s", err, said)
 		}
 	}
+	if err != nil {
+		r.measureTermAtExit(ctx)
+	}
 	err = r.reword(ctx, err, relocked)
 	stopRenew()
 	if relocked {
@@ -96,6 +100,29 @@ func (r *run) exit(ctx context.Context, err error, stopRenew func()) error {
 	}
 	res.FinishedAt = time.Now()
 	return err
+}
+
+// measureTermAtExit reads the raft term once more on the way out of a failed or cancelled run (best effort,
+// briefly, on a context of its own), so that its report counts the elections it saw, or says it could not.
+func (r *run) measureTermAtExit(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*memberCallTimeout)
+	st, err := r.e.Observe(cctx)
+	cancel()
+	if err == nil {
+		r.res.TermAfter = maxTerm(st)
+		for _, m := range st.Members {
+			if r.downAfterPass[m.Pod] {
+				m.Healthy, m.Unseen, m.Problem = false, false, "a look after it passed found it down"
+			}
+			if slices.Contains(r.res.MembersRolled, m.Pod) && ((!m.Healthy && !m.Unseen) || m.Revision != r.startRev) {
+				// It was rolled and passed, but by its own answer is not up on the revision as the run ends: not
+				// reported rolled. One no look reaches may be healthy, and stays reported.
+				r.e.emit(Step{Kind: StepWaitMember, Ordinal: m.Ordinal}, "%s passed its gates but is not healthy on %s as the run ends (%s): not counted rolled", m.Pod, r.startRev, m.Problem)
+				r.res.unreport(m.Pod)
+			}
+		}
+	}
+	r.res.countElections()
 }
 
 // reword tells a person, after a failure with the partition locked, what state the cluster is in and what to
@@ -151,6 +178,9 @@ type run struct {
 	// memberIDs are the etcd member IDs seen behind each ordinal in this run: a member keeps its ID across a
 	// restart, so the ID is known while the member does not answer us.
 	memberIDs map[int]uint64
+	// downAfterPass names members that refused a look after they passed their gates: they are not reported
+	// rolled by a run that fails.
+	downAfterPass map[string]bool
 	// planned is set once the plan has been reported.
 	planned      bool
 	cooldownDue  bool
@@ -159,7 +189,6 @@ type run struct {
 }
 
 func (r *run) execute(ctx context.Context) error {
-	e := r.e
 	st, err := r.begin(ctx)
 	if err != nil {
 		return err
@@ -167,15 +196,15 @@ func (r *run) execute(ctx context.Context) error {
 	r.res.TermBefore = maxTerm(st)
 	for first := true; ; first = false {
 		if !first {
-			if st, err = e.Observe(ctx); err != nil {
+			if st, err = r.observe(ctx); err != nil {
 				return err
 			}
 			if err := r.checkSameTemplate(st); err != nil {
 				return err
 			}
 		}
+		st = r.withProven(st)
 		r.last = st
-		r.rememberIDs(st)
 		plan, ready, err := r.planOrHold(ctx, st)
 		if err != nil {
 			return err
@@ -212,7 +241,7 @@ func (r *run) execute(ctx context.Context) error {
 // by a stranger) and re-locks a partition that a dead predecessor left lowered before anything else.
 func (r *run) begin(ctx context.Context) (ClusterState, error) {
 	e := r.e
-	st, err := e.Observe(ctx)
+	st, err := r.observe(ctx)
 	if err != nil {
 		return st, err
 	}
@@ -235,7 +264,7 @@ func (r *run) begin(ctx context.Context) (ClusterState, error) {
 		if err := r.lock(ctx, st.Replicas); err != nil {
 			return st, fmt.Errorf("re-locking the partition that %s left at %d: %w", r.lease.TookOverFrom, st.Partition, err)
 		}
-		if st, err = e.Observe(ctx); err != nil {
+		if st, err = r.observe(ctx); err != nil {
 			return st, err
 		}
 	}
@@ -267,7 +296,6 @@ func (r *run) checkSameTemplate(st ClusterState) error {
 // is false after such a wait: the caller looks again.
 func (r *run) planOrHold(ctx context.Context, st ClusterState) (plan Plan, ready bool, err error) {
 	e := r.e
-	st = r.withProven(st)
 	plan, err = PlanRollout(st, e.cfg.LeaderPolicy)
 	plan.Cooldown = e.cfg.Cooldown
 	if err == nil && !r.disrupted && (len(plan.Roll) > 0 || len(plan.Wait) > 0) {
@@ -314,15 +342,25 @@ func (r *run) planOrHold(ctx context.Context, st ClusterState) (plan Plan, ready
 	return plan, false, nil
 }
 
-func (r *run) rememberIDs(st ClusterState) {
+// observe is Engine.Observe as this run sees it: the members it saw pass marked Proven, and the member IDs
+// remembered (a member keeps its ID across a restart, so the ID is known while it does not answer us).
+func (r *run) observe(ctx context.Context) (ClusterState, error) {
+	st, err := r.e.Observe(ctx)
+	if err != nil {
+		return st, err
+	}
 	if r.memberIDs == nil {
-		r.memberIDs = map[int]uint64{}
+		r.memberIDs, r.downAfterPass = map[int]uint64{}, map[string]bool{}
 	}
 	for _, m := range st.Members {
 		if m.Reachable && m.MemberID != 0 {
 			r.memberIDs[m.Ordinal] = m.MemberID
 		}
+		if _, ok := r.passed[m.Ordinal]; ok && !m.Reachable && !m.Unseen {
+			r.downAfterPass[m.Pod] = true
+		}
 	}
+	return r.withProven(st), nil
 }
 
 // withProven is st with every member this run saw pass its gates marked Proven, for the planner: only those
@@ -439,9 +477,7 @@ func (r *run) finish(ctx context.Context) error {
 		r.res.ClusterVersion = e.awaitClusterVersion(ctx, after, mv.To)
 	}
 	r.res.APIRequests = int(e.requests.count() - r.requestsBefore)
-	if r.res.TermAfter > r.res.TermBefore && r.res.TermBefore > 0 {
-		r.res.UnplannedElections = max(0, int(r.res.TermAfter-r.res.TermBefore)-r.res.LeaderTransfers)
-	}
+	r.res.countElections()
 	e.emit(Step{Kind: StepRelock}, "done: %s", r.res.Summary())
 	if len(r.res.MembersRolled) > 0 {
 		e.record(ctx, r.uid, corev1.EventTypeNormal, ReasonRolloutDone, r.res.Summary())
@@ -489,12 +525,13 @@ func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) error 
 		return err
 	}
 	e.emit(Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, "%s recreated at %s, partition locked again; waiting for it to be Ready, etcd healthy and caught up", pod, st.UpdateRevision)
+	oneLook := e.proven.has(st.UpdateRevision)
 	inc, err := e.waitMember(ctx, st, step.Ordinal, expectedSpec{Partition: st.Replicas, Generation: r.gen}, start)
 	if err != nil {
 		return fmt.Errorf("rolling %s: %w", pod, err)
 	}
 	down := time.Since(start)
-	r.passed[step.Ordinal] = &passedMember{at: time.Now(), incarnation: inc}
+	r.passed[step.Ordinal] = &passedMember{at: time.Now(), incarnation: inc, oneLook: oneLook}
 	r.res.MembersRolled = append(r.res.MembersRolled, pod)
 	r.res.Members = append(r.res.Members, MemberTiming{Pod: pod, Down: down, Finished: time.Now(), Process: inc})
 	e.emit(Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, "%s rolled in %s", pod, down.Round(10*time.Millisecond))

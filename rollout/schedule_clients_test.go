@@ -217,6 +217,12 @@ func (s *scheduledEtcd) Incarnation(ctx context.Context, pod string) (inc string
 	return inc, err
 }
 
+// ActivePeers is pod's Raft view, the truth of who runs: it reaches pod like any other call.
+func (s *scheduledEtcd) ActivePeers(ctx context.Context, pod string) (peers map[uint64]bool, err error) {
+	err = s.call("", pod, func() error { peers, err = s.w.f.ActivePeers(ctx, pod); return err })
+	return peers, err
+}
+
 func (s *scheduledEtcd) Forget(pod string) { s.w.f.Forget(pod) }
 
 func (s *scheduledEtcd) Close() error { return nil }

@@ -133,3 +133,10 @@ func (p *provenRevisions) add(rev string) {
 	}
 	p.revs[rev] = true
 }
+
+// remove forgets rev: a member that passed on it did not stay up.
+func (p *provenRevisions) remove(rev string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.revs, rev)
+}

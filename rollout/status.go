@@ -226,6 +226,9 @@ func (p *statusPublisher) observe(at time.Time, step Step, msg string, args []an
 	if step.Kind == StepWaitMember && step.Ordinal >= 0 && step.Ordinal < len(p.pods) && msg == p.pods[step.Ordinal]+" healthy" {
 		p.done[p.pods[step.Ordinal]] = true // a member already at the revision passed its gates
 	}
+	if step.Kind == StepRecreate && step.Ordinal >= 0 && step.Ordinal < len(p.pods) {
+		delete(p.done, p.pods[step.Ordinal]) // reverted or brought back at the current revision: not done
+	}
 	p.step, p.message = describeStep(step, p.pods), msg
 	final := false
 	switch {
