@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,6 +60,12 @@ func readFacts(ctx context.Context, restConfig *rest.Config, namespace, name str
 	switch {
 	case err == nil:
 		f.LeaseHeld = lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != ""
+		if f.LeaseHeld {
+			f.Lease = leaseFacts{Name: namespace + "/" + lease.Name, Holder: *lease.Spec.HolderIdentity}
+			if lease.Spec.LeaseDurationSeconds != nil {
+				f.Lease.Duration = time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second
+			}
+		}
 	case apierrors.IsForbidden(err):
 		f.LeaseHeld = true // unknown: leave a lowered partition to the engine, which reads the Lease itself
 	case !apierrors.IsNotFound(err):

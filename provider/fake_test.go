@@ -36,6 +36,10 @@ type fakeCluster struct {
 	runErr      error
 	events      []string
 	blockRun    bool
+	// runEvents are emitted as they are (with their step) after events; afterRun changes the cluster as a
+	// run would (a re-lock), under the lock, before Run returns.
+	runEvents []rollout.Event
+	afterRun  func(f *fakeCluster)
 
 	runs     int
 	configs  []rollout.Config
@@ -89,6 +93,14 @@ func (e *fakeEngine) Run(ctx context.Context) (rollout.Result, error) {
 	e.f.mu.Unlock()
 	for _, msg := range e.f.events {
 		e.onEvent(rollout.Event{Time: time.Now(), Message: msg})
+	}
+	for _, ev := range e.f.runEvents {
+		e.onEvent(ev)
+	}
+	if e.f.afterRun != nil {
+		e.f.mu.Lock()
+		e.f.afterRun(e.f)
+		e.f.mu.Unlock()
 	}
 	if e.f.blockRun {
 		<-ctx.Done()

@@ -48,5 +48,32 @@ func planLines(plan rollout.Plan) []string {
 	return lines
 }
 
-// hasWork reports whether a plan restarts or waits for any member; a plan that only locks is not a rollout.
-func hasWork(plan rollout.Plan) bool { return len(plan.Roll) > 0 || len(plan.Wait) > 0 }
+// needsRun reports whether `pulumi up` has to run the engine for this plan. Any step counts: a plan that only
+// locks (every member updated, the partition left lowered by a run that was killed) is what the next run
+// finishes, taking the dead run's lease over on the way; dropping it would leave the partition lowered and
+// the lease held.
+func needsRun(plan rollout.Plan) bool { return len(plan.Steps) > 0 }
+
+// takeoverLine is the preview line for a partition that a run holding the rollout Lease left lowered (it was
+// killed, or lost the API server): the next run watches that lease until it has gone unrenewed for its whole
+// duration, takes it over, and re-locks the partition before anything else (a holder that still renews it
+// refuses the next run instead). "" when the partition is locked or nobody is known to hold the lease.
+func takeoverLine(s rollout.ClusterState, lease leaseFacts) string {
+	if lease.Holder == "" || s.Partition < 0 || s.Partition >= s.Replicas {
+		return ""
+	}
+	wait := ""
+	if lease.Duration > 0 {
+		wait = " for " + lease.Duration.String()
+	}
+	return fmt.Sprintf("take over lease %s from %q once it has gone unrenewed%s (its run stopped with the partition at %d)",
+		lease.Name, lease.Holder, wait, s.Partition)
+}
+
+// withTakeover puts the takeover line, if any, before the plan's own lines: it is what the run does first.
+func withTakeover(lines []string, s rollout.ClusterState, lease leaseFacts) []string {
+	if line := takeoverLine(s, lease); line != "" {
+		return append([]string{line}, lines...)
+	}
+	return lines
+}

@@ -13,9 +13,12 @@ import (
 var _ infer.CustomDiff[RolloutArgs, RolloutState] = (*Rollout)(nil)
 
 // Diff decides what `pulumi preview` shows. A new versionHash is an update; so is a non-empty plan with an
-// unchanged versionHash, which means members on the live cluster are still outdated (a previous run
-// stopped). Cluster credentials (kubeconfig, context, cluster) are never a diff: rotating them must not
-// roll etcd. A different StatefulSet (name or namespace) is a replacement. If the StatefulSet on the
+// unchanged versionHash, which means the live cluster still needs a run (members outdated, or a partition
+// a killed run left lowered); and so is a state whose last run did not complete (complete: false), whatever
+// the plan says: a run that was stopped or killed is finished by the next `pulumi up`, which takes a dead
+// run's lease over and leaves the partition locked, even when the preview could not read the cluster or
+// found nothing left to roll. Cluster credentials (kubeconfig, context, cluster) are never a diff: rotating
+// them must not roll etcd. A different StatefulSet (name or namespace) is a replacement. If the StatefulSet on the
 // resolved cluster is not the one this rollout was first run on, Diff refuses, before anything is touched.
 func (r *Rollout) Diff(ctx context.Context, req infer.DiffRequest[RolloutArgs, RolloutState]) (infer.DiffResponse, error) {
 	in, st := req.Inputs, req.State
@@ -51,6 +54,11 @@ func (r *Rollout) Diff(ctx context.Context, req infer.DiffRequest[RolloutArgs, R
 	if len(in.Plan) > 0 {
 		change("plan", p.Update)
 	}
+	if !st.Complete {
+		// An input-side diff of a key no input carries: the CLI lists it ([diff: ~complete]) without
+		// printing a misleading "- complete: false" line.
+		diff["complete"] = p.PropertyDiff{Kind: p.Update, InputDiff: true}
+	}
 
 	replacing := diff["stsName"].Kind == p.UpdateReplace || diff["namespace"].Kind == p.UpdateReplace
 	if !replacing {
@@ -60,6 +68,10 @@ func (r *Rollout) Diff(ctx context.Context, req infer.DiffRequest[RolloutArgs, R
 	}
 	if len(diff) > 0 && st.LastFailure != nil {
 		p.GetLogger(ctx).Warning(lastFailureWarning(*st.LastFailure))
+	}
+	if !st.Complete && len(in.Plan) == 0 && !replacing {
+		p.GetLogger(ctx).Warningf("the last rollout of %s/%s did not complete (it was stopped or killed): this update runs it again to finish it; "+
+			"it takes over the Lease of a run that is gone, re-locks the partition and checks every member", in.Namespace, in.StsName)
 	}
 	return infer.DiffResponse{HasChanges: len(diff) > 0, DetailedDiff: diff, DeleteBeforeReplace: false}, nil
 }

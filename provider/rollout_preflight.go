@@ -24,12 +24,23 @@ type clusterFacts struct {
 	// LeaseHeld says the rollout Lease names a holder: a run, live or dead, owns a lowered partition, and
 	// the engine takes it over or waits for it. Without one, a lowered partition is someone else's doing.
 	LeaseHeld bool
+	// Lease is who holds the rollout Lease and for how long it promised to renew; zero when it is free,
+	// missing or could not be read.
+	Lease leaseFacts
 	// MemberImages are the etcd container images the existing pods run, by pod name: what each member runs
 	// now, while the template says what it will run.
 	MemberImages map[string]string
 	// Applied is what the last rollout published of the template it rolled to (its status ConfigMap): its
 	// target revision and the versionHash it was given. Zero when none published.
 	Applied rollout.RolloutStatus
+}
+
+// leaseFacts describe the rollout Lease's holder as last written, for the preview: whether it is alive is
+// judged only by the engine, which watches the Lease for a renewal.
+type leaseFacts struct {
+	Name     string // namespace/name
+	Holder   string
+	Duration time.Duration
 }
 
 // preflightFailures checks the inputs against the live StatefulSet. mustExist says nothing in this update

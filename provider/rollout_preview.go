@@ -44,8 +44,9 @@ func (r *Rollout) previewPlan(ctx context.Context, in RolloutArgs, templateChang
 			return nil, []p.CheckFailure{{Property: "etcdContainer", Reason: err.Error()}}
 		}
 	}
+	var facts clusterFacts
 	if r.deps.ReadFacts != nil {
-		facts, err := r.deps.ReadFacts(ctx, restConfig, in.Namespace, in.StsName)
+		facts, err = r.deps.ReadFacts(ctx, restConfig, in.Namespace, in.StsName)
 		if err != nil {
 			log.Warningf("could not read StatefulSet %s to check the inputs and plan the rollout: %v", target, err)
 			return nil, nil
@@ -101,12 +102,18 @@ func (r *Rollout) previewPlan(ctx context.Context, in RolloutArgs, templateChang
 	if err != nil {
 		if errors.Is(err, rollout.ErrBlocked) {
 			log.Warningf("a rollout of %s could not start now: %v", target, err)
-			return []string{fmt.Sprintf("blocked: %v", err)}, nil
+			// The run holds before its first step, but not before it has taken a dead run's lease over and
+			// re-locked the partition that run left lowered: those come first.
+			var lines []string
+			if len(plan.Steps) > 0 && plan.Steps[0].Kind == rollout.StepLock {
+				lines = withTakeover(planLines(rollout.Plan{Pods: plan.Pods, Steps: plan.Steps[:1]}), state, facts.Lease)
+			}
+			return append(lines, fmt.Sprintf("blocked: %v", err)), nil
 		}
 		log.Warningf("could not plan the rollout of %s: %v", target, err)
 		return nil, nil
 	}
-	if !hasWork(plan) {
+	if !needsRun(plan) {
 		return nil, nil
 	}
 	if d := plan.Downgrade; d != nil && !d.Enabled {
@@ -116,5 +123,5 @@ func (r *Rollout) previewPlan(ctx context.Context, in RolloutArgs, templateChang
 		}
 		d.Validated = true
 	}
-	return planLines(plan), nil
+	return withTakeover(planLines(plan), state, facts.Lease), nil
 }

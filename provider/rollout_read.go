@@ -57,7 +57,7 @@ func (r *Rollout) Read(ctx context.Context, req infer.ReadRequest[RolloutArgs, R
 	if err != nil {
 		return infer.ReadResponse[RolloutArgs, RolloutState]{}, fmt.Errorf("cluster access for %s: %w", target, err)
 	}
-	sts, uid, err := r.liveStatefulSet(ctx, restConfig, in)
+	sts, uid, lease, err := r.liveStatefulSet(ctx, restConfig, in)
 	if err != nil {
 		return infer.ReadResponse[RolloutArgs, RolloutState]{}, fmt.Errorf("reading StatefulSet %s: %w", target, err)
 	}
@@ -98,9 +98,9 @@ func (r *Rollout) Read(ctx context.Context, req infer.ReadRequest[RolloutArgs, R
 	if observed.UpdateRevision != "" {
 		resp.State.UpdateRevision = observed.UpdateRevision
 	}
-	resp.State.Plan, resp.State.Complete = r.livePlan(observed, err)
+	resp.State.Plan, resp.State.Complete = r.livePlan(observed, err, lease)
 	if !resp.State.Complete {
-		log.Warningf("%s", notCompleteMessage(target, observed, resp.State.Plan))
+		log.Warningf("%s", notCompleteMessage(target, observed, lease, resp.State.Plan))
 	}
 	return resp, nil
 }
@@ -123,21 +123,21 @@ func readTarget(req infer.ReadRequest[RolloutArgs, RolloutState]) (RolloutArgs, 
 	return RolloutArgs{StsName: name, Namespace: namespace}, true, nil
 }
 
-// liveStatefulSet returns the StatefulSet (nil when only its UID could be read) and its UID, "" when it does
-// not exist.
-func (r *Rollout) liveStatefulSet(ctx context.Context, restConfig *rest.Config, in RolloutArgs) (*appsv1.StatefulSet, string, error) {
+// liveStatefulSet returns the StatefulSet (nil when only its UID could be read), its UID ("" when it does
+// not exist), and who holds the rollout Lease (zero when that was not read).
+func (r *Rollout) liveStatefulSet(ctx context.Context, restConfig *rest.Config, in RolloutArgs) (*appsv1.StatefulSet, string, leaseFacts, error) {
 	if r.deps.ReadFacts != nil {
 		facts, err := r.deps.ReadFacts(ctx, restConfig, in.Namespace, in.StsName)
 		if err != nil || facts.StatefulSet == nil {
-			return nil, "", err
+			return nil, "", leaseFacts{}, err
 		}
-		return facts.StatefulSet, string(facts.StatefulSet.UID), nil
+		return facts.StatefulSet, string(facts.StatefulSet.UID), facts.Lease, nil
 	}
 	uid, err := r.deps.LookupUID(ctx, restConfig, in.Namespace, in.StsName)
 	if apierrors.IsNotFound(err) {
-		return nil, "", nil
+		return nil, "", leaseFacts{}, nil
 	}
-	return nil, uid, err
+	return nil, uid, leaseFacts{}, err
 }
 
 // observe reads the StatefulSet and every member once through the engine, which changes nothing.
@@ -153,13 +153,15 @@ func (r *Rollout) observe(ctx context.Context, restConfig *rest.Config, in Rollo
 // livePlan is the plan the next rollout would follow from this observation, and whether there is nothing
 // left to do (every member at updateRevision and healthy, the partition locked). A blocked observation or
 // plan ends with a "blocked: ..." line, as the preview shows it, after what was planned before the block (the
-// re-lock of a partition someone lowered comes first, so it is recorded even while a pod is missing).
-func (r *Rollout) livePlan(observed rollout.ClusterState, observeErr error) ([]string, bool) {
+// re-lock of a partition someone lowered comes first, so it is recorded even while a pod is missing). A
+// partition lowered by a run that still holds the Lease starts with the takeover of that lease, as the
+// preview does.
+func (r *Rollout) livePlan(observed rollout.ClusterState, observeErr error, lease leaseFacts) ([]string, bool) {
 	if observeErr != nil {
 		return []string{fmt.Sprintf("blocked: %v", observeErr)}, false
 	}
 	plan, err := r.deps.Plan(observed, rollout.LeaderLazy)
-	lines := append([]string{}, planLines(plan)...)
+	lines := withTakeover(append([]string{}, planLines(plan)...), observed, lease)
 	if err != nil {
 		return append(lines, fmt.Sprintf("blocked: %v", err)), false
 	}
@@ -167,7 +169,7 @@ func (r *Rollout) livePlan(observed rollout.ClusterState, observeErr error) ([]s
 }
 
 // notCompleteMessage tells a person running `pulumi refresh` what is not done, and what the next up does.
-func notCompleteMessage(target string, s rollout.ClusterState, plan []string) string {
+func notCompleteMessage(target string, s rollout.ClusterState, lease leaseFacts, plan []string) string {
 	var outdated []string
 	for _, m := range s.Members {
 		if s.UpdateRevision != "" && m.Revision != s.UpdateRevision {
@@ -178,7 +180,12 @@ func notCompleteMessage(target string, s rollout.ClusterState, plan []string) st
 	if len(outdated) > 0 {
 		parts = append(parts, fmt.Sprintf("%d member(s) not at updateRevision %s (%s)", len(outdated), s.UpdateRevision, strings.Join(outdated, ", ")))
 	}
-	if s.Partition >= 0 && s.Partition < s.Replicas {
+	switch {
+	case s.Partition < 0 || s.Partition >= s.Replicas:
+	case lease.Holder != "":
+		parts = append(parts, fmt.Sprintf("partition %d is below replicas %d and lease %s is held by %q (a rollout that is running, or one that was killed)",
+			s.Partition, s.Replicas, lease.Name, lease.Holder))
+	default:
 		parts = append(parts, fmt.Sprintf("partition %d is below replicas %d (a rollout is running, or something else lowered it)", s.Partition, s.Replicas))
 	}
 	if len(parts) == 0 {

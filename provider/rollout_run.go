@@ -56,6 +56,12 @@ func (r *Rollout) roll(ctx context.Context, id string, in RolloutArgs, st *Rollo
 		return fmt.Errorf("cluster access for %s: %w", target, err)
 	}
 	eng, err := r.deps.NewEngine(engineConfig(in, holder), restConfig, func(ev rollout.Event) {
+		if ev.Step.Kind == rollout.StepLock {
+			// The re-lock of a partition a dead run left lowered: a recovery the person running
+			// `pulumi up` should find in its diagnostics, not only in a passing status line.
+			log.Warningf("%s: %s", target, ev.Message)
+			return
+		}
 		log.InfoStatusf("%s", ev.Message)
 	})
 	if err != nil {
@@ -126,7 +132,7 @@ func (r *Rollout) planLeft(ctx context.Context, eng Engine, had []string) []stri
 		return []string{fmt.Sprintf("blocked: %v", err)}
 	case err != nil:
 		return had
-	case !hasWork(plan):
+	case !needsRun(plan):
 		return []string{}
 	}
 	return planLines(plan)

@@ -5,7 +5,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness"
 )
@@ -161,14 +165,194 @@ func killAndResume(ctx context.Context, t *testing.T, c *harness.Cluster, ns str
 	return next + 1
 }
 
+// issue 21, item 5: a `pulumi up` stopped by its customTimeouts records an incomplete rollout under the new
+// versionHash; the `pulumi up` that resumes it is killed with the partition at 0, so the controller recreates
+// etcd-0 on its own and every member ends up updated, the partition lowered, the dead run's Lease held, and
+// the program has nothing new to say. The next `pulumi up` must still run the rollout: take the lease over,
+// lock the partition, restart nothing, and record the rollout complete. Without a refresh the preview plans
+// the takeover and the lock (a plan that only locks); after `pulumi refresh`, which records the lowered
+// partition, Pulumi's apply of the StatefulSet locks it, and the Rollout is an update because its state says
+// its last run did not complete: that run frees the lease.
+func TestFaultsKilledResumeIsFinishedByTheNextUp(t *testing.T) {
+	p := repoPaths(t)
+	c := harness.Connect(t)
+	for _, refresh := range []bool{false, true} {
+		t.Run(map[bool]string{false: "up", true: "refresh then up"}[refresh], func(t *testing.T) {
+			ctx := t.Context()
+			ns := c.Namespace(t)
+			rn, config := nodeExample("ts-dropin", false)(t, p, c, ns)
+			r := rn.(*procRunner)
+			withRolloutUpdateTimeout(t, r)
+			res, err := r.up(ctx, config("1"))
+			require.NoError(t, err, "first up:\n%s", res.explained())
+
+			// 1. A template change whose rollout is stopped by a 6 s customTimeouts: the engine re-locks, the
+			// state keeps versionHash 2 with complete: false.
+			stopped := config("2")
+			stopped["rolloutUpdateTimeout"] = "6s"
+			res, err = r.up(ctx, stopped)
+			require.Error(t, err, "an up with a 6 s customTimeouts must stop before its rollout ends:\n%s", res.Text)
+			assert.Contains(t, err.Error(), "cancelled", "stopped by its deadline")
+			v := viewStatefulSet(ctx, t, c, ns)
+			require.Equal(t, v.Replicas, v.Partition, "the stopped run re-locked")
+			require.Equal(t, false, stackResources(t, r).one(t, rolloutType).Outputs["complete"], "the stopped up recorded an incomplete rollout")
+
+			// 2. The up that resumes it, killed the moment the partition is 0 (without refresh at once; with
+			// refresh once the engine dropped its field-manager claim, so Pulumi's apply does not conflict).
+			atZero := watchPartition(ctx, t, c, ns, !refresh, func(partition, _ int32) bool { return partition == 0 })
+			up, err := r.start("up", config("2"))
+			require.NoError(t, err)
+			select {
+			case <-atZero:
+			case err := <-up.done:
+				up.done <- err
+				res, err := up.wait(ctx)
+				t.Fatalf("the resumed up ended before it lowered the partition to 0: %v\n%s", err, res.explained())
+			case <-time.After(5 * time.Minute):
+				_ = up.kill()
+				t.Fatal("the resumed up never lowered the partition to 0")
+			}
+			require.NoError(t, up.kill())
+			require.Equal(t, 0, viewStatefulSet(ctx, t, c, ns).Partition, "killed with the partition at 0")
+
+			// The controller recreates etcd-0 on its own: every member updated and healthy, partition 0.
+			left := waitAllUpdated(ctx, t, c, ns)
+			require.Equal(t, 0, left.Partition)
+			e, err := c.AttachEtcd(ns, harness.EtcdSpec{Name: "etcd", ServiceName: "etcd-headless", Replicas: 3})
+			require.NoError(t, err)
+			require.NoError(t, e.WaitHealthy(ctx), "every member healthy after the kill")
+			holder := leaseHolder(ctx, t, c, ns)
+			require.NotEmpty(t, holder, "the dead run still holds the Lease")
+			uids := podUIDsOf(ctx, t, c, ns, "etcd")
+
+			_, err = r.run(ctx, "cancel", nil)
+			require.NoError(t, err, "pulumi cancel")
+			takeover := fmt.Sprintf("take over lease %s/etcd-etcd-rollout from %q once it has gone unrenewed for 15s (its run stopped with the partition at 0)", ns, holder)
+			if refresh {
+				res, err := r.run(ctx, "refresh", nil)
+				require.NoError(t, err, "pulumi refresh:\n%s", res.explained())
+				st := stackResources(t, r).one(t, rolloutType)
+				assert.Equal(t, false, st.Outputs["complete"])
+				assert.Equal(t, []any{takeover, "lock partition at 3"}, st.Outputs["plan"], "refresh says what the next up does")
+			}
+
+			// 3. The preview says the next up does something, and what.
+			pv := previewUntilSettled(ctx, t, r, config("2"))
+			steps := pv.rolloutSteps()
+			require.Len(t, steps, 1)
+			assert.Equal(t, "update", string(steps[0].Op), "the Rollout is an update:\n%s", pv.Text)
+			if refresh {
+				assert.Contains(t, steps[0].Diffs, "complete", "its state says the last run did not complete")
+			} else {
+				assert.Equal(t, []string{takeover, "lock partition at 3"}, planOf(steps[0]))
+			}
+
+			// 4. The next up takes the lease over, locks, restarts nothing, and frees the lease.
+			start := time.Now()
+			res, err = r.up(ctx, config("2"))
+			require.NoError(t, err, "the up after the kill:\n%s", res.explained())
+			t.Logf("the up after the kill took %s:\n%s", time.Since(start).Round(time.Second), tail(res.Text, 30))
+			requireRolledAndLocked(t, viewStatefulSet(ctx, t, c, ns))
+			assert.Empty(t, leaseHolder(ctx, t, c, ns), "the Lease is free")
+			st := stackResources(t, r).one(t, rolloutType)
+			assert.Equal(t, true, st.Outputs["complete"], "the rollout is recorded complete")
+			assert.Empty(t, st.Outputs["plan"])
+			assert.NotEmpty(t, st.Outputs["finishedAt"])
+			assert.Equal(t, uids, podUIDsOf(ctx, t, c, ns, "etcd"), "the up restarted nothing")
+			assert.Empty(t, res.Outputs["membersRolled"])
+			assert.EqualValues(t, 0, res.Outputs["unplannedElections"])
+			if !refresh {
+				assert.Contains(t, res.Text, "partition left at 0 by "+holder+"; re-locking it before anything else",
+					"the re-lock is in the up's diagnostics")
+			}
+			pv, err = r.preview(ctx, config("2"))
+			require.NoError(t, err, "preview after it:\n%s", pv.explained())
+			if steps := pv.rolloutSteps(); len(steps) == 1 {
+				assert.Equal(t, "same", string(steps[0].Op), "nothing is left: %v", planOf(steps[0]))
+			}
+			require.NoError(t, r.destroy(ctx))
+		})
+	}
+}
+
+const rolloutType = "etcd-rollout:index:Rollout"
+
+// withRolloutUpdateTimeout gives the copied drop-in program a config key, rolloutUpdateTimeout, that sets
+// customTimeouts.update on the component (the example itself stays as users write it).
+func withRolloutUpdateTimeout(t *testing.T, r *procRunner) {
+	t.Helper()
+	file := filepath.Join(r.argv[2], "index.ts")
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	const opts = "}, { provider, parent: sts });"
+	require.Equal(t, 1, strings.Count(string(b), opts), "the drop-in call site in %s", file)
+	patched := strings.Replace(string(b), opts, `}, { provider, parent: sts, ...(config.get("rolloutUpdateTimeout") ? `+
+		`{ customTimeouts: { update: config.get("rolloutUpdateTimeout") } } : {}) });`, 1)
+	require.NoError(t, os.WriteFile(file, []byte(patched), 0o644))
+}
+
+// waitAllUpdated waits until every pod carries the StatefulSet's updateRevision.
+func waitAllUpdated(ctx context.Context, t *testing.T, c *harness.Cluster, ns string) stsView {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		v := viewStatefulSet(ctx, t, c, ns)
+		done := v.UpdateRevision != ""
+		for _, rev := range v.PodRevisions {
+			done = done && rev == v.UpdateRevision
+		}
+		if done {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pods did not all reach updateRevision %s: %v", v.UpdateRevision, v.PodRevisions)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// leaseHolder is the holder the rollout Lease names, "" when it is free.
+func leaseHolder(ctx context.Context, t *testing.T, c *harness.Cluster, ns string) string {
+	t.Helper()
+	lease, err := c.Kube.CoordinationV1().Leases(ns).Get(ctx, "etcd-etcd-rollout", metav1.GetOptions{})
+	require.NoError(t, err)
+	return ptr.Deref(lease.Spec.HolderIdentity, "")
+}
+
+// previewUntilSettled previews until the Rollout's plan waits for no member (a member the controller has just
+// recreated may be healthy to the harness a moment before it is to the engine), at most three times.
+func previewUntilSettled(ctx context.Context, t *testing.T, r *procRunner, config map[string]string) result {
+	t.Helper()
+	for i := 0; ; i++ {
+		pv, err := r.preview(ctx, config)
+		require.NoError(t, err, "preview:\n%s", pv.explained())
+		waits := false
+		for _, s := range pv.rolloutSteps() {
+			for _, line := range planOf(s) {
+				waits = waits || strings.HasPrefix(line, "wait for ")
+			}
+		}
+		if !waits || i == 2 {
+			return pv
+		}
+		time.Sleep(3 * time.Second)
+	}
+}
+
 // watchPartitionLowered starts a watch on the StatefulSet before anything can lower its partition and closes
 // the returned channel the moment an event shows it below replicas (with immediately; else once the engine
 // also holds no managedFields entry), so the test can kill within milliseconds.
 func watchPartitionLowered(ctx context.Context, t *testing.T, c *harness.Cluster, ns string, immediately bool) <-chan struct{} {
 	t.Helper()
+	return watchPartition(ctx, t, c, ns, immediately, func(partition, replicas int32) bool { return partition < replicas })
+}
+
+// watchPartition is watchPartitionLowered for the partition values want accepts.
+func watchPartition(ctx context.Context, t *testing.T, c *harness.Cluster, ns string, immediately bool, want func(partition, replicas int32) bool) <-chan struct{} {
+	t.Helper()
 	w, err := c.Kube.AppsV1().StatefulSets(ns).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", "etcd").String()})
 	require.NoError(t, err)
-	lowered := make(chan struct{})
+	seen := make(chan struct{})
 	go func() {
 		defer w.Stop()
 		for ev := range w.ResultChan() {
@@ -177,14 +361,14 @@ func watchPartitionLowered(ctx context.Context, t *testing.T, c *harness.Cluster
 				continue
 			}
 			ru := sts.Spec.UpdateStrategy.RollingUpdate
-			if ru != nil && ru.Partition != nil && sts.Spec.Replicas != nil && *ru.Partition < *sts.Spec.Replicas &&
+			if ru != nil && ru.Partition != nil && sts.Spec.Replicas != nil && want(*ru.Partition, *sts.Spec.Replicas) &&
 				(immediately || !claimedByEngine(sts)) {
-				close(lowered)
+				close(seen)
 				return
 			}
 		}
 	}()
-	return lowered
+	return seen
 }
 
 func claimedByEngine(sts *appsv1.StatefulSet) bool {
