@@ -281,9 +281,9 @@ type Result struct {
 	// ElectionsUnknown says the run could not measure UnplannedElections (no term was read at its start, or
 	// none at its exit): the 0 there was not measured.
 	ElectionsUnknown bool
-	Members            []MemberTiming
-	StartedAt          time.Time
-	FinishedAt         time.Time
+	Members          []MemberTiming
+	StartedAt        time.Time
+	FinishedAt       time.Time
 	// Failure is the member that failed its gates on the new revision, when one did.
 	Failure *Failure
 	// ClusterVersion is the cluster version etcd reported at the end of a complete run ("3.6.0"); after a
