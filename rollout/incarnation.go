@@ -23,29 +23,38 @@ const incarnationMetric = "process_start_time_seconds"
 // could not reach the member, and at the end of a cool-down.
 func (m *memberClients) Incarnation(ctx context.Context, pod string) (string, error) {
 	var inc string
-	err := m.read(ctx, pod, func(ctx context.Context, c *memberClient) error {
+	err := m.readMetrics(ctx, pod, "process start", func(page io.Reader) (err error) {
+		inc, err = scanIncarnation(page)
+		return err
+	})
+	return inc, err
+}
+
+// readMetrics reads pod's /metrics page through its kept connection and hands it to scan; what names the
+// reading in errors ("process start of etcd-2: …").
+func (m *memberClients) readMetrics(ctx context.Context, pod, what string, scan func(io.Reader) error) error {
+	return m.read(ctx, pod, func(ctx context.Context, c *memberClient) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.http.base+"/metrics", nil)
 		if err != nil {
 			return err
 		}
 		resp, err := c.http.client.Do(req)
 		if err != nil {
-			return fmt.Errorf("process start of %s: %w", pod, forwardEnded(ctx, err))
+			return fmt.Errorf("%s of %s: %w", what, pod, forwardEnded(ctx, err))
 		}
 		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-			return fmt.Errorf("process start of %s: /metrics answered HTTP %d", pod, resp.StatusCode)
+			return fmt.Errorf("%s of %s: /metrics answered HTTP %d", what, pod, resp.StatusCode)
 		}
-		inc, err = scanIncarnation(resp.Body)
+		err = scan(resp.Body)
 		// Read to the end, so the kept connection is reused rather than closed mid-answer (see memberHTTP).
 		_, _ = io.Copy(io.Discard, resp.Body)
 		if err != nil {
-			return fmt.Errorf("process start of %s: %w", pod, forwardEnded(ctx, err))
+			return fmt.Errorf("%s of %s: %w", what, pod, forwardEnded(ctx, err))
 		}
 		return nil
 	})
-	return inc, err
 }
 
 // scanIncarnation finds incarnationMetric's value in a Prometheus text page.
@@ -77,26 +86,9 @@ const activePeersMetric = "etcd_network_active_peers"
 // refuses us, its port-forward fails) from one that is down.
 func (m *memberClients) ActivePeers(ctx context.Context, pod string) (map[uint64]bool, error) {
 	var peers map[uint64]bool
-	err := m.read(ctx, pod, func(ctx context.Context, c *memberClient) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.http.base+"/metrics", nil)
-		if err != nil {
-			return err
-		}
-		resp, err := c.http.client.Do(req)
-		if err != nil {
-			return fmt.Errorf("peers of %s: %w", pod, forwardEnded(ctx, err))
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-			return fmt.Errorf("peers of %s: /metrics answered HTTP %d", pod, resp.StatusCode)
-		}
-		peers, err = scanActivePeers(resp.Body)
-		_, _ = io.Copy(io.Discard, resp.Body)
-		if err != nil {
-			return fmt.Errorf("peers of %s: %w", pod, forwardEnded(ctx, err))
-		}
-		return nil
+	err := m.readMetrics(ctx, pod, "peers", func(page io.Reader) (err error) {
+		peers, err = scanActivePeers(page)
+		return err
 	})
 	return peers, err
 }
