@@ -334,6 +334,17 @@ func (l *rolloutLease) takenOver() bool {
 	return l.takenOverBy != ""
 }
 
+// withinLease bounds a disruptive write to the time this run surely still holds the lease: three quarters of
+// its duration from the last renewal, by this process's clock. Another run takes the lease over only after it
+// watched it unrenewed for a whole duration, so a write retried past that point (an API server that answers
+// again late) could land while that run rolls; this one gives up instead.
+func (l *rolloutLease) withinLease(ctx context.Context) (context.Context, context.CancelFunc) {
+	l.mu.Lock()
+	until := l.renewed.Add(l.duration * 3 / 4)
+	l.mu.Unlock()
+	return context.WithDeadline(ctx, until)
+}
+
 // release clears the holder so the next run starts at once and knows this one ended cleanly.
 func (l *rolloutLease) release(ctx context.Context) error {
 	l.mu.Lock()

@@ -43,7 +43,9 @@ func (e *Engine) lowerPartition(ctx context.Context, partition int, generation i
 		return 0, err
 	}
 	var written *appsv1.StatefulSet
-	err = withAPIRetry(ctx, func(ctx context.Context) (err error) {
+	wctx, cancel := e.lease.withinLease(ctx)
+	defer cancel()
+	err = withAPIRetry(wctx, func(ctx context.Context) (err error) {
 		written, err = e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Patch(ctx, e.cfg.StatefulSet, types.JSONPatchType, patch, metav1PatchOptions)
 		return err
 	})

@@ -241,7 +241,9 @@ func (e *Engine) deleteMemberPod(ctx context.Context, st ClusterState, ordinal i
 		u := types.UID(uid)
 		opts.Preconditions = &metav1.Preconditions{UID: &u}
 	}
-	err := withAPIRetry(ctx, func(ctx context.Context) error {
+	wctx, cancel := e.lease.withinLease(ctx)
+	defer cancel()
+	err := withAPIRetry(wctx, func(ctx context.Context) error {
 		return e.kube.CoreV1().Pods(e.cfg.Namespace).Delete(ctx, pod, opts)
 	})
 	if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {

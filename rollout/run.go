@@ -182,8 +182,10 @@ type run struct {
 	// rolled by a run that fails.
 	downAfterPass map[string]bool
 	// planned is set once the plan has been reported.
-	planned      bool
-	cooldownDue  bool
+	planned     bool
+	cooldownDue bool
+	// finalCheck is set once the members that passed were checked before the run calls itself done.
+	finalCheck   bool
 	retries      int
 	blockedSince time.Time
 }
@@ -213,6 +215,18 @@ func (r *run) execute(ctx context.Context) error {
 			continue
 		}
 		if len(plan.Roll) == 0 && len(plan.Wait) == 0 {
+			if !r.finalCheck && len(r.passed) > 0 {
+				// Done is a claim like any disruption: the members that passed must still run the etcd
+				// process that passed, the last one included, which no cool-down watched.
+				r.finalCheck = true
+				again, err := r.checkPassed(ctx)
+				if err != nil {
+					return r.onMemberFailure(ctx, err)
+				}
+				if again {
+					continue
+				}
+			}
 			if len(plan.Steps) > 0 && plan.Steps[0].Kind == StepLock {
 				if err := r.lock(ctx, st.Replicas); err != nil {
 					return err

@@ -332,7 +332,13 @@ func TestRunStopsWhenTheTemplateChangesMidRun(t *testing.T) {
 	require.ErrorIs(t, err, ErrInterference)
 	assert.Contains(t, err.Error(), `updateRevision "etcd-newer" (started with "etcd-new")`)
 	assert.Contains(t, err.Error(), "stopping rather than racing it: find who changed it")
-	assert.Equal(t, []string{"etcd-2"}, res.MembersRolled)
+	// etcd-2 is reported rolled only while it is still on the revision it was rolled to: the fake controller
+	// may already have acted on the stranger's template (it does when a pod is read at or above the partition).
+	assert.LessOrEqual(t, len(res.MembersRolled), 1)
+	for _, pod := range res.MembersRolled {
+		ordinal, _ := ordinalOf("etcd", pod)
+		assert.Equal(t, newRev, c.revisions()[ordinal], "%s reported rolled", pod)
+	}
 	assert.Equal(t, 3, c.partition())
 }
 
