@@ -200,7 +200,11 @@ func TestFaultsKilledResumeIsFinishedByTheNextUp(t *testing.T) {
 			// 2. The up that resumes it, killed the moment the partition is 0 (without refresh at once; with
 			// refresh once the engine dropped its field-manager claim, so Pulumi's apply does not conflict).
 			atZero := watchPartition(ctx, t, c, ns, !refresh, func(partition, _ int32) bool { return partition == 0 })
-			up, err := r.start("up", config("2"))
+			// Stack config persists: the resuming up gets a deadline it will not reach (it proves etcd-2, which
+			// the stopped up left on the new revision, with the whole stability window before it rolls on).
+			resumed := config("2")
+			resumed["rolloutUpdateTimeout"] = "10m"
+			up, err := r.start("up", resumed)
 			require.NoError(t, err)
 			select {
 			case <-atZero:
