@@ -111,6 +111,13 @@ func (r *run) revert(ctx context.Context, ordinal int) (string, error) {
 		}
 	}
 	m, to := st.Members[ordinal], st.CurrentRevision
+	for _, o := range st.Members {
+		if o.Ordinal != ordinal && o.Revision == st.UpdateRevision && !o.Healthy && !o.Unseen && m.PodExists && m.Revision != to {
+			// One member disrupted at a time: another member on the failed revision is down too.
+			return "", fmt.Errorf("%w: %s, also on revision %s, is not healthy either (%s); not deleting a second member's pod: the partition is locked, bring the cluster back by hand (apply the previous template, then run again)",
+				ErrBlocked, o.Pod, st.UpdateRevision, o.Problem)
+		}
+	}
 	if err := e.checkPointOfNoReturn(ctx, st, ordinal, r.imageBefore(st, ordinal)); err != nil {
 		return "", err
 	}

@@ -442,6 +442,16 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 			e.emit(step, "%s leads again; planning a transfer first", st.Members[step.Ordinal].Pod)
 			return nil
 		}
+		// The quorum the plan counted on must still answer at the moment of the lowering: a member that passed
+		// and stops answering now did not stay up (its failure); one no look reaches is held for.
+		holding, err := r.lookAtPassed(ctx, false)
+		if err != nil {
+			return err
+		}
+		if holding {
+			e.emit(step, "a member that passed cannot be seen right before %s restarts; looking again", st.Members[step.Ordinal].Pod)
+			return nil
+		}
 		if err := r.rollMember(ctx, st, step); err != nil {
 			return err
 		}
