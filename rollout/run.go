@@ -207,6 +207,9 @@ func (r *run) execute(ctx context.Context) error {
 		}
 		st = r.withProven(st)
 		r.last = st
+		if err := r.refusedAfterPassing(st); err != nil {
+			return r.onMemberFailure(ctx, err)
+		}
 		plan, ready, err := r.planOrHold(ctx, st)
 		if err != nil {
 			return err
@@ -377,6 +380,18 @@ func (r *run) observe(ctx context.Context) (ClusterState, error) {
 	return r.withProven(st), nil
 }
 
+// refusedAfterPassing is the failure of a member that passed its gates in this run and that st saw refuse a
+// look by its own answer (not one that never reached it): it did not stay up, whatever the plan would do next
+// (a blocked plan holds and would not look at it again).
+func (r *run) refusedAfterPassing(st ClusterState) error {
+	for _, m := range st.Members {
+		if p, ok := r.passed[m.Ordinal]; ok && !m.Reachable && !m.Unseen {
+			return &GateTimeoutError{Pod: m.Pod, Gate: GateEtcdHealth, PassedAt: p.at, LastSeen: m.Problem}
+		}
+	}
+	return nil
+}
+
 // withProven is st with every member this run saw pass its gates marked Proven, for the planner: only those
 // need no proof on the update revision (needsProof).
 func (r *run) withProven(st ClusterState) ClusterState {
@@ -442,9 +457,10 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 			e.emit(step, "%s leads again; planning a transfer first", st.Members[step.Ordinal].Pod)
 			return nil
 		}
-		// The quorum the plan counted on must still answer at the moment of the lowering: a member that passed
-		// and stops answering now did not stay up (its failure); one no look reaches is held for.
-		holding, err := r.lookAtPassed(ctx, false)
+		// The quorum the plan counted on must still answer at the moment of the lowering, from the etcd process
+		// that passed: a member that passed and stops answering or restarted did not stay up (its failure);
+		// one no look reaches is held for.
+		holding, err := r.lookAtPassed(ctx, true)
 		if err != nil {
 			return err
 		}
