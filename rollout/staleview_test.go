@@ -82,8 +82,8 @@ func TestNoPodIsDeletedUnlessTheOthersKeepQuorum(t *testing.T) {
 		want      string
 		wantIs    error
 	}{
-		{name: "refuses us but votes", afterDown: func(f *fakeEtcd) { f.setRefusing("etcd-2", true) }, wantIs: ErrMemberUnseen,
-			want: "etcd-2 stopped answering us (status of etcd-2: connection refused), but etcd-1 reports it as a connected Raft peer: it votes"},
+		{name: "refuses us but votes", afterDown: func(f *fakeEtcd) { f.setRefusing("etcd-2", true) }, wantIs: ErrBlocked,
+			want: "etcd-2 was not reverted: not reverting etcd-2: rollout blocked: restarting etcd-2 would leave 1 healthy member(s), quorum is 2 of 3"},
 		{name: "down to its peers too", afterDown: func(f *fakeEtcd) { f.stop("etcd-2") }, wantIs: ErrBlocked,
 			want: "etcd-2 was not reverted: not reverting etcd-2: rollout blocked: restarting etcd-2 would leave 1 healthy member(s), quorum is 2 of 3"},
 	} {
