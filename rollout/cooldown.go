@@ -24,6 +24,22 @@ type passedMember struct {
 	// oneLook says it passed on one healthy look, its revision proved by another member: when that proof
 	// fails (a member on the revision did not stay up), so does its own.
 	oneLook bool
+	// witness is the kubelet's account of its pod since it passed: a member no look reaches is held for
+	// only while its pod stays Ready, never restarted.
+	witness podWitness
+}
+
+// failed is the gate failure of a member that passed and then was seen not to stay up, with the kubelet's
+// account so far (for the peers' word, which onMemberFailure weighs only for a pod kept Ready).
+func (p *passedMember) failed(pod, seen string) *GateTimeoutError {
+	return &GateTimeoutError{Pod: pod, Gate: GateEtcdHealth, PassedAt: p.at, LastSeen: seen, PodStayedUp: p.witness.stayedUp()}
+}
+
+// newPassed records a member that passed its gates now, from the etcd process inc.
+func (r *run) newPassed(ctx context.Context, pod, inc string, oneLook bool) *passedMember {
+	p := &passedMember{at: time.Now(), incarnation: inc, oneLook: oneLook}
+	r.e.witnessPod(ctx, pod, &p.witness)
+	return p
 }
 
 // coolDown waits the cool-down owed after a member, watching the members this run rolled: one that stops
@@ -105,9 +121,10 @@ func (r *run) stillUp(ctx context.Context, ordinal int, p *passedMember, withInc
 	case l.ok:
 		return false, nil
 	case l.noLook && p.incarnation != "":
-		return r.unseen(ordinal, p, l.seen)
+		return r.unseen(ctx, ordinal, p, l.seen)
 	}
-	return false, &GateTimeoutError{Pod: pod, Gate: GateEtcdHealth, PassedAt: p.at, LastSeen: l.seen + ", during the cool-down"}
+	r.e.witnessPod(ctx, pod, &p.witness)
+	return false, p.failed(pod, l.seen+", during the cool-down")
 }
 
 // sameProcess checks, for a member that answers, that the etcd process that passed still serves it.
@@ -119,10 +136,9 @@ func (r *run) sameProcess(ctx context.Context, ordinal int, p *passedMember) (ho
 	inc, err := r.e.etcd.Incarnation(ctx, pod)
 	switch {
 	case err != nil:
-		return r.unseen(ordinal, p, "answers, but its process start could not be read: "+err.Error())
+		return r.unseen(ctx, ordinal, p, "answers, but its process start could not be read: "+err.Error())
 	case inc != p.incarnation:
-		return false, &GateTimeoutError{Pod: pod, Gate: GateEtcdHealth, PassedAt: p.at,
-			LastSeen: fmt.Sprintf("restarted during the cool-down (etcd process started at %s, the one that passed at %s)", inc, p.incarnation)}
+		return false, p.failed(pod, fmt.Sprintf("restarted during the cool-down (etcd process started at %s, the one that passed at %s)", inc, p.incarnation))
 	}
 	if !p.unseenSince.IsZero() {
 		r.e.emit(Step{Kind: StepCooldown, Ordinal: ordinal}, "%s answers again from the etcd process that passed (started at %s): the looks that failed never reached it",
@@ -134,9 +150,12 @@ func (r *run) sameProcess(ctx context.Context, ordinal int, p *passedMember) (ho
 
 // unseen records a look that could not reach a member that passed. The run holds for it (holding) until a
 // look reaches it, for at most the health timeout, the time any member has to show it is healthy.
-func (r *run) unseen(ordinal int, p *passedMember, seen string) (holding bool, err error) {
+func (r *run) unseen(ctx context.Context, ordinal int, p *passedMember, seen string) (holding bool, err error) {
 	e := r.e
 	pod := podName(e.cfg.StatefulSet, ordinal)
+	if e.witnessPod(ctx, pod, &p.witness); p.witness.fell != "" {
+		return false, p.failed(pod, seen+"; and "+p.witness.fell)
+	}
 	if p.unseenSince.IsZero() {
 		p.unseenSince = time.Now()
 		e.emit(Step{Kind: StepCooldown, Ordinal: ordinal}, "cannot look at %s (%s); holding until a look reaches it (at most %s)", pod, seen, e.cfg.HealthTimeout)
@@ -152,9 +171,10 @@ func (r *run) unseen(ordinal int, p *passedMember, seen string) (holding bool, e
 // own failure it saw fails its gate, one it could not look at is held for until a look reaches it.
 func (r *run) holdUnseen(ctx context.Context, ordinal int, p *passedMember, m MemberState) error {
 	if !m.Unseen || p.incarnation == "" {
-		return &GateTimeoutError{Pod: m.Pod, Gate: GateEtcdHealth, PassedAt: p.at, LastSeen: m.Problem}
+		r.e.witnessPod(ctx, m.Pod, &p.witness)
+		return p.failed(m.Pod, m.Problem)
 	}
-	if _, err := r.unseen(ordinal, p, m.Problem); err != nil {
+	if _, err := r.unseen(ctx, ordinal, p, m.Problem); err != nil {
 		return err
 	}
 	for {

@@ -52,6 +52,17 @@ func TestMembersThatPassedAreFailedOnlyForWhatTheyDid(t *testing.T) {
 			// Without a process name the failed looks count, but its peers say it still votes: unknown, not failed.
 			name: "unreached, and etcd does not name its process", cooldown: 300 * time.Millisecond, noIncarnation: true,
 			at: "cooling down", act: func(c *fakeCluster) { c.etcd.setUnseen("etcd-2", true) },
+			wantErr: "etcd-2 stopped answering us (the look did not reach etcd: port-forward to db/etcd-2: the API server is away, during the cool-down), but etcd-0 reports it as a connected Raft peer",
+		},
+		{
+			// The kubelet restarted its container: it did not stay up, whatever the path to it does.
+			name: "unreached during the cool-down, and its container restarted", cooldown: 300 * time.Millisecond,
+			at: "cooling down", act: restartedUnseen,
+			wantErr: "port-forward to db/etcd-2: the API server is away; and its container restarted (1 restarts, 0 before)", wantReverted: true,
+		},
+		{
+			name: "unreached, etcd does not name its process, and its container restarted", cooldown: 300 * time.Millisecond, noIncarnation: true,
+			at: "cooling down", act: restartedUnseen,
 			wantErr: "etcd-2 passed the etcd health gate", wantReverted: true,
 		},
 		{
@@ -95,6 +106,14 @@ func TestMembersThatPassedAreFailedOnlyForWhatTheyDid(t *testing.T) {
 			assert.Equal(t, 3, c.partition(), "the partition is locked")
 		})
 	}
+}
+
+// restartedUnseen is a crash of etcd-2 as the kubelet reports it (its container's restart count rises, given
+// the engine's pod watch a moment to deliver it) after which no look reaches it.
+func restartedUnseen(c *fakeCluster) {
+	c.containerRestarted("etcd-2")
+	time.Sleep(50 * time.Millisecond)
+	c.etcd.setUnseen("etcd-2", true)
 }
 
 // unreachableFor makes no look reach etcd-2 for d, while it runs on.

@@ -50,6 +50,9 @@ type GateTimeoutError struct {
 	// PassedAt is set when the member had passed the gate and then did not stay healthy (a revision that
 	// crash-loops answers for a moment after each start).
 	PassedAt time.Time
+	// PodStayedUp says the kubelet kept the member's pod Ready, with no container restart, for the whole
+	// etcd gate (podWitness): only then may a member that does not answer us be unknown rather than failed.
+	PodStayedUp bool
 }
 
 // RevertedError says a member failed its gates on the new revision and was brought back, healthy, on the

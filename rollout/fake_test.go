@@ -558,6 +558,19 @@ func (f *fakeEtcd) revive(pod string) {
 	delete(f.crashStart, pod)
 }
 
+// containerRestarted is the kubelet's account of a container that exited and was started again in the same
+// pod: its restart count rises, the pod stays (Ready again by the next reading).
+func (c *fakeCluster) containerRestarted(pod string) {
+	obj, err := c.kube.Tracker().Get(podGVR, "db", pod)
+	require.NoError(c.t, err)
+	p := obj.(*corev1.Pod).DeepCopy()
+	if len(p.Status.ContainerStatuses) == 0 {
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "etcd"}}
+	}
+	p.Status.ContainerStatuses[0].RestartCount++
+	require.NoError(c.t, c.kube.Tracker().Update(podGVR, p, "db"))
+}
+
 func (c *fakeCluster) deletedPods() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -45,6 +45,8 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 		return "", err
 	}
 	rev := want.podRevision(st)
+	witness := &podWitness{} // from the pod the gate just saw Ready on
+	e.witnessPod(ctx, pod, witness)
 	stable := &stability{stableFor: e.stableFor, incarnationOf: func(ctx context.Context) (string, error) { return e.etcd.Incarnation(ctx, pod) }}
 	window := fmt.Sprintf("healthy without a break for %s: the first member on %s proves it does not crash-loop", e.stableFor, rev)
 	if e.proven.has(rev) && !want.FullWindow {
@@ -57,13 +59,18 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 		if pending, err := e.checkUnchanged(ctx, st, pod, want, lag); err != nil || pending != "" {
 			return false, pending, err
 		}
+		e.witnessPod(ctx, pod, witness)
 		last = e.memberHealthy(ctx, st, ordinal)
 		return stable.observe(ctx, last)
 	})
 	var timeout *GateTimeoutError
-	if errors.As(err, &timeout) && last.noLook {
-		// The gate ended on a look that never reached etcd: nothing is known of the member, which may be
-		// healthy and voting. That is no verdict on the revision, and no ground to delete its pod.
+	if errors.As(err, &timeout) {
+		timeout.PodStayedUp = witness.stayedUp()
+	}
+	if timeout != nil && last.noLook && timeout.PodStayedUp {
+		// The gate ended on a look that never reached etcd, while the kubelet kept the pod Ready: nothing is
+		// known of the member, which may be healthy and voting. That is no verdict on the revision, and no
+		// ground to delete its pod. (A pod that went not Ready or restarted meanwhile did not stay up.)
 		return "", fmt.Errorf("%w: %s did not pass the %s gate within %s and the last look never reached its etcd (%s); it may be healthy, so nothing was deleted: check the port-forward path to it (API server, kubelet), then run again",
 			ErrMemberUnseen, pod, GateEtcdHealth, e.cfg.HealthTimeout, last.seen)
 	}

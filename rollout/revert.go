@@ -28,9 +28,9 @@ func (r *run) onMemberFailure(ctx context.Context, err error) error {
 	if !ok {
 		return err
 	}
-	// Not yet decided on: a crash-looping member shows as a connected peer between its crashes (the point of
-	// no return tests on the local cluster), so the peer signal alone cannot tell it from one that votes.
-	if ctx.Err() == nil && peerSignalTrusted {
+	// A crash-looping member shows as a connected peer between its crashes (the point of no return tests on
+	// the local cluster), so the peers' word counts only for a pod the kubelet kept Ready, never restarted.
+	if ctx.Err() == nil && gate.PodStayedUp {
 		if peer := r.votesWithoutAnsweringUs(ctx, ordinal); peer != "" {
 			return fmt.Errorf("%w: %s stopped answering us (%s), but %s reports it as a connected Raft peer: it votes, so it is no verdict on the revision and nothing is reverted or deleted; the partition is locked: check its client port (the revision's listen-client-urls and TLS settings) and the port-forward path to it (API server, kubelet), then run again",
 				ErrMemberUnseen, gate.Pod, gate.LastSeen, peer)
@@ -65,9 +65,6 @@ func (r *run) onMemberFailure(ctx context.Context, err error) error {
 	e.record(ctx, r.uid, corev1.EventTypeWarning, ReasonMemberReverted, truncate(reverted.Error(), 1000))
 	return reverted
 }
-
-// peerSignalTrusted switches votesWithoutAnsweringUs on; off until a crash loop can be told apart.
-const peerSignalTrusted = false
 
 // votesWithoutAnsweringUs names a healthy member that reports ordinal as a connected Raft peer while ordinal
 // itself does not answer us ("" when it answers, when nobody says so, or when its member ID is unknown): a

@@ -386,7 +386,7 @@ func (r *run) observe(ctx context.Context) (ClusterState, error) {
 func (r *run) refusedAfterPassing(st ClusterState) error {
 	for _, m := range st.Members {
 		if p, ok := r.passed[m.Ordinal]; ok && !m.Reachable && !m.Unseen {
-			return &GateTimeoutError{Pod: m.Pod, Gate: GateEtcdHealth, PassedAt: p.at, LastSeen: m.Problem}
+			return p.failed(m.Pod, m.Problem)
 		}
 	}
 	return nil
@@ -490,7 +490,7 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 			return err
 		}
 		e.emit(step, "%s healthy", pod)
-		r.passed[step.Ordinal] = &passedMember{at: time.Now(), incarnation: inc}
+		r.passed[step.Ordinal] = r.newPassed(ctx, pod, inc, false)
 		r.cooldownDue, r.retries = true, 0
 	default:
 		return fmt.Errorf("internal: plan starts with %s", step.Kind)
@@ -571,7 +571,7 @@ func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) error 
 		return fmt.Errorf("rolling %s: %w", pod, err)
 	}
 	down := time.Since(start)
-	r.passed[step.Ordinal] = &passedMember{at: time.Now(), incarnation: inc, oneLook: oneLook}
+	r.passed[step.Ordinal] = r.newPassed(ctx, pod, inc, oneLook)
 	r.res.MembersRolled = append(r.res.MembersRolled, pod)
 	r.res.Members = append(r.res.Members, MemberTiming{Pod: pod, Down: down, Finished: time.Now(), Process: inc})
 	e.emit(Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, "%s rolled in %s", pod, down.Round(10*time.Millisecond))

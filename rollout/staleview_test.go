@@ -82,8 +82,8 @@ func TestNoPodIsDeletedUnlessTheOthersKeepQuorum(t *testing.T) {
 		want      string
 		wantIs    error
 	}{
-		{name: "refuses us but votes", afterDown: func(f *fakeEtcd) { f.setRefusing("etcd-2", true) }, wantIs: ErrBlocked,
-			want: "etcd-2 was not reverted: not reverting etcd-2: rollout blocked: restarting etcd-2 would leave 1 healthy member(s), quorum is 2 of 3"},
+		{name: "refuses us but votes", afterDown: func(f *fakeEtcd) { f.setRefusing("etcd-2", true) }, wantIs: ErrMemberUnseen,
+			want: "etcd-2 stopped answering us (status of etcd-2: connection refused), but etcd-1 reports it as a connected Raft peer: it votes"},
 		{name: "down to its peers too", afterDown: func(f *fakeEtcd) { f.stop("etcd-2") }, wantIs: ErrBlocked,
 			want: "etcd-2 was not reverted: not reverting etcd-2: rollout blocked: restarting etcd-2 would leave 1 healthy member(s), quorum is 2 of 3"},
 	} {
@@ -132,6 +132,44 @@ func TestAGateThatNeverReachedTheMemberIsNoVerdictOnTheRevision(t *testing.T) {
 	assert.Empty(t, c.deletedPods())
 	assert.Nil(t, res.Failure, "no failure of the revision is recorded")
 	assert.Equal(t, 3, c.partition())
+}
+
+// The peers' word and a failed path count for a member only while the kubelet keeps its pod Ready and never
+// restarts its container: a crash-looping member is connected to its peers between its crashes. When the
+// kubelet saw etcd-2's container restart during its gate, its refusals or unreached looks are the revision's
+// failure and it is reverted. Before, a crash loop on the local cluster was stopped unseen, never reverted.
+func TestAMemberTheKubeletSawRestartFailsItsGate(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		after func(*fakeEtcd)
+	}{
+		{name: "refuses us, connected to its peers", after: func(f *fakeEtcd) { f.setRefusing("etcd-2", true) }},
+		{name: "no look reaches it", after: func(f *fakeEtcd) { f.setUnseen("etcd-2", true) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newFakeCluster(t, 3, 1)
+			res, err := c.engine(t, func(cfg *Config, o *Options) {
+				cfg.HealthTimeout = 300 * time.Millisecond
+				o.OnEvent = func(ev Event) {
+					if strings.HasPrefix(ev.Message, "etcd-2 is Ready at") {
+						c.containerRestarted("etcd-2")
+						time.Sleep(50 * time.Millisecond) // the engine's pod watch delivers it
+						tt.after(c.etcd)
+					}
+				}
+			}).Run(context.Background())
+
+			var gate *GateTimeoutError
+			require.ErrorAs(t, err, &gate, "a container the kubelet restarted did not stay up")
+			assert.Equal(t, "etcd-2", gate.Pod)
+			assert.False(t, gate.PodStayedUp)
+			assert.NotErrorIs(t, err, ErrMemberUnseen)
+			assert.Equal(t, []string{"etcd-2"}, c.deletedPods(), "reverted (the fault outlives the revert here)")
+			require.NotNil(t, res.Failure)
+			assert.Equal(t, "etcd-2", res.Failure.Pod)
+			assert.Equal(t, 3, c.partition())
+		})
+	}
 }
 
 // A template written between the engine's look and its lowering of the partition is refused by the write's

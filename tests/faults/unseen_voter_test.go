@@ -90,7 +90,6 @@ func TestUnseenVoterIsNotDeletedWhileAnotherMemberIsDown(t *testing.T) {
 // rollout.ErrMemberUnseen, the partition locked and nothing deleted, and it does not tell the user to fix
 // the template.
 func TestMemberUnseenForItsWholeGateIsNotBlamedOnTheTemplate(t *testing.T) {
-	t.Skip("the peer signal (etcd_network_active_peers) is off: a crash-looping member shows as a connected peer between crashes; see rollout.peerSignalTrusted")
 	t.Parallel()
 	f := newFixture(t)
 	f.must.PlaceLeader(1)
