@@ -124,7 +124,9 @@ func (r *run) stillUp(ctx context.Context, ordinal int, p *passedMember, withInc
 		return r.unseen(ctx, ordinal, p, l.seen)
 	}
 	r.e.witnessPod(ctx, pod, &p.witness)
-	return false, p.failed(pod, l.seen+", during the cool-down")
+	failed := p.failed(pod, l.seen+", during the cool-down")
+	failed.Unreached = l.noLook
+	return false, failed
 }
 
 // sameProcess checks, for a member that answers, that the etcd process that passed still serves it.
@@ -172,7 +174,9 @@ func (r *run) unseen(ctx context.Context, ordinal int, p *passedMember, seen str
 func (r *run) holdUnseen(ctx context.Context, ordinal int, p *passedMember, m MemberState) error {
 	if !m.Unseen || p.incarnation == "" {
 		r.e.witnessPod(ctx, m.Pod, &p.witness)
-		return p.failed(m.Pod, m.Problem)
+		failed := p.failed(m.Pod, m.Problem)
+		failed.Unreached = m.Unseen
+		return failed
 	}
 	if _, err := r.unseen(ctx, ordinal, p, m.Problem); err != nil {
 		return err

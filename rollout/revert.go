@@ -28,9 +28,10 @@ func (r *run) onMemberFailure(ctx context.Context, err error) error {
 	if !ok {
 		return err
 	}
-	// A crash-looping member shows as a connected peer between its crashes (the point of no return tests on
-	// the local cluster), so the peers' word counts only for a pod the kubelet kept Ready, never restarted.
-	if ctx.Err() == nil && gate.PodStayedUp {
+	// The peers' word counts only for a look that never reached the member (a refusal is its own answer: a
+	// client port the revision misconfigured fails the revision) and only for a pod the kubelet kept Ready,
+	// never restarted (a crash-looping member is a connected peer between its crashes).
+	if ctx.Err() == nil && gate.Unreached && gate.PodStayedUp {
 		if peer := r.votesWithoutAnsweringUs(ctx, ordinal); peer != "" {
 			return fmt.Errorf("%w: %s stopped answering us (%s), but %s reports it as a connected Raft peer: it votes, so it is no verdict on the revision and nothing is reverted or deleted; the partition is locked: check its client port (the revision's listen-client-urls and TLS settings) and the port-forward path to it (API server, kubelet), then run again",
 				ErrMemberUnseen, gate.Pod, gate.LastSeen, peer)

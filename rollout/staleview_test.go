@@ -71,9 +71,8 @@ func TestAResumedRunProvesHealthyLeftoversThenRolls(t *testing.T) {
 }
 
 // Not answering us is not being out. After its restart etcd-2 does not answer us, and etcd-0 then stops:
-// deleting etcd-2's pod would leave etcd-1 alone. When etcd-2 still votes (its client port refuses us; its
-// peers say it is connected) the run stops unseen; when it is down as well, the revert is refused by the
-// quorum rule every delete follows. Either way the pod is kept. Before, a member that did not answer was taken
+// deleting etcd-2's pod would leave etcd-1 alone. Whether etcd-2 still votes (its client port refuses us) or
+// is down as well, the revert is refused by the quorum rule every delete follows, and the pod is kept. Before, a member that did not answer was taken
 // for out and deleted without a quorum check.
 func TestNoPodIsDeletedUnlessTheOthersKeepQuorum(t *testing.T) {
 	for _, tt := range []struct {
@@ -82,8 +81,8 @@ func TestNoPodIsDeletedUnlessTheOthersKeepQuorum(t *testing.T) {
 		want      string
 		wantIs    error
 	}{
-		{name: "refuses us but votes", afterDown: func(f *fakeEtcd) { f.setRefusing("etcd-2", true) }, wantIs: ErrMemberUnseen,
-			want: "etcd-2 stopped answering us (status of etcd-2: connection refused), but etcd-1 reports it as a connected Raft peer: it votes"},
+		{name: "refuses us but votes", afterDown: func(f *fakeEtcd) { f.setRefusing("etcd-2", true) }, wantIs: ErrBlocked,
+			want: "etcd-2 was not reverted: not reverting etcd-2: rollout blocked: restarting etcd-2 would leave 1 healthy member(s), quorum is 2 of 3"},
 		{name: "down to its peers too", afterDown: func(f *fakeEtcd) { f.stop("etcd-2") }, wantIs: ErrBlocked,
 			want: "etcd-2 was not reverted: not reverting etcd-2: rollout blocked: restarting etcd-2 would leave 1 healthy member(s), quorum is 2 of 3"},
 	} {

@@ -90,6 +90,7 @@ func TestUnseenVoterIsNotDeletedWhileAnotherMemberIsDown(t *testing.T) {
 // rollout.ErrMemberUnseen, the partition locked and nothing deleted, and it does not tell the user to fix
 // the template.
 func TestMemberUnseenForItsWholeGateIsNotBlamedOnTheTemplate(t *testing.T) {
+	t.Skip("needs a fault that fails the port-forward itself: clients-refused is the member's own answer (a refusal), which fails the revision (TestPointOfNoReturnRefusesTheRevert); the unit test TestAGateThatNeverReachedTheMemberIsNoVerdictOnTheRevision covers the rule")
 	t.Parallel()
 	f := newFixture(t)
 	f.must.PlaceLeader(1)
