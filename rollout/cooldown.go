@@ -18,7 +18,7 @@ type passedMember struct {
 	at time.Time
 	// incarnation is its etcd process when it passed (memberClients.Incarnation); empty when etcd did not
 	// say, and then a look that cannot reach it counts as its failure, the safe side.
-	incarnation string
+	incarnation Incarnation
 	// unseenSince is the first of the looks in a row that could not reach it; zero when the last one did.
 	unseenSince time.Time
 	// oneLook says it passed on one healthy look, its revision proved by another member: when that proof
@@ -36,7 +36,7 @@ func (p *passedMember) failed(pod, seen string) *GateTimeoutError {
 }
 
 // newPassed records a member that passed its gates now, from the etcd process inc.
-func (r *run) newPassed(ctx context.Context, pod, inc string, oneLook bool) *passedMember {
+func (r *run) newPassed(ctx context.Context, pod string, inc Incarnation, oneLook bool) *passedMember {
 	p := &passedMember{at: time.Now(), incarnation: inc, oneLook: oneLook}
 	r.e.witnessPod(ctx, pod, &p.witness)
 	return p
@@ -120,7 +120,7 @@ func (r *run) stillUp(ctx context.Context, ordinal int, p *passedMember, withInc
 		return r.sameProcess(ctx, ordinal, p)
 	case l.ok:
 		return false, nil
-	case l.noLook && p.incarnation != "":
+	case l.noLook && p.incarnation.Known():
 		return r.unseen(ctx, ordinal, p, l.seen)
 	}
 	r.e.witnessPod(ctx, pod, &p.witness)
@@ -131,7 +131,7 @@ func (r *run) stillUp(ctx context.Context, ordinal int, p *passedMember, withInc
 
 // sameProcess checks, for a member that answers, that the etcd process that passed still serves it.
 func (r *run) sameProcess(ctx context.Context, ordinal int, p *passedMember) (holding bool, err error) {
-	if p.incarnation == "" {
+	if !p.incarnation.Known() {
 		return false, nil
 	}
 	pod := podName(r.e.cfg.StatefulSet, ordinal)
@@ -139,7 +139,7 @@ func (r *run) sameProcess(ctx context.Context, ordinal int, p *passedMember) (ho
 	switch {
 	case err != nil:
 		return r.unseen(ctx, ordinal, p, "answers, but its process start could not be read: "+err.Error())
-	case inc != p.incarnation:
+	case !inc.Same(p.incarnation):
 		return false, p.failed(pod, fmt.Sprintf("restarted during the cool-down (etcd process started at %s, the one that passed at %s)", inc, p.incarnation))
 	}
 	if !p.unseenSince.IsZero() {
@@ -172,7 +172,7 @@ func (r *run) unseen(ctx context.Context, ordinal int, p *passedMember, seen str
 // holdUnseen is the step for a member that passed and that the last observation could not reach: one whose
 // own failure it saw fails its gate, one it could not look at is held for until a look reaches it.
 func (r *run) holdUnseen(ctx context.Context, ordinal int, p *passedMember, m MemberState) error {
-	if !m.Unseen || p.incarnation == "" {
+	if !m.Unseen || !p.incarnation.Known() {
 		r.e.witnessPod(ctx, m.Pod, &p.witness)
 		failed := p.failed(m.Pod, m.Problem)
 		failed.Unreached = m.Unseen

@@ -59,8 +59,9 @@ type etcdAccess interface {
 	// Downgrade calls etcd's downgrade API through pod with a target minor ("3.5") and returns the cluster
 	// version etcd answers with.
 	Downgrade(ctx context.Context, pod string, action downgradeAction, version string) (string, error)
-	// Incarnation names the etcd process serving pod (its start time): a new value means it restarted.
-	Incarnation(ctx context.Context, pod string) (string, error)
+	// Incarnation names the etcd process serving pod (its start time): one not Same as before means it
+	// restarted.
+	Incarnation(ctx context.Context, pod string) (Incarnation, error)
 	// ActivePeers is the set of member IDs pod's Raft transport is connected to, by pod's own word.
 	ActivePeers(ctx context.Context, pod string) (map[uint64]bool, error)
 	// Forget closes every connection to the member. The engine calls it right before the member restarts:

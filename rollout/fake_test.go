@@ -81,6 +81,10 @@ type fakeEtcd struct {
 	unseen map[string]bool
 	// noIncarnation makes Incarnation fail, as an etcd without /metrics would.
 	noIncarnation bool
+	// startJitter makes every other Incarnation read a second late, without a restart (bootTimeJitter);
+	// jitterReads counts those reads.
+	startJitter bool
+	jitterReads int
 	// refusing names members whose client port refuses us while they still vote (and may lead): every call
 	// through them fails as a member that is down would, yet they count for the cluster's quorum.
 	refusing map[string]bool
@@ -275,22 +279,33 @@ func (f *fakeEtcd) runsImage(pod, image string) {
 
 func (f *fakeEtcd) Close() error { return nil }
 
-func (f *fakeEtcd) Incarnation(_ context.Context, pod string) (string, error) {
+func (f *fakeEtcd) Incarnation(_ context.Context, pod string) (Incarnation, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch {
 	case f.unseen[pod]:
-		return "", fmt.Errorf("%w: port-forward to db/%s: the API server is away", errNoLook, pod)
+		return Incarnation{}, fmt.Errorf("%w: port-forward to db/%s: the API server is away", errNoLook, pod)
 	case f.isDown(pod) || f.refusing[pod]:
-		return "", fmt.Errorf("process start of %s: connection refused", pod)
+		return Incarnation{}, fmt.Errorf("process start of %s: connection refused", pod)
 	case f.noIncarnation:
-		return "", errors.New("/metrics has no process_start_time_seconds")
+		return Incarnation{}, errors.New("/metrics has no process_start_time_seconds")
 	}
 	n := f.incarnations[pod]
 	if start, looping := f.crashStart[pod]; looping {
 		n += int(time.Since(start) / (f.crashUp + f.crashDown))
 	}
-	return fmt.Sprintf("process-%d", n), nil
+	inc := fakeProcess(n)
+	if f.startJitter {
+		// Every other read is a second late, as Linux's re-derived boot time makes it (bootTimeJitter).
+		f.jitterReads++
+		inc.started = inc.started.Add(time.Duration(f.jitterReads%2) * time.Second)
+	}
+	return inc, nil
+}
+
+// fakeProcess is the incarnation of a member's process after n restarts: started 10 s after the last one.
+func fakeProcess(n int) Incarnation {
+	return incarnationStartedAt(time.Date(2026, 12, 3, 0, 0, 10*(n+1), 0, time.UTC))
 }
 
 // ActivePeers is pod's Raft view: every other member that runs, whether or not it answers us.
@@ -314,6 +329,13 @@ func (f *fakeEtcd) restartQuietly(pod string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.bumpIncarnation(pod)
+}
+
+// jitterStarts makes every other read of a process start a second late from now on (startJitter).
+func (f *fakeEtcd) jitterStarts() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.startJitter = true
 }
 
 // bumpIncarnation records a restart of pod; f.mu is held.

@@ -29,9 +29,9 @@ const (
 // step. The pod gate looks again on every watch event; the etcd gate on its poll interval, as etcd health
 // is no Kubernetes event.
 //
-// It returns the incarnation of the etcd process that passed (empty when etcd did not say), so that a later
+// It returns the incarnation of the etcd process that passed (zero when etcd did not say), so that a later
 // look can tell whether the member restarted since.
-func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, want expectedSpec, since time.Time) (string, error) {
+func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, want expectedSpec, since time.Time) (Incarnation, error) {
 	pod := st.Members[ordinal].Pod
 	lag := &watchLag{}
 	podGate := gateWait{pod: pod, ordinal: ordinal, gate: GatePodReady, timeout: e.cfg.ReadyTimeout, since: since, onEvents: true}
@@ -42,12 +42,12 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 		ok, seen := e.podAtRevision(ctx, pod, want.podRevision(st), true)
 		return ok, seen, nil
 	}); err != nil {
-		return "", err
+		return Incarnation{}, err
 	}
 	rev := want.podRevision(st)
 	witness := &podWitness{} // from the pod the gate just saw Ready on
 	e.witnessPod(ctx, pod, witness)
-	stable := &stability{stableFor: e.stableFor, incarnationOf: func(ctx context.Context) (string, error) { return e.etcd.Incarnation(ctx, pod) }}
+	stable := &stability{stableFor: e.stableFor, incarnationOf: func(ctx context.Context) (Incarnation, error) { return e.etcd.Incarnation(ctx, pod) }}
 	window := fmt.Sprintf("healthy without a break for %s: the first member on %s proves it does not crash-loop", e.stableFor, rev)
 	if e.proven.has(rev) && !want.FullWindow {
 		stable.stableFor, window = 0, "one healthy look: "+rev+" proved itself on an earlier member"
@@ -71,11 +71,11 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 		// The gate ended on a look that never reached etcd, while the kubelet kept the pod Ready: nothing is
 		// known of the member, which may be healthy and voting. That is no verdict on the revision, and no
 		// ground to delete its pod. (A pod that went not Ready or restarted meanwhile did not stay up.)
-		return "", fmt.Errorf("%w: %s did not pass the %s gate within %s and the last look never reached its etcd (%s); it may be healthy, so nothing was deleted: check the port-forward path to it (API server, kubelet), then run again",
+		return Incarnation{}, fmt.Errorf("%w: %s did not pass the %s gate within %s and the last look never reached its etcd (%s); it may be healthy, so nothing was deleted: check the port-forward path to it (API server, kubelet), then run again",
 			ErrMemberUnseen, pod, GateEtcdHealth, e.cfg.HealthTimeout, last.seen)
 	}
 	if err != nil {
-		return "", err
+		return Incarnation{}, err
 	}
 	e.proven.add(rev)
 	return stable.incarnation, nil

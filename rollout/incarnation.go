@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -15,14 +16,59 @@ import (
 // every etcd registers on /metrics (3.4 to 3.6): it changes exactly when the member restarts.
 const incarnationMetric = "process_start_time_seconds"
 
-// Incarnation names the etcd process that serves pod: the start time it reports on /metrics, compared only
-// with another answer of the same member, never with our clock, so clock skew cannot fool it. A member that
-// restarted between two looks answers both, and only its incarnation says it broke; a look that could not
-// reach it (errNoLook) is resolved the same way once it answers again. The whole /metrics page is read (about
-// 160 KB), so the engine asks only when it must: when a stability window starts and ends, after a look that
-// could not reach the member, and at the end of a cool-down.
-func (m *memberClients) Incarnation(ctx context.Context, pod string) (string, error) {
-	var inc string
+// Incarnation is one etcd process of a member, named by the start time it reports on /metrics (by the
+// member's node clock). Two incarnations are compared only with each other (Same), never with our clock, so
+// clock skew cannot fool the comparison. The zero Incarnation is "etcd did not say".
+type Incarnation struct{ started time.Time }
+
+// incarnationStartedAt is the incarnation of a process that reports started as its start time.
+func incarnationStartedAt(started time.Time) Incarnation { return Incarnation{started: started.UTC()} }
+
+// Known says etcd named its process.
+func (i Incarnation) Known() bool { return !i.started.IsZero() }
+
+// String is the start time, to the 10 ms the kernel counts a start in; "unknown" for the zero Incarnation.
+func (i Incarnation) String() string {
+	if !i.Known() {
+		return "unknown"
+	}
+	return i.started.Format("2006-01-02T15:04:05.00Z")
+}
+
+// name is String for a known incarnation, and "" otherwise (MemberTiming.Process).
+func (i Incarnation) name() string {
+	if !i.Known() {
+		return ""
+	}
+	return i.String()
+}
+
+// bootTimeJitter is how far one process's reported start moves between reads without a restart. Linux
+// reports a start as the boot time, in whole seconds, plus the clock ticks since boot, and re-derives that
+// boot time (wall clock less uptime) on every read, so it is off by a second now and then
+// (prometheus/client_golang#289): the fresh-clone CI saw one etcd started at 00:22:56.95 and then 00:22:57.95.
+const bootTimeJitter = time.Second
+
+// Same says whether i and other name one etcd process: the same start, or starts a whole bootTimeJitter
+// apart to the tick (the ticks since boot do not move; only the boot time does). A restart exactly a whole
+// second after the last start is taken for the same process: only a member whose gate is one healthy look can
+// restart that soon after it started, and a crash loop that fast shows in the kubelet's restart count.
+func (i Incarnation) Same(other Incarnation) bool {
+	if !i.Known() || !other.Known() {
+		return false
+	}
+	const halfTick = 5 * time.Millisecond
+	d := i.started.Sub(other.started).Abs()
+	return d < halfTick || (d-bootTimeJitter).Abs() < halfTick
+}
+
+// Incarnation reads the incarnation of the etcd process that serves pod. A member that restarted between two
+// looks answers both, and only its incarnation says it broke; a look that could not reach it (errNoLook) is
+// resolved the same way once it answers again. The whole /metrics page is read (about 160 KB), so the engine
+// asks only when it must: when a stability window starts and ends, after a look that could not reach the
+// member, and at the end of a cool-down.
+func (m *memberClients) Incarnation(ctx context.Context, pod string) (Incarnation, error) {
+	var inc Incarnation
 	err := m.readMetrics(ctx, pod, "process start", func(page io.Reader) (err error) {
 		inc, err = scanIncarnation(page)
 		return err
@@ -58,23 +104,22 @@ func (m *memberClients) readMetrics(ctx context.Context, pod, what string, scan 
 }
 
 // scanIncarnation finds incarnationMetric's value in a Prometheus text page.
-func scanIncarnation(page io.Reader) (string, error) {
+func scanIncarnation(page io.Reader) (Incarnation, error) {
 	sc := bufio.NewScanner(page)
 	sc.Buffer(make([]byte, 0, 4096), 1<<20) // its lines are short; the 1 MB cap only bounds a malformed page
 	for sc.Scan() {
 		if value, ok := strings.CutPrefix(sc.Text(), incarnationMetric+" "); ok {
 			sec, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
 			if err != nil {
-				return "", fmt.Errorf("%s %q: %w", incarnationMetric, value, err)
+				return Incarnation{}, fmt.Errorf("%s %q: %w", incarnationMetric, value, err)
 			}
-			// By the member's node clock, to the 10 ms the kernel counts a start in: a name, not a time to compare.
-			return time.Unix(0, int64(sec*1e9)).UTC().Format("2006-01-02T15:04:05.00Z"), nil
+			return incarnationStartedAt(time.Unix(0, int64(math.Round(sec*1e3))*int64(time.Millisecond))), nil
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return "", err
+		return Incarnation{}, err
 	}
-	return "", fmt.Errorf("/metrics has no %s (an etcd without the process collector): restarts between looks cannot be seen", incarnationMetric)
+	return Incarnation{}, fmt.Errorf("/metrics has no %s (an etcd without the process collector): restarts between looks cannot be seen", incarnationMetric)
 }
 
 // activePeersMetric is the rafthttp gauge each etcd keeps per peer (labels Local and Remote, member IDs in

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -34,7 +35,35 @@ func TestIncarnationIsTheProcessStartOnMetrics(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.want, got.String())
+		})
+	}
+}
+
+// Two reads name one process when their starts are equal, or a whole second apart to the tick: Linux
+// re-derives the boot time a start is counted from on every read (bootTimeJitter).
+func TestIncarnationsAreTheSameProcessDespiteTheBootTimeJitter(t *testing.T) {
+	start := time.Date(2026, 12, 3, 0, 22, 56, 950_000_000, time.UTC)
+	at := func(d time.Duration) Incarnation { return incarnationStartedAt(start.Add(d)) }
+	tests := []struct {
+		name string
+		a, b Incarnation
+		same bool
+	}{
+		{"the same start", at(0), at(0), true},
+		{"a second later (the fresh-clone CI's read)", at(0), at(time.Second), true},
+		{"a second earlier", at(time.Second), at(0), true},
+		{"a tick more than a second", at(0), at(time.Second + 10*time.Millisecond), false},
+		{"a tick later", at(0), at(10 * time.Millisecond), false},
+		{"two seconds later", at(0), at(2 * time.Second), false},
+		{"a restart half a second later", at(0), at(500 * time.Millisecond), false},
+		{"unknown is no process", Incarnation{}, Incarnation{}, false},
+		{"unknown against a known one", at(0), Incarnation{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.same, tt.a.Same(tt.b))
+			assert.Equal(t, tt.same, tt.b.Same(tt.a), "symmetric")
 		})
 	}
 }
@@ -57,11 +86,11 @@ func TestIncarnationAsksTheMember(t *testing.T) {
 	require.NoError(t, err)
 	again, err := m.Incarnation(context.Background(), "etcd-0")
 	require.NoError(t, err)
-	assert.Equal(t, first, again)
+	assert.True(t, first.Same(again))
 	start = "1.79619185012e+09"
 	restarted, err := m.Incarnation(context.Background(), "etcd-0")
 	require.NoError(t, err)
-	assert.NotEqual(t, first, restarted)
+	assert.False(t, first.Same(restarted))
 }
 
 // A port-forward that cannot be opened is a look that did not reach etcd, unless Kubernetes answered about

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -123,6 +124,23 @@ func TestScheduleChecksJudgeByTruth(t *testing.T) {
 				w.checkExit(se, Result{TermBefore: 2, TermAfter: 3, UnplannedElections: 1}, nil)
 			},
 			want: []string{"e"},
+		},
+		{
+			name:  "a run that fails a member nothing happened to",
+			setup: func(w *world, se *schedEngine) {},
+			act: func(w *world, se *schedEngine) {
+				w.checkExit(se, Result{}, fmt.Errorf("rolling etcd-2: %w", &GateTimeoutError{Pod: "etcd-2", Gate: GateEtcdHealth}))
+			},
+			want: []string{"f"},
+		},
+		{
+			name: "a run that fails a member the schedule crashed",
+			setup: func(w *world, se *schedEngine) {
+				w.apply(se, schedEvent{Kind: evCrash, Pod: 2}, "")
+			},
+			act: func(w *world, se *schedEngine) {
+				w.checkExit(se, Result{}, fmt.Errorf("rolling etcd-2: %w", &GateTimeoutError{Pod: "etcd-2", Gate: GateEtcdHealth}))
+			},
 		},
 		{
 			name:  "a run that reports a member rolled that is back on the old revision",

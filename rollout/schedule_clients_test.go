@@ -60,7 +60,7 @@ type statusLook struct {
 
 type incarnationRead struct {
 	at    time.Time
-	value string
+	value Incarnation
 }
 
 // newSchedEngine is what the checks know of an engine, before it made any request.
@@ -206,7 +206,7 @@ func (s *scheduledEtcd) Downgrade(ctx context.Context, pod string, action downgr
 	return v, err
 }
 
-func (s *scheduledEtcd) Incarnation(ctx context.Context, pod string) (inc string, err error) {
+func (s *scheduledEtcd) Incarnation(ctx context.Context, pod string) (inc Incarnation, err error) {
 	err = s.call(atIncarnation, pod, func() error {
 		inc, err = s.w.f.Incarnation(ctx, pod)
 		if err == nil {

@@ -191,6 +191,9 @@ type schedule struct {
 	// SlowLoop makes crash loops slower than the stability window (up longer than it), else faster.
 	SlowLoop bool
 	Cooldown time.Duration
+	// StartJitter makes every other read of a member's process start a second late without a restart, as
+	// Linux reports it now and then (bootTimeJitter).
+	StartJitter bool
 	// Runs is how many runs may go: each one that does not succeed is resumed by a fresh engine.
 	Runs   int
 	Events []schedEvent
@@ -202,8 +205,8 @@ func (s schedule) String() string {
 	if s.SlowLoop {
 		loop = "slow (up for longer than the stability window)"
 	}
-	fmt.Fprintf(&b, "seed %d: %d members, leader etcd-%d, updated already %v, update revision crash-loops from the start: %v, crash loops %s, cool-down %s, up to %d runs\n",
-		s.Seed, s.Members, s.Leader, podNames(s.Updated), s.BadRevision, loop, s.Cooldown, s.Runs)
+	fmt.Fprintf(&b, "seed %d: %d members, leader etcd-%d, updated already %v, update revision crash-loops from the start: %v, crash loops %s, cool-down %s, process starts jitter by a second: %v, up to %d runs\n",
+		s.Seed, s.Members, s.Leader, podNames(s.Updated), s.BadRevision, loop, s.Cooldown, s.StartJitter, s.Runs)
 	for _, ev := range s.Events {
 		fmt.Fprintf(&b, "  event: %s\n", ev)
 	}
@@ -222,6 +225,8 @@ func podNames(ordinals []int) []string {
 func generateSchedule(seed uint64, enabled []eventKind) schedule {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	s := schedule{Seed: seed, Members: 3, Runs: 1}
+	// Drawn from a stream of its own, so that adding it left every earlier seed's schedule as it was.
+	s.StartJitter = rand.New(rand.NewPCG(seed, 0x717)).IntN(2) == 0
 	if rng.IntN(5) == 0 {
 		s.Members = 5
 	}

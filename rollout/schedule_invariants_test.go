@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -251,7 +252,7 @@ func twoProcesses(reads []incarnationRead, since time.Time) (incarnationRead, in
 		}
 		if first == nil {
 			first = &reads[i]
-		} else if r.value != first.value {
+		} else if !r.value.Same(first.value) { // the fake starts processes 10 s apart, far from bootTimeJitter
 			return *first, r, true
 		}
 	}
@@ -277,6 +278,7 @@ func (w *world) noteDisrupted(pre worldSnapshot) {
 // checkExit judges a run's return: (c) it did not leave its own lowering, (e) what it reports was measured.
 // A SIGKILLed run is not judged: it has no exit.
 func (w *world) checkExit(se *schedEngine, res Result, err error) {
+	w.checkBlame(se, err)
 	post := w.snapshot()
 	if post.partition < post.replicas && w.lowerer == se.name {
 		w.violate("c", se, "returned with the partition at %d, lowered by its own write (%d replicas)", post.partition, post.replicas)
@@ -287,6 +289,23 @@ func (w *world) checkExit(se *schedEngine, res Result, err error) {
 	}
 	w.checkReportedElections(se, res, post)
 	w.checkReportedMembers(se, res, post)
+}
+
+// checkBlame is (f): a run that fails a member as its own failure (a gate it did not pass or did not stay
+// up after, which onFailure: revert reverts) must have had a cause in the fakes' truth; w.mu is held.
+func (w *world) checkBlame(se *schedEngine, err error) {
+	var gate *GateTimeoutError
+	var reverted *RevertedError
+	pod := ""
+	switch {
+	case errors.As(err, &reverted):
+		pod = reverted.Pod
+	case errors.As(err, &gate):
+		pod = gate.Pod
+	}
+	if pod != "" && !w.touched[pod] && !w.touchedAll {
+		w.violate("f", se, "failed %s as its own failure, though nothing happened to it or its revision: %v", pod, err)
+	}
 }
 
 // disruptedMeanwhile names another engine that disrupted something since se started: what se reports may then

@@ -25,7 +25,10 @@ import (
 //	(d) no disruption (leader transfer, partition lowering, pod delete, re-lock of a partition another run
 //	    lowered) by a run that does not hold the Lease;
 //	(e) nothing reported that was not measured: the unplanned elections a run reports are those the fake
-//	    counted, and the members it reports rolled are at its revision and up.
+//	    counted, and the members it reports rolled are at its revision and up;
+//	(f) no member failed without a cause: a run that fails a member as its own failure (what a revert
+//	    reverts) does so only for a member the schedule crashed, looped or cut off, or under a fault that
+//	    may reach any member (a revision that crash-loops, an outage, a second engine).
 //
 // A fault counts against an engine only once its own requests could have shown it (answerable in
 // schedule_invariants_test.go), so a violation is a breach a correct engine would not commit.

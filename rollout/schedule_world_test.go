@@ -67,6 +67,11 @@ type world struct {
 	unreachable map[string]unreach
 	outageUntil time.Time
 	templates   int
+	// touched are the members the world did something to (a crash, a crash loop, unreachability), and
+	// touchedAll says it did something that may reach any member (a revision that crash-loops, an outage, a
+	// second engine): only those may a run fail as the member's own failure (invariant f).
+	touched    map[string]bool
+	touchedAll bool
 
 	// disrupted are the members our writes restarted or deleted that have not been truly healthy since.
 	disrupted map[string]bool
@@ -103,7 +108,7 @@ type unreach struct {
 
 // violation is one breach of a non-negotiable, found from the fakes' truth.
 type violation struct {
-	invariant string // "a" .. "e", as in TestSchedules' doc comment
+	invariant string // "a" .. "f", as in TestSchedules' doc comment
 	at        time.Duration
 	engine    string
 	text      string
@@ -118,14 +123,16 @@ func newWorld(t *testing.T, s schedule) *world {
 	w := &world{t: t, s: s, c: c, f: c.etcd, start: time.Now(), fired: map[int]bool{},
 		badRevs: map[string]bool{}, loops: map[string]crashLoop{}, lastInc: map[string]int{},
 		crashed: map[string]time.Time{}, revive: map[string]time.Time{}, unreachable: map[string]unreach{},
-		disrupted: map[string]bool{}, lastDisruption: map[string]time.Time{}}
+		disrupted: map[string]bool{}, lastDisruption: map[string]time.Time{}, touched: map[string]bool{}}
 	w.f.crashUp, w.f.crashDown = fastLoopUp, fastLoopDown
 	if s.SlowLoop {
 		w.f.crashUp, w.f.crashDown = slowLoopUp, slowLoopDown
 	}
+	w.f.startJitter = s.StartJitter
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	t.Cleanup(w.cancel)
 	if s.BadRevision {
+		w.touchedAll = true
 		w.badRevs[newRev] = true
 		w.syncLoops() // members already updated crash-loop from the start, as fresh processes
 	}
@@ -183,16 +190,21 @@ func (w *world) apply(se *schedEngine, ev schedEvent, member string) {
 	pod := podName("etcd", ev.Pod)
 	switch ev.Kind {
 	case evTemplate:
+		w.touchedAll = w.touchedAll || ev.Bad
 		w.writeTemplate(ev.Bad)
 	case evCrash:
+		w.touched[pod] = true
 		w.crash(pod, ev.For)
 	case evCrashLoop:
 		if member != "" {
+			w.touched[member] = true
 			w.flapAfterPass(se, member)
 			return
 		}
+		w.touchedAll = true
 		w.startCrashLoop()
 	case evUnreachable:
+		w.touched[pod] = true
 		u := unreach{refused: ev.Refused}
 		if ev.For > 0 {
 			u.until = time.Now().Add(ev.For)
@@ -202,6 +214,7 @@ func (w *world) apply(se *schedEngine, ev schedEvent, member string) {
 			w.followUps = append(w.followUps, schedEvent{Kind: evCrash, Run: se.run, At: atStatus, Nth: se.counts[atStatus] + ev.ThenAfter, Pod: ev.ThenCrashPod})
 		}
 	case evOutage:
+		w.touchedAll = true
 		until := time.Now().Add(ev.For)
 		if ev.RunOnly {
 			se.outageUntil = until
@@ -212,6 +225,7 @@ func (w *world) apply(se *schedEngine, ev schedEvent, member string) {
 			w.startSecond()
 		}
 	case evSecond:
+		w.touchedAll = true
 		w.startSecond()
 	case evCancel:
 		se.cancel()

@@ -24,12 +24,12 @@ const defaultStableFor = 3 * time.Second
 type stability struct {
 	stableFor time.Duration
 	// incarnationOf reads the member's incarnation (memberClients.Incarnation).
-	incarnationOf func(context.Context) (string, error)
+	incarnationOf func(context.Context) (Incarnation, error)
 
-	since       time.Time // start of the current healthy stretch; zero while unhealthy
-	breaks      int       // healthy stretches that ended before stableFor
-	incarnation string    // the etcd process of the current stretch; empty when not known
-	unsure      bool      // a look since the last good one could not reach the member
+	since       time.Time   // start of the current healthy stretch; zero while unhealthy
+	breaks      int         // healthy stretches that ended before stableFor
+	incarnation Incarnation // the etcd process of the current stretch; zero when not known
+	unsure      bool        // a look since the last good one could not reach the member
 }
 
 // look is one health look at a member. noLook says it never reached etcd (errNoLook).
@@ -41,7 +41,7 @@ type look struct {
 
 func (s *stability) observe(ctx context.Context, l look) (bool, string, error) {
 	if !l.ok {
-		if l.noLook && !s.since.IsZero() && s.incarnation != "" {
+		if l.noLook && !s.since.IsZero() && s.incarnation.Known() {
 			s.unsure = true
 			return false, l.seen + "; the healthy stretch holds until etcd answers again from the same process", nil
 		}
@@ -70,7 +70,7 @@ func (s *stability) observe(ctx context.Context, l look) (bool, string, error) {
 func (s *stability) broken(seen string) string {
 	if !s.since.IsZero() {
 		s.breaks++
-		s.since, s.incarnation, s.unsure = time.Time{}, "", false
+		s.since, s.incarnation, s.unsure = time.Time{}, Incarnation{}, false
 	}
 	if s.breaks > 0 {
 		seen = fmt.Sprintf("%s (it was healthy %d time(s) since it started, never for %s)", seen, s.breaks, s.stableFor)
@@ -82,7 +82,7 @@ func (s *stability) broken(seen string) string {
 // the stretch has no incarnation to check). Otherwise it says what it found: a new process (a break: the
 // stretch starts again from it), or no answer to the check (the stretch waits for the next look).
 func (s *stability) checkSameProcess(ctx context.Context) string {
-	if s.incarnation == "" {
+	if !s.incarnation.Known() {
 		s.unsure = false
 		return ""
 	}
@@ -90,7 +90,7 @@ func (s *stability) checkSameProcess(ctx context.Context) string {
 	switch {
 	case err != nil:
 		return fmt.Sprintf("answers; checking that the same etcd process serves: %v", err)
-	case now != s.incarnation:
+	case !now.Same(s.incarnation):
 		was := s.incarnation
 		s.breaks++
 		s.since, s.incarnation, s.unsure = time.Now(), now, false

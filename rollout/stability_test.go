@@ -51,14 +51,20 @@ func TestACrashLoopingRevisionNeverBecomesProven(t *testing.T) {
 
 // processes is a member's incarnation as a test sets it; an empty one makes the read fail, as an etcd
 // without /metrics would.
-type processes struct{ now string }
+type processes struct{ now Incarnation }
 
-func (p *processes) read(context.Context) (string, error) {
-	if p.now == "" {
-		return "", errors.New("/metrics has no process_start_time_seconds")
+func (p *processes) read(context.Context) (Incarnation, error) {
+	if !p.now.Known() {
+		return Incarnation{}, errors.New("/metrics has no process_start_time_seconds")
 	}
 	return p.now, nil
 }
+
+// p1 and p2 are two processes of a member, 10 s apart; p1Late is p1 as Linux reports it now and then.
+var (
+	p1, p2 = fakeProcess(0), fakeProcess(1)
+	p1Late = incarnationStartedAt(p1.started.Add(time.Second))
+)
 
 var (
 	healthy   = look{ok: true}
@@ -72,7 +78,7 @@ var (
 func TestStabilityNeedsOneProcessHealthyForTheWholeWindow(t *testing.T) {
 	const window = 40 * time.Millisecond
 	type step struct {
-		process string // the member's incarnation from this step on ("" keeps the last)
+		process Incarnation // the member's incarnation from this step on (zero keeps the last)
 		look    look
 		wait    bool // sleep past the window before the look
 		pass    bool
@@ -80,37 +86,41 @@ func TestStabilityNeedsOneProcessHealthyForTheWholeWindow(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		start string // the incarnation when the stretch begins ("": etcd does not say)
+		start Incarnation // the incarnation when the stretch begins (zero: etcd does not say)
 		steps []step
 	}{
-		{"an unbroken stretch passes", "p1", []step{
+		{"an unbroken stretch passes", p1, []step{
 			{look: healthy, seen: "healthy for 0s of the 40ms it must stay so"},
 			{look: healthy, wait: true, pass: true},
 		}},
-		{"a refused look breaks it and is remembered", "p1", []step{
+		{"a refused look breaks it and is remembered", p1, []step{
 			{look: healthy},
 			{look: refused, seen: "connection refused (it was healthy 1 time(s) since it started, never for 40ms)"},
 			{look: healthy, seen: "healthy for 0s of the 40ms it must stay so (it was healthy 1 time(s) before, never for 40ms)"},
 			{look: healthy, wait: true, pass: true},
 		}},
-		{"a look that did not reach the member holds the stretch", "p1", []step{
+		{"a look that did not reach the member holds the stretch", p1, []step{
 			{look: healthy},
 			{look: unreached, seen: "the look did not reach etcd: port-forward ended; the healthy stretch holds until etcd answers again from the same process"},
 			{look: healthy, wait: true, pass: true},
 		}},
-		{"the same look breaks it when the member answers from a new process", "p1", []step{
+		{"the same look breaks it when the member answers from a new process", p1, []step{
 			{look: healthy},
 			{look: unreached},
-			{process: "p2", look: healthy, seen: "restarted during its healthy stretch (etcd process started at p2, was p1) (it was healthy 1 time(s) since it started, never for 40ms)"},
+			{process: p2, look: healthy, seen: "restarted during its healthy stretch (etcd process started at 2026-12-03T00:00:20.00Z, was 2026-12-03T00:00:10.00Z) (it was healthy 1 time(s) since it started, never for 40ms)"},
 			{look: healthy, seen: "healthy for 0s of the 40ms it must stay so (it was healthy 1 time(s) before, never for 40ms)"},
 			{look: healthy, wait: true, pass: true},
 		}},
-		{"a restart between two good looks breaks it when the window ends", "p1", []step{
+		{"a restart between two good looks breaks it when the window ends", p1, []step{
 			{look: healthy},
-			{process: "p2", look: healthy, wait: true, seen: "restarted during its healthy stretch (etcd process started at p2, was p1) (it was healthy 1 time(s) since it started, never for 40ms)"},
+			{process: p2, look: healthy, wait: true, seen: "restarted during its healthy stretch (etcd process started at 2026-12-03T00:00:20.00Z, was 2026-12-03T00:00:10.00Z) (it was healthy 1 time(s) since it started, never for 40ms)"},
 			{look: healthy, wait: true, pass: true},
 		}},
-		{"without a process name a look that did not reach the member breaks it", "", []step{
+		{"a start read a second late is the same process", p1, []step{
+			{look: healthy},
+			{process: p1Late, look: healthy, wait: true, pass: true},
+		}},
+		{"without a process name a look that did not reach the member breaks it", Incarnation{}, []step{
 			{look: healthy},
 			{look: unreached, seen: "the look did not reach etcd: port-forward ended (it was healthy 1 time(s) since it started, never for 40ms)"},
 		}},
@@ -120,7 +130,7 @@ func TestStabilityNeedsOneProcessHealthyForTheWholeWindow(t *testing.T) {
 			p := &processes{now: tt.start}
 			s := &stability{stableFor: window, incarnationOf: p.read}
 			for i, st := range tt.steps {
-				if st.process != "" {
+				if st.process.Known() {
 					p.now = st.process
 				}
 				if st.wait {
