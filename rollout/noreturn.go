@@ -11,17 +11,18 @@ import (
 // out is forward (a template that works on the new version).
 var ErrPointOfNoReturn = errors.New("past the point of no return")
 
-// checkPointOfNoReturn allows a revert while the cluster version cannot have moved past imageBefore (the
-// image the member ran before): as long as another healthy member still runs the current revision, or the
-// change is within one minor version, etcd keeps the old protocol and storage version. Otherwise it asks
-// etcd for the cluster version and refuses when that is newer, or when nobody can say.
-func (e *Engine) checkPointOfNoReturn(ctx context.Context, st ClusterState, ordinal int, imageBefore string) error {
+// checkPointOfNoReturn allows deleting a member's pod (a revert, a recreate) while the cluster version cannot
+// have moved past comingBack, the image the pod comes back on (comingBackImage): as long as another healthy
+// member still runs the current revision, or the change is within one minor version, etcd keeps the old
+// protocol and storage version. Otherwise it asks etcd for the cluster version and refuses when that is
+// newer, or when nobody can say.
+func (e *Engine) checkPointOfNoReturn(ctx context.Context, st ClusterState, ordinal int, comingBack string) error {
 	for _, m := range st.Members {
 		if st.CurrentRevision != st.UpdateRevision && m.Ordinal != ordinal && m.Revision == st.CurrentRevision && m.Healthy {
 			return nil
 		}
 	}
-	back, knownBack := ImageVersion(imageBefore)
+	back, knownBack := ImageVersion(comingBack)
 	to, knownTo := ImageVersion(st.TemplateImage)
 	if knownBack && knownTo && back.Major == to.Major && back.Minor == to.Minor {
 		return nil

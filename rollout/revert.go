@@ -121,13 +121,19 @@ func (r *run) revert(ctx context.Context, ordinal int) (string, error) {
 				ErrBlocked, o.Pod, st.UpdateRevision, o.Problem)
 		}
 	}
-	if err := e.checkPointOfNoReturn(ctx, st, ordinal, r.imageBefore(st, ordinal)); err != nil {
-		return "", err
-	}
 	if to == "" || to == st.UpdateRevision {
 		// The last member's pod turned Ready (a container started: there is no readinessProbe, or it passed)
-		// and the controller made the new revision current: a deleted pod would come back on it.
+		// and the controller made the new revision current: a deleted pod would come back on it. Going back
+		// means the previous template, by hand: say first when etcd would refuse the image it had.
+		if before := r.rolledFrom[ordinal]; before != "" {
+			if err := e.checkPointOfNoReturn(ctx, st, ordinal, before); err != nil {
+				return "", err
+			}
+		}
 		return "", fmt.Errorf("the StatefulSet controller already made %s its current revision (every pod was updated and Ready), so a recreated pod would run it again; revert by applying the previous pod template, which the next rollout rolls like any other", st.UpdateRevision)
+	}
+	if err := e.checkPointOfNoReturn(ctx, st, ordinal, e.comingBackImage(ctx, st, ordinal)); err != nil {
+		return "", err
 	}
 	if m.PodExists && m.Revision != to {
 		moveTo, err := revertSafety(st, ordinal)
@@ -220,6 +226,9 @@ func (r *run) recreate(ctx context.Context, st ClusterState, ordinal int) error 
 	if st.Partition < st.Replicas || st.CurrentRevision == "" {
 		return fmt.Errorf("internal: bringing back %s needs the partition locked (at %d) and a current revision (%q)", m.Pod, st.Partition, st.CurrentRevision)
 	}
+	if err := e.checkPointOfNoReturn(ctx, st, ordinal, e.comingBackImage(ctx, st, ordinal)); err != nil {
+		return fmt.Errorf("not bringing back %s at %s: %w", m.Pod, st.CurrentRevision, err)
+	}
 	r.disrupted = true
 	e.emit(Step{Kind: StepRecreate, Ordinal: ordinal}, "%s is down on revision %s: deleting its pod with the partition locked, so it comes back at %s before the roll", m.Pod, m.Revision, st.CurrentRevision)
 	e.etcd.Forget(m.Pod)
@@ -260,20 +269,6 @@ func (e *Engine) deleteMemberPod(ctx context.Context, st ClusterState, ordinal i
 		return nil
 	}
 	return fmt.Errorf("deleting pod %s/%s: %w", e.cfg.Namespace, pod, err)
-}
-
-// imageBefore is the image the member ran before this rollout touched it: recorded when this run restarted
-// it, else what the members still at the current revision run.
-func (r *run) imageBefore(st ClusterState, ordinal int) string {
-	if img := r.rolledFrom[ordinal]; img != "" {
-		return img
-	}
-	for _, m := range st.Members {
-		if m.Ordinal != ordinal && m.Revision == st.CurrentRevision && m.Image != "" {
-			return m.Image
-		}
-	}
-	return ""
 }
 
 // ordinalOf reads the ordinal from a member pod's name.

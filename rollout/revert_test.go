@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // A member that fails on the new revision is brought back on the old one, every other member untouched, and
@@ -124,7 +127,9 @@ func TestRevertAtThePointOfNoReturn(t *testing.T) {
 		clusterVersion string
 		wantReverted   bool
 		promoted       bool
-		want           string
+		// midImage, when set, is what etcd-0 runs before the roll, from a revision other than the current one.
+		midImage string
+		want     string
 	}{
 		{name: "cluster version moved", oldImage: "etcd:v3.5.35", clusterVersion: "3.6.0",
 			want: "past the point of no return: the cluster version is already 3.6"},
@@ -136,11 +141,21 @@ func TestRevertAtThePointOfNoReturn(t *testing.T) {
 			want: "the StatefulSet controller already made etcd-new its current revision"},
 		{name: "promoted, and the cluster version moved", oldImage: "etcd:v3.5.35", clusterVersion: "3.6.0", promoted: true,
 			want: "past the point of no return: the cluster version is already 3.6"},
+		// etcd-0 ran 3.6.7 from a revision of its own (a template applied while an earlier rollout was left
+		// unfinished), but a deleted pod comes back on the current revision, 3.5, which etcd refuses to let
+		// rejoin a 3.6 cluster. Before, the revert was judged on 3.6.7 and deleted the pod.
+		{name: "the member ran the new minor, but would come back on the old", oldImage: "etcd:v3.5.35", midImage: "etcd:v3.6.7", clusterVersion: "3.6.0",
+			want: "past the point of no return: the cluster version is already 3.6 since every member ran the new version, and etcd-0 would go back to 3.5.35"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newFakeCluster(t, 3, 1, 1, 2)
-			c.withImages(t, map[string]string{oldRev: tt.oldImage, newRev: "etcd:v3.6.8"})
+			images := map[string]string{oldRev: tt.oldImage, newRev: "etcd:v3.6.8"}
+			if tt.midImage != "" {
+				images["etcd-mid"] = tt.midImage
+				c.relabelPod(t, 0, "etcd-mid")
+			}
+			c.withImages(t, images)
 			c.etcd.brokenAfterRestart["etcd-0"] = true
 			c.etcd.clusterVersion = tt.clusterVersion
 			c.promote = tt.promoted
@@ -206,6 +221,25 @@ func TestRunFixesForwardAMemberLeftDown(t *testing.T) {
 	}
 }
 
+// A member left down on an older revision comes back on the current revision when its pod is deleted: when
+// etcd would refuse that version (the cluster version moved past it), its pod is not deleted. Here the
+// others run 3.6 from a revision of their own (an unfinished rollout, then another template), so no member
+// on the current revision (3.5) says the cluster version is still 3.5.
+func TestAMemberIsNotBroughtBackOnAVersionEtcdRefuses(t *testing.T) {
+	c := newFakeCluster(t, 3, 0)
+	c.relabelPod(t, 2, "etcd-mid")
+	c.relabelPod(t, 0, "etcd-mid")
+	c.setPodRevision(t, 1, "etcd-broken")
+	c.withImages(t, map[string]string{oldRev: "etcd:v3.5.35", "etcd-mid": "etcd:v3.6.7", "etcd-broken": "etcd:v3.6.7", newRev: "etcd:v3.6.8"})
+	c.etcd.stop("etcd-1")
+	c.etcd.clusterVersion = "3.6.0"
+	_, err := c.engine(t, nil).Run(context.Background())
+	require.ErrorIs(t, err, ErrPointOfNoReturn)
+	assert.Contains(t, err.Error(), "not bringing back etcd-1 at etcd-old: past the point of no return: the cluster version is already 3.6")
+	assert.Empty(t, c.deletedPods())
+	assert.Equal(t, 3, c.partition())
+}
+
 func TestPlanFixForward(t *testing.T) {
 	downOn := func(s ClusterState, i int, rev string) ClusterState {
 		s.Members[i].Healthy, s.Members[i].Reachable, s.Members[i].IsLeader, s.Members[i].Revision = false, false, false, rev
@@ -257,6 +291,12 @@ func TestPlanMarksThePointOfNoReturn(t *testing.T) {
 // withImages gives every pod and the template an etcd container, with the image of each pod's revision.
 func (c *fakeCluster) withImages(t *testing.T, images map[string]string) {
 	c.images = images
+	for rev, img := range images {
+		// What the StatefulSet controller keeps of each revision: the pod template, as a patch.
+		data := fmt.Sprintf(`{"spec":{"template":{"$patch":"replace","spec":{"containers":[{"name":"etcd","image":%q}]}}}}`, img)
+		require.NoError(t, c.kube.Tracker().Add(&appsv1.ControllerRevision{
+			ObjectMeta: metav1.ObjectMeta{Name: rev, Namespace: "db"}, Data: runtime.RawExtension{Raw: []byte(data)}}))
+	}
 	obj, err := c.kube.Tracker().Get(stsGVR, "db", "etcd")
 	require.NoError(t, err)
 	sts := obj.(*appsv1.StatefulSet).DeepCopy()
@@ -269,6 +309,15 @@ func (c *fakeCluster) withImages(t *testing.T, images map[string]string) {
 		p.Spec.Containers = []corev1.Container{{Name: "etcd", Image: images[p.Labels[appsv1.ControllerRevisionHashLabelKey]]}}
 		require.NoError(t, c.kube.Tracker().Update(podGVR, p, "db"))
 	}
+}
+
+// relabelPod puts a running, Ready pod on revision rev.
+func (c *fakeCluster) relabelPod(t *testing.T, ordinal int, rev string) {
+	pobj, err := c.kube.Tracker().Get(podGVR, "db", podName("etcd", ordinal))
+	require.NoError(t, err)
+	p := pobj.(*corev1.Pod).DeepCopy()
+	p.Labels[appsv1.ControllerRevisionHashLabelKey] = rev
+	require.NoError(t, c.kube.Tracker().Update(podGVR, p, "db"))
 }
 
 func (c *fakeCluster) setPodRevision(t *testing.T, ordinal int, rev string) {

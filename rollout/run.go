@@ -165,7 +165,8 @@ type run struct {
 	// passed are the members this run restarted or waited for that passed their gates: such a member that is
 	// unhealthy again did not stay up on the new revision, and the run stops instead of waiting for it anew.
 	passed map[int]*passedMember
-	// rolledFrom is the image each member ran before this run restarted it: what a revert goes back to.
+	// rolledFrom is the image each member ran before this run restarted it: what the previous template
+	// applied by hand would bring back, once the controller made the failed revision current.
 	rolledFrom map[int]string
 	// versionMove is the first plan's minor-version change, if any: finish waits for the cluster version.
 	versionMove *VersionMove
