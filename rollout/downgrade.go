@@ -230,25 +230,38 @@ func (r *run) settleDowngrade(ctx context.Context, st ClusterState) string {
 	return fmt.Sprintf("etcd's downgrade to %s was cancelled, since no member had restarted: the cluster version %s", d.target, e.clusterVersionAfterCancel(cctx, st, d.target))
 }
 
-// clusterVersionAfterCancel waits briefly for etcd's leader to raise the cluster version again after a cancel
-// (it re-decides every few seconds) and says what it is.
+// clusterVersionAfterCancel says what the cluster version is once etcd's leader had a moment to raise it
+// again after a cancel (versionAfterCancel).
 func (e *Engine) clusterVersionAfterCancel(ctx context.Context, st ClusterState, target string) string {
-	seen := ""
+	seen, raised := e.versionAfterCancel(ctx, st, target)
+	switch {
+	case raised:
+		return "is back to " + seen
+	case seen == "":
+		return "could not be read again"
+	}
+	return fmt.Sprintf("is still %s; etcd's leader raises it within seconds", seen)
+}
+
+// versionAfterCancel waits, until ctx ends, for etcd's leader to raise the cluster version off target after
+// a cancel (it re-decides every few seconds). It returns the version seen last ("" when none was) and
+// whether it moved.
+func (e *Engine) versionAfterCancel(ctx context.Context, st ClusterState, target string) (seen string, raised bool) {
 	for {
 		if now := e.freshClusterVersion(ctx, st); now != "" {
 			seen = now
 			if !isMinor(now, target) {
-				return "is back to " + seen
+				return seen, true
 			}
 		}
 		if err := sleep(ctx, e.pollEvery); err != nil {
-			if seen == "" {
-				return "could not be read again"
-			}
-			return fmt.Sprintf("is still %s; etcd's leader raises it within seconds", seen)
+			return seen, false
 		}
 	}
 }
+
+// errNoDowngradeJob is etcd's answer to a cancel when no downgrade is in flight (its leader ended it already).
+var errNoDowngradeJob = errors.New("etcd has no downgrade job in flight")
 
 // errMemberVersion is returned when a finished downgrade or upgrade finds a member whose own version is
 // not the template's minor: the image tag said one version and the binary is another.
@@ -272,11 +285,61 @@ func (e *Engine) endDowngradeJob(ctx context.Context, st ClusterState, mv Versio
 	switch {
 	case err == nil:
 		e.emit(Step{Kind: StepRelock}, "ended etcd's downgrade job through %s (every member runs %s)", pod, mv.To.minor())
-	case strings.Contains(err.Error(), "no inflight downgrade job"):
+	case errors.Is(err, errNoDowngradeJob):
 		// etcd's leader ended it already.
 	default:
 		e.emit(Step{Kind: StepRelock}, "could not end etcd's downgrade job through %s (%v): etcd's leader ends it by itself once every member runs %s", pod, err, mv.To.minor())
 	}
+}
+
+// endLeftDowngrade is the end of a run that rolled no minor change and found etcd's downgrade enabled: a run
+// that stopped before any member restarted and whose cancel failed left it so, and it holds the cluster
+// version down (at the target) for as long as it stays on. The template decides: when it runs the target
+// minor, there is nothing to end (its members run it, and etcd's leader ends the job itself); otherwise the
+// downgrade is not wanted and is cancelled. A run never calls itself complete with the downgrade left on.
+func (r *run) endLeftDowngrade(ctx context.Context, st ClusterState) error {
+	e, target := r.e, downgradeTargetOf(st)
+	if target == "" {
+		return nil
+	}
+	if isMinor(target, templateMinor(st)) {
+		return nil
+	}
+	if err := e.lease.confirm(ctx); err != nil {
+		return fmt.Errorf("not cancelling etcd's downgrade to %s: %w", target, err)
+	}
+	pod, err := e.downgradeCall(ctx, st, downgradeCancel, target)
+	if err != nil && !errors.Is(err, errNoDowngradeJob) {
+		return fmt.Errorf("etcd's downgrade to %s is still enabled (an earlier run left it on; it holds the cluster version at %s) and cancelling it through %s failed: %w; cancel it by hand (`etcdctl downgrade cancel`) or run again",
+			target, target, pod, err)
+	}
+	e.emit(Step{Kind: StepRelock}, "cancelled etcd's downgrade to %s that an earlier run left enabled (the template runs %s) through %s", target, templateMinor(st), pod)
+	e.record(ctx, r.uid, corev1.EventTypeNormal, ReasonDowngradeCancelled,
+		fmt.Sprintf("Cancelled etcd's downgrade to %s that an earlier run left enabled: the template runs %s", target, templateMinor(st)))
+	cctx, cancel := context.WithTimeout(ctx, downgradeCallTimeout)
+	defer cancel()
+	if seen, _ := e.versionAfterCancel(cctx, st, target); seen != "" {
+		r.res.ClusterVersion = seen
+	}
+	return nil
+}
+
+// downgradeTargetOf is the downgrade target a member reports ("3.5.0"); "" when none does.
+func downgradeTargetOf(st ClusterState) string {
+	for _, m := range st.Members {
+		if m.DowngradeTarget != "" {
+			return m.DowngradeTarget
+		}
+	}
+	return ""
+}
+
+// templateMinor is the minor ("3.6") of the template's image tag; "" when the tag is no version.
+func templateMinor(st ClusterState) string {
+	if v, ok := ImageVersion(st.TemplateImage); ok {
+		return v.minor()
+	}
+	return ""
 }
 
 func reportsAnyDowngrade(st ClusterState) bool {

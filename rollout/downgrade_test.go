@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 )
 
 // newDowngradeCluster is a 3-member cluster on etcd 3.6.8 (cluster and storage version 3.6.0) whose template
@@ -239,4 +240,52 @@ func TestUpgradeEndsADowngradeJobLeftOn(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"cancel 3.5"}, c.etcd.downgradeCalls)
 	assert.Equal(t, "3.6.0", res.ClusterVersion)
+}
+
+// A downgrade an earlier run left enabled (its cancel failed) holds the cluster version at the target. A run
+// whose template is back on the newer minor, with nothing to roll, cancels it and reports the cluster
+// version raised again; one whose cancel fails says so and is not complete.
+func TestRunEndsADowngradeAnEarlierRunLeftEnabled(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		cancelFails bool
+		wantErr     string
+	}{
+		{name: "cancelled"},
+		{name: "the cancel fails", cancelFails: true,
+			wantErr: "etcd's downgrade to 3.5.0 is still enabled (an earlier run left it on; it holds the cluster version at 3.5.0) and cancelling it through etcd-1 failed"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newFakeCluster(t, 3, 1, 0, 1, 2)
+			c.withImages(t, map[string]string{oldRev: "registry.k8s.io/etcd:3.6.8-0", newRev: "registry.k8s.io/etcd:3.6.8-0"})
+			c.promoteNow(t)
+			c.etcd.clusterVersion = "3.6.0"
+			c.etcd.serverVersions = map[string]string{"etcd-0": "3.6.8", "etcd-1": "3.6.8", "etcd-2": "3.6.8"}
+			_, err := c.etcd.Downgrade(context.Background(), "etcd-1", downgradeEnable, "3.5")
+			require.NoError(t, err)
+			c.etcd.downgradeCalls = nil
+			if tt.cancelFails {
+				c.etcd.downgradeBroken = downgradeAttempts
+			}
+			res, err := c.engine(t, nil).Run(context.Background())
+			assert.Empty(t, res.MembersRolled, "nothing to roll")
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, []string{"cancel 3.5.0"}, c.etcd.downgradeCalls)
+			assert.Equal(t, "3.6.0", res.ClusterVersion, "the cluster version is raised again")
+			assert.Equal(t, 1, c.eventReasons()[ReasonDowngradeCancelled])
+		})
+	}
+}
+
+// promoteNow makes the update revision current, as the controller does once every pod runs it and is Ready.
+func (c *fakeCluster) promoteNow(t *testing.T) {
+	obj, err := c.kube.Tracker().Get(stsGVR, "db", "etcd")
+	require.NoError(t, err)
+	sts := obj.(*appsv1.StatefulSet).DeepCopy()
+	sts.Status.CurrentRevision = sts.Status.UpdateRevision
+	require.NoError(t, c.kube.Tracker().Update(stsGVR, sts, "db"))
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -262,6 +263,9 @@ func (m *memberClients) Downgrade(ctx context.Context, pod string, action downgr
 		downgradeValidate: clientv3.DowngradeValidate, downgradeEnable: clientv3.DowngradeEnable, downgradeCancel: clientv3.DowngradeCancel,
 	}
 	resp, err := c.cli.Downgrade(ctx, actions[action], version)
+	if errors.Is(err, rpctypes.ErrNoInflightDowngrade) {
+		return "", fmt.Errorf("downgrade %s %s through %s: %w", action, version, pod, errNoDowngradeJob)
+	}
 	if err != nil {
 		return "", fmt.Errorf("downgrade %s %s through %s: %w", action, version, pod, explain(ctx, err))
 	}

@@ -516,6 +516,10 @@ func (r *run) finish(ctx context.Context) error {
 		}
 		e.endDowngradeJob(ctx, after, *mv)
 		r.res.ClusterVersion = e.awaitClusterVersion(ctx, after, mv.To)
+	} else if err == nil {
+		if derr := r.endLeftDowngrade(ctx, after); derr != nil {
+			return derr
+		}
 	}
 	r.res.APIRequests = int(e.requests.count() - r.requestsBefore)
 	r.res.countElections()
