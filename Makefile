@@ -131,7 +131,7 @@ ENGINE_TEST_FLAGS ?= -v -timeout 20m -parallel 3
 KUBECONFIG_LOCAL := $(ROOT)/tests/.run/kubeconfig
 
 etcd-rollout:
-	go build -o bin/etcd-rollout ./cmd/etcd-rollout
+	go build -ldflags "-X main.version=$(PROVIDER_VERSION)" -o bin/etcd-rollout ./cmd/etcd-rollout
 
 # The CLI as a kubectl plugin: `kubectl etcd-rollout status|plan|run|unlock` runs kubectl-etcd_rollout from PATH.
 # `make kubectl-plugin PREFIX=$HOME/.local` installs it as $(PREFIX)/bin/kubectl-etcd_rollout.
@@ -139,7 +139,7 @@ etcd-rollout:
 PREFIX ?= /usr/local
 kubectl-plugin:
 	mkdir -p $(PREFIX)/bin
-	go build -o $(PREFIX)/bin/kubectl-etcd_rollout ./cmd/etcd-rollout
+	go build -ldflags "-X main.version=$(PROVIDER_VERSION)" -o $(PREFIX)/bin/kubectl-etcd_rollout ./cmd/etcd-rollout
 	@echo "installed $(PREFIX)/bin/kubectl-etcd_rollout; with $(PREFIX)/bin on PATH: kubectl etcd-rollout --help"
 
 test-engine: cluster-up

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/go-logr/logr"
@@ -40,6 +42,21 @@ const exitCodesHelp = `Exit codes:
        --on-failure=revert (the default) it was brought back on the old revision: "reverted etcd-2 to ..."
   6    someone else changed the StatefulSet's partition or template before or during the run
   130  interrupted (Ctrl-C); the partition was re-locked`
+
+// version is set at build time (make etcd-rollout: -ldflags "-X main.version=..."), from the same
+// PROVIDER_VERSION as the provider's.
+var version = ""
+
+// cliVersion is version, or the module version `go install` recorded, or "dev".
+func cliVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return strings.TrimPrefix(bi.Main.Version, "v")
+	}
+	return "dev"
+}
 
 // usageError marks errors in the command line itself.
 type usageError struct{ error }
@@ -94,6 +111,7 @@ the pod is at updateRevision and Ready and etcd calls the member a healthy, caug
 back to replicas on every exit, including Ctrl-C.
 
 ` + exitCodesHelp,
+		Version:       cliVersion(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

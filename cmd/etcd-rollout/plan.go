@@ -7,10 +7,14 @@ import (
 )
 
 func newPlanCommand(o *options) *cobra.Command {
-	return &cobra.Command{
+	format := outputText
+	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "Print what a run would do now, changing nothing",
-		Args:  cobra.NoArgs,
+		Long: `Print what a run would do now, changing nothing. -o json or -o yaml prints the StatefulSet, the members
+and the plan as one document (apiVersion ` + outputAPIVersion + `, kind Plan); a blocked plan is printed with
+its reason in "blocked", and the command exits 3.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			e, err := o.engine(cmd.Context(), nil)
 			if err != nil {
@@ -19,6 +23,12 @@ func newPlanCommand(o *options) *cobra.Command {
 			defer e.Close()
 			st, p, err := e.Plan(cmd.Context())
 			out := cmd.OutOrStdout()
+			if format != outputText && st.Replicas > 0 {
+				if werr := writeDoc(out, format, newPlanDoc(e.Config(), st, p, err)); werr != nil {
+					return werr
+				}
+				return err
+			}
 			if st.Replicas > 0 && len(st.Members) > 0 {
 				printStatus(out, e.Config(), st)
 				fmt.Fprintln(out)
@@ -33,4 +43,6 @@ func newPlanCommand(o *options) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().VarP(&format, "output", "o", "output format: text, json or yaml")
+	return cmd
 }

@@ -14,10 +14,14 @@ import (
 )
 
 func newStatusCommand(o *options) *cobra.Command {
-	return &cobra.Command{
+	format := outputText
+	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show each member: pod revision and readiness, etcd leader, term and applied index",
-		Args:  cobra.NoArgs,
+		Long: `Show each member: pod revision and readiness, etcd leader, term and applied index, the rollout Lease and
+the status the last rollout published. -o json or -o yaml prints the StatefulSet, the members and the Lease as
+one document (apiVersion ` + outputAPIVersion + `, kind Status), whose fields are only ever added to.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			e, err := o.engine(cmd.Context(), nil)
 			if err != nil {
@@ -28,11 +32,15 @@ func newStatusCommand(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			printStatus(cmd.OutOrStdout(), e.Config(), st)
 			holder, expiresIn, err := e.LeaseHolder(cmd.Context())
 			if err != nil {
 				return err
 			}
+			if format != outputText {
+				return writeDoc(cmd.OutOrStdout(), format, statusDoc{APIVersion: outputAPIVersion, Kind: "Status",
+					StatefulSet: newStatefulSetDoc(e.Config(), st), Members: newMemberDocs(st), Lease: newLeaseDoc(e.Config().StatefulSet, holder, expiresIn)})
+			}
+			printStatus(cmd.OutOrStdout(), e.Config(), st)
 			fmt.Fprintln(cmd.OutOrStdout())
 			switch {
 			case holder == "":
@@ -53,6 +61,8 @@ func newStatusCommand(o *options) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().VarP(&format, "output", "o", "output format: text, json or yaml")
+	return cmd
 }
 
 func printStatus(out io.Writer, cfg rollout.Config, st rollout.ClusterState) {

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
+)
+
+// outputAPIVersion versions the machine-readable documents of `status -o` and `plan -o`. Fields are only ever
+// added under it; a rename or a removal makes a new version.
+const outputAPIVersion = "etcd-rollout/v1"
+
+// outputFormat is the value of -o/--output: text (the tables, for people), json or yaml (the documents below,
+// for scripts).
+type outputFormat string
+
+const (
+	outputText outputFormat = "text"
+	outputJSON outputFormat = "json"
+	outputYAML outputFormat = "yaml"
+)
+
+// Set, String and Type make outputFormat a pflag.Value, so a bad value is a usage error before anything runs.
+func (f *outputFormat) Set(v string) error {
+	switch outputFormat(v) {
+	case outputText, outputJSON, outputYAML:
+		*f = outputFormat(v)
+		return nil
+	}
+	return fmt.Errorf("want text, json or yaml, not %q", v)
+}
+func (f *outputFormat) String() string { return string(*f) }
+func (f *outputFormat) Type() string   { return "text|json|yaml" }
+
+// statusDoc is `status -o json|yaml`: the StatefulSet, each member, the rollout Lease.
+type statusDoc struct {
+	APIVersion  string         `json:"apiVersion"`
+	Kind        string         `json:"kind"` // "Status"
+	StatefulSet statefulSetDoc `json:"statefulSet"`
+	Members     []memberDoc    `json:"members"`
+	Lease       leaseDoc       `json:"lease"`
+}
+
+// planDoc is `plan -o json|yaml`: the cluster as observed and what a run would do now; Blocked says why it
+// would do nothing (the command then exits 3).
+type planDoc struct {
+	APIVersion  string         `json:"apiVersion"`
+	Kind        string         `json:"kind"` // "Plan"
+	StatefulSet statefulSetDoc `json:"statefulSet"`
+	Members     []memberDoc    `json:"members"`
+	Summary     string         `json:"summary"`
+	Roll        []string       `json:"roll"`
+	Steps       []stepDoc      `json:"steps"`
+	Transfers   int            `json:"leaderTransfers"`
+	Blocked     string         `json:"blocked,omitempty"`
+}
+
+type statefulSetDoc struct {
+	Namespace       string `json:"namespace"`
+	Name            string `json:"name"`
+	Replicas        int    `json:"replicas"`
+	Partition       int    `json:"partition"` // -1: not RollingUpdate
+	Locked          bool   `json:"locked"`    // partition >= replicas
+	UpdateRevision  string `json:"updateRevision"`
+	CurrentRevision string `json:"currentRevision"`
+	ClusterVersion  string `json:"clusterVersion"` // "" when no member said
+	VotingMembers   int    `json:"votingMembers"`
+	Learners        int    `json:"learners"`
+}
+
+type memberDoc struct {
+	Name           string `json:"name"`
+	Ordinal        int    `json:"ordinal"`
+	Revision       string `json:"revision"`
+	Updated        bool   `json:"updated"`
+	Ready          bool   `json:"ready"`
+	Etcd           string `json:"etcd"`           // healthy, unhealthy (answers, not healthy) or down (does not answer us)
+	Version        string `json:"version"`        // the member's own word; "" when it does not answer
+	StorageVersion string `json:"storageVersion"` // etcd 3.6 and later
+	Leader         bool   `json:"leader"`
+	Learner        bool   `json:"learner"`
+	RaftTerm       uint64 `json:"raftTerm"`
+	RaftIndex      uint64 `json:"raftIndex"`
+	AppliedIndex   uint64 `json:"appliedIndex"`
+	Problem        string `json:"problem,omitempty"`
+}
+
+type leaseDoc struct {
+	Name   string `json:"name"`
+	State  string `json:"state"` // free, held or stale
+	Holder string `json:"holder,omitempty"`
+	// ValidForSeconds is how long a held Lease stays valid without renewal.
+	ValidForSeconds int `json:"validForSeconds,omitempty"`
+}
+
+type stepDoc struct {
+	Kind   string `json:"kind"` // a rollout.StepKind
+	Member string `json:"member,omitempty"`
+	// From and To are a leader transfer's members.
+	From    string `json:"from,omitempty"`
+	To      string `json:"to,omitempty"`
+	Version string `json:"version,omitempty"` // a downgrade step's target minor
+}
+
+func newStatefulSetDoc(cfg rollout.Config, st rollout.ClusterState) statefulSetDoc {
+	return statefulSetDoc{Namespace: cfg.Namespace, Name: cfg.StatefulSet, Replicas: st.Replicas, Partition: st.Partition,
+		Locked: st.Partition >= st.Replicas, UpdateRevision: st.UpdateRevision, CurrentRevision: st.CurrentRevision,
+		ClusterVersion: st.ClusterVersion, VotingMembers: st.VotingMembers, Learners: st.Learners}
+}
+
+func newMemberDocs(st rollout.ClusterState) []memberDoc {
+	docs := make([]memberDoc, 0, len(st.Members))
+	for _, m := range st.Members {
+		etcd := "down"
+		switch {
+		case m.Healthy:
+			etcd = "healthy"
+		case m.Reachable:
+			etcd = "unhealthy"
+		}
+		docs = append(docs, memberDoc{Name: m.Pod, Ordinal: m.Ordinal, Revision: m.Revision, Updated: m.Revision == st.UpdateRevision,
+			Ready: m.Ready, Etcd: etcd, Version: m.ServerVersion, StorageVersion: m.StorageVersion, Leader: m.IsLeader,
+			Learner: m.IsLearner, RaftTerm: m.RaftTerm, RaftIndex: m.RaftIndex, AppliedIndex: m.AppliedIndex, Problem: oneLine(m.Problem)})
+	}
+	return docs
+}
+
+func newLeaseDoc(sts, holder string, expiresIn time.Duration) leaseDoc {
+	d := leaseDoc{Name: rollout.LeaseName(sts), State: "free", Holder: holder}
+	switch {
+	case holder == "":
+	case expiresIn > 0:
+		d.State, d.ValidForSeconds = "held", int(expiresIn.Round(time.Second)/time.Second)
+	default:
+		d.State = "stale"
+	}
+	return d
+}
+
+func newPlanDoc(cfg rollout.Config, st rollout.ClusterState, p rollout.Plan, planErr error) planDoc {
+	d := planDoc{APIVersion: outputAPIVersion, Kind: "Plan", StatefulSet: newStatefulSetDoc(cfg, st), Members: newMemberDocs(st),
+		Summary: p.String(), Roll: []string{}, Steps: []stepDoc{}, Transfers: p.Transfers}
+	if planErr != nil {
+		d.Blocked = oneLine(planErr.Error())
+	}
+	pod := func(ordinal int) string {
+		if ordinal >= 0 && ordinal < len(st.Members) {
+			return st.Members[ordinal].Pod
+		}
+		return ""
+	}
+	for _, o := range p.Roll {
+		d.Roll = append(d.Roll, pod(o))
+	}
+	for _, s := range p.Steps {
+		step := stepDoc{Kind: string(s.Kind), Version: s.Version}
+		switch s.Kind {
+		case rollout.StepTransferLeader:
+			step.From, step.To = pod(s.From), pod(s.To)
+		case rollout.StepLock, rollout.StepRelock, rollout.StepCooldown, rollout.StepEnableDowngrade:
+		default:
+			step.Member = pod(s.Ordinal)
+		}
+		d.Steps = append(d.Steps, step)
+	}
+	return d
+}
+
+// writeDoc writes doc as JSON (indented) or YAML.
+func writeDoc(out io.Writer, format outputFormat, doc any) error {
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	if format == outputYAML {
+		if b, err = yaml.JSONToYAML(b); err != nil {
+			return err
+		}
+	} else {
+		b = append(b, '\n')
+	}
+	_, err = out.Write(b)
+	return err
+}
