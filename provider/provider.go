@@ -16,6 +16,10 @@ import (
 // first segment of every type token.
 const Name = "etcd-rollout"
 
+// PluginDownloadURL is the release location the schema and every SDK name, so that the pulumi CLI installs the
+// plugin by itself: the github:// scheme reads the repository's GitHub releases.
+const PluginDownloadURL = "github://api.github.com/etcd-rollout/pulumi-etcd-rollout"
+
 // Version is set at build time with -ldflags "-X .../provider.Version=...".
 var Version = "0.1.0"
 
@@ -30,6 +34,9 @@ func newProvider(deps Deps, readKube KubeProviderReader) (p.Provider, error) {
 		WithHomepage("https://github.com/etcd-rollout/pulumi-etcd-rollout").
 		WithRepository("https://github.com/etcd-rollout/pulumi-etcd-rollout").
 		WithPublisher("etcd-rollout").
+		// Where the pulumi CLI downloads the plugin for a stack that installed an SDK: this repository's GitHub
+		// releases (pulumi-resource-etcd-rollout-v<version>-<os>-<arch>.tar.gz, as make dist names them).
+		WithPluginDownloadURL(PluginDownloadURL).
 		WithLicense("Apache-2.0").
 		WithNamespace("etcd-rollout").
 		WithLanguageMap(languageMap()).
