@@ -5,7 +5,9 @@ package faults_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness"
 )
 
@@ -85,21 +88,27 @@ func TestUnseenVoterIsNotDeletedWhileAnotherMemberIsDown(t *testing.T) {
 	assert.Empty(t, res.MembersRolled)
 }
 
-// The single-fault variant: etcd-2 refuses our clients for its whole etcd gate and nothing else is wrong.
-// The engine never reached its etcd, so it knows nothing of the revision: the run stops with
-// rollout.ErrMemberUnseen, the partition locked and nothing deleted, and it does not tell the user to fix
-// the template.
+// The single-fault variant: no look of ours reaches etcd-2 for its whole etcd gate (every port-forward to it
+// fails to open, as when the path from the API server to its node is cut) and nothing else is wrong: the
+// kubelet keeps its pod Ready. The engine never reached its etcd, so it knows nothing of the revision: the run
+// stops with rollout.ErrMemberUnseen, the partition locked and nothing deleted, and it does not tell the user
+// to fix the template. (A client port that refuses us is the member's own answer: that fails the revision,
+// TestPointOfNoReturnRefusesTheRevert.)
 func TestMemberUnseenForItsWholeGateIsNotBlamedOnTheTemplate(t *testing.T) {
-	t.Skip("needs a fault that fails the port-forward itself: clients-refused is the member's own answer (a refusal), which fails the revision (TestPointOfNoReturnRefusesTheRevert); the unit test TestAGateThatNeverReachedTheMemberIsNoVerdictOnTheRevision covers the rule")
 	t.Parallel()
 	f := newFixture(t)
 	f.must.PlaceLeader(1)
-	rev := f.must.ChangeStartFaults(harness.StartFaults{ClientsRefused: true, Ordinals: []int{2}})
+	rev := f.must.ChangeTemplate("unseen-for-its-gate")
 	_, uidsBefore := f.must.Pods()
 
 	var readyUID types.UID
 	res, err := f.engine(func(c *rollout.Config, o *rollout.Options) {
 		c.ReadyTimeout, c.HealthTimeout = 20*time.Second, 10*time.Second
+		forwards, err := memberdial.NewPortForward(o.RestConfig)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = forwards.Close() })
+		cut := &cutDialer{Dialer: forwards, pod: "etcd-2"}
+		o.Dialer = cut
 		log := o.OnEvent
 		o.OnEvent = func(e rollout.Event) {
 			log(e)
@@ -109,6 +118,7 @@ func TestMemberUnseenForItsWholeGateIsNotBlamedOnTheTemplate(t *testing.T) {
 				pod, err := f.etcd.Pod(ctx, 2)
 				require.NoError(t, err)
 				readyUID = pod.UID
+				cut.cut(f.etcd.Namespace)
 			}
 		}
 	}).Run(runCtx(t))
@@ -126,6 +136,26 @@ func TestMemberUnseenForItsWholeGateIsNotBlamedOnTheTemplate(t *testing.T) {
 	assert.Equal(t, readyUID, uidsAfter[2], "etcd-2's pod was deleted")
 	assert.Equal(t, rev, revs[2])
 	assert.Equal(t, uidsBefore[:2], uidsAfter[:2], "etcd-0 and etcd-1 were never restarted")
+}
+
+// cutDialer is the engine's real port-forward Dialer with the path to one member cut once cut is called:
+// every forward to it then fails to open, as when the API server cannot reach the member's kubelet.
+type cutDialer struct {
+	memberdial.Dialer
+	pod string
+	on  atomic.Bool
+}
+
+func (d *cutDialer) cut(namespace string) {
+	d.on.Store(true)
+	d.Dialer.Release(namespace, d.pod, rollout.DefaultClientPort)
+}
+
+func (d *cutDialer) Endpoint(ctx context.Context, namespace, pod string, port int) (string, error) {
+	if pod == d.pod && d.on.Load() {
+		return "", fmt.Errorf("port-forward to %s/%s: error upgrading connection: the API server cannot reach the node (cut by the test)", namespace, pod)
+	}
+	return d.Dialer.Endpoint(ctx, namespace, pod, port)
 }
 
 // revertedOf is the RevertedError in err's chain, or nil.
