@@ -37,27 +37,34 @@ func (f *outputFormat) Set(v string) error {
 func (f *outputFormat) String() string { return string(*f) }
 func (f *outputFormat) Type() string   { return "text|json|yaml" }
 
-// statusDoc is `status -o json|yaml`: the StatefulSet, each member, the rollout Lease.
-type statusDoc struct {
+// docHead opens both documents: what they are, and the cluster as observed.
+type docHead struct {
 	APIVersion  string         `json:"apiVersion"`
-	Kind        string         `json:"kind"` // "Status"
+	Kind        string         `json:"kind"` // "Status" or "Plan"
 	StatefulSet statefulSetDoc `json:"statefulSet"`
 	Members     []memberDoc    `json:"members"`
-	Lease       leaseDoc       `json:"lease"`
+}
+
+// newDocHead is the head of a document of kind about st.
+func newDocHead(kind string, cfg rollout.Config, st rollout.ClusterState) docHead {
+	return docHead{APIVersion: outputAPIVersion, Kind: kind, StatefulSet: newStatefulSetDoc(cfg, st), Members: newMemberDocs(st)}
+}
+
+// statusDoc is `status -o json|yaml`: the StatefulSet, each member, the rollout Lease.
+type statusDoc struct {
+	docHead
+	Lease leaseDoc `json:"lease"`
 }
 
 // planDoc is `plan -o json|yaml`: the cluster as observed and what a run would do now; Blocked says why it
 // would do nothing (the command then exits 3).
 type planDoc struct {
-	APIVersion  string         `json:"apiVersion"`
-	Kind        string         `json:"kind"` // "Plan"
-	StatefulSet statefulSetDoc `json:"statefulSet"`
-	Members     []memberDoc    `json:"members"`
-	Summary     string         `json:"summary"`
-	Roll        []string       `json:"roll"`
-	Steps       []stepDoc      `json:"steps"`
-	Transfers   int            `json:"leaderTransfers"`
-	Blocked     string         `json:"blocked,omitempty"`
+	docHead
+	Summary   string    `json:"summary"`
+	Roll      []string  `json:"roll"`
+	Steps     []stepDoc `json:"steps"`
+	Transfers int       `json:"leaderTransfers"`
+	Blocked   string    `json:"blocked,omitempty"`
 }
 
 type statefulSetDoc struct {
@@ -113,18 +120,23 @@ func newStatefulSetDoc(cfg rollout.Config, st rollout.ClusterState) statefulSetD
 		ClusterVersion: st.ClusterVersion, VotingMembers: st.VotingMembers, Learners: st.Learners}
 }
 
+// etcdHealth is a member's etcd by our looks: healthy, unhealthy (it answers, but is not healthy) or down (it
+// does not answer us).
+func etcdHealth(m rollout.MemberState) string {
+	switch {
+	case m.Healthy:
+		return "healthy"
+	case m.Reachable:
+		return "unhealthy"
+	}
+	return "down"
+}
+
 func newMemberDocs(st rollout.ClusterState) []memberDoc {
 	docs := make([]memberDoc, 0, len(st.Members))
 	for _, m := range st.Members {
-		etcd := "down"
-		switch {
-		case m.Healthy:
-			etcd = "healthy"
-		case m.Reachable:
-			etcd = "unhealthy"
-		}
 		docs = append(docs, memberDoc{Name: m.Pod, Ordinal: m.Ordinal, Revision: m.Revision, Updated: m.Revision == st.UpdateRevision,
-			Ready: m.Ready, Etcd: etcd, Version: m.ServerVersion, StorageVersion: m.StorageVersion, Leader: m.IsLeader,
+			Ready: m.Ready, Etcd: etcdHealth(m), Version: m.ServerVersion, StorageVersion: m.StorageVersion, Leader: m.IsLeader,
 			Learner: m.IsLearner, RaftTerm: m.RaftTerm, RaftIndex: m.RaftIndex, AppliedIndex: m.AppliedIndex, Problem: oneLine(m.Problem)})
 	}
 	return docs
@@ -143,8 +155,7 @@ func newLeaseDoc(sts, holder string, expiresIn time.Duration) leaseDoc {
 }
 
 func newPlanDoc(cfg rollout.Config, st rollout.ClusterState, p rollout.Plan, planErr error) planDoc {
-	d := planDoc{APIVersion: outputAPIVersion, Kind: "Plan", StatefulSet: newStatefulSetDoc(cfg, st), Members: newMemberDocs(st),
-		Summary: p.String(), Roll: []string{}, Steps: []stepDoc{}, Transfers: p.Transfers}
+	d := planDoc{docHead: newDocHead("Plan", cfg, st), Summary: p.String(), Roll: []string{}, Steps: []stepDoc{}, Transfers: p.Transfers}
 	if planErr != nil {
 		d.Blocked = oneLine(planErr.Error())
 	}

@@ -37,8 +37,11 @@ func TestOutputDocumentsKeepTheirShape(t *testing.T) {
 		doc  any
 		want string
 	}{
-		{"status", statusDoc{APIVersion: outputAPIVersion, Kind: "Status", StatefulSet: newStatefulSetDoc(cfg, st), Members: newMemberDocs(st)[1:2],
-			Lease: newLeaseDoc("etcd", "pulumi-etcd-rollout@host/42", 9600*time.Millisecond)},
+		{"status", func() any {
+			d := statusDoc{docHead: newDocHead("Status", cfg, st), Lease: newLeaseDoc("etcd", "pulumi-etcd-rollout@host/42", 9600*time.Millisecond)}
+			d.Members = d.Members[1:2]
+			return d
+		}(),
 			`{"apiVersion":"etcd-rollout/v1","kind":"Status",` +
 				`"statefulSet":{"namespace":"db","name":"etcd","replicas":3,"partition":3,"locked":true,"updateRevision":"etcd-new","currentRevision":"etcd-old","clusterVersion":"3.6.0","votingMembers":3,"learners":0},` +
 				`"members":[` + member1 + `],` +

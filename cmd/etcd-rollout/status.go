@@ -37,8 +37,8 @@ one document (apiVersion ` + outputAPIVersion + `, kind Status), whose fields ar
 				return err
 			}
 			if format != outputText {
-				return writeDoc(cmd.OutOrStdout(), format, statusDoc{APIVersion: outputAPIVersion, Kind: "Status",
-					StatefulSet: newStatefulSetDoc(e.Config(), st), Members: newMemberDocs(st), Lease: newLeaseDoc(e.Config().StatefulSet, holder, expiresIn)})
+				return writeDoc(cmd.OutOrStdout(), format, statusDoc{docHead: newDocHead("Status", e.Config(), st),
+					Lease: newLeaseDoc(e.Config().StatefulSet, holder, expiresIn)})
 			}
 			printStatus(cmd.OutOrStdout(), e.Config(), st)
 			fmt.Fprintln(cmd.OutOrStdout())
@@ -79,13 +79,7 @@ func printStatus(out io.Writer, cfg rollout.Config, st rollout.ClusterState) {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "MEMBER\tREVISION\tUPDATED\tREADY\tETCD\tVERSION\tSTORAGE\tLEADER\tTERM\tRAFT INDEX\tAPPLIED\tPROBLEM")
 	for _, m := range st.Members {
-		health := "down"
-		switch {
-		case m.Healthy:
-			health = "healthy"
-		case m.Reachable:
-			health = "unhealthy"
-		}
+		health := etcdHealth(m)
 		leader := ""
 		if m.IsLeader {
 			leader = "*"
