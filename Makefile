@@ -42,7 +42,8 @@ test-harness: cluster-up
 # --- The Pulumi provider (provider/, cmd/pulumi-resource-etcd-rollout), schema.json, the generated SDKs
 # (sdk/: never edit by hand, regenerate with `make sdks`), and the end-to-end tests of examples/ (tests/e2e).
 .PHONY: provider schema sdks check-sdks test-provider test-e2e node-deps python-deps
-PROVIDER_VERSION ?= 0.1.0
+# The one place the version lives: VERSION (make dist, the provider binary, and so schema.json and the SDKs).
+PROVIDER_VERSION ?= $(shell cat $(ROOT)/VERSION)
 PROVIDER_BIN := $(ROOT)/bin/pulumi-resource-etcd-rollout
 PULUMI_BIN := $(TOOLS_DIR)/bin/pulumi
 # Every pulumi command runs offline: its own home in .tools, no update check, no plugin downloads.
@@ -77,6 +78,12 @@ sdks: schema $(GEN_SDK)
 	for lang in nodejs python go; do $(GEN_SDK) -schema schema.json -language $$lang -out sdk/$$lang || exit 1; done
 	printf 'module $(SDK_GO_MODULE)\n\ngo 1.26\n\nrequire github.com/pulumi/pulumi/sdk/v3 v3.276.0\n' > sdk/go.mod
 	cd sdk && go mod tidy
+
+# Release artifacts of VERSION into dist/: the plugin and CLI tarballs for linux and darwin (amd64, arm64) with
+# checksums.txt, the npm tarball, the Python wheel and sdist (tools/dist.sh says what each is for).
+.PHONY: dist
+dist: node-deps
+	tools/dist.sh $(PROVIDER_VERSION)
 
 # CI: the committed schema and SDKs must be exactly what the provider generates.
 check-sdks: sdks
