@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/run.sh - `make bench`: the default StatefulSet roll, the old Job's policy and the engine, side by side
 # on the local cluster (make cluster-up), over every scenario of bench/scenarios.go. Writes bench/results.md and
-# bench/bench-<scenario>.png, then copies results.md's summary into README.md (bench/readme-sync.sh); raw data in
+# bench/bench-<scenario>.png, then copies results.md's summary into docs/benchmarks.md (bench/readme-sync.sh); raw data in
 # bench/out/ (ignored by git).
 #
 # Knobs (environment):
@@ -30,6 +30,6 @@ if [ -n "${BENCH_DEADLINE:-}" ]; then args+=(-deadline "$BENCH_DEADLINE"); fi
 if [ -n "${BENCH_STABLE_FOR:-}" ]; then args+=(-stable-for "$BENCH_STABLE_FOR"); fi
 if [ "${BENCH_REPORT_ONLY:-0}" = 1 ]; then args+=(-report-only); fi
 out/bench "${args[@]}"
-# README's benchmark figures are results.md's: copy the summary over (a run that writes its table elsewhere,
-# such as a smoke run with BENCH_RESULTS, leaves README alone).
+# docs/benchmarks.md's figures are results.md's: copy the summary over (a run that writes its table elsewhere,
+# such as a smoke run with BENCH_RESULTS, leaves the page alone).
 if [ "${BENCH_RESULTS:-results.md}" = results.md ]; then ./readme-sync.sh; fi

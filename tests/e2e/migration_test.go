@@ -32,7 +32,7 @@ const (
 // is switched to pulumi-etcd-rollout by changing only its import line: the next `pulumi up` deletes the old
 // children and creates the component without restarting any member (same pod UIDs, same etcd processes,
 // partition locked), `dependsOn: [upgrade.job]` now waits for the Rollout, and the up after that rolls a
-// template change as usual. README's "Migrating from the Job-based class" lists these steps.
+// template change as usual. docs/usage.md's "Migrating from the Job-based class" lists these steps.
 func TestMigrateFromTheJobBasedClass(t *testing.T) {
 	p := repoPaths(t)
 	c := harness.Connect(t)

@@ -62,7 +62,7 @@ func TestFaultsFirstUpWithLateMembers(t *testing.T) {
 }
 
 // killCycle is one `pulumi up` SIGKILLed (the CLI and every provider process at once, as when a CI runner
-// dies) while the partition is lowered, then README's recovery steps for the file backend and the next up.
+// dies) while the partition is lowered, then docs/usage.md's recovery steps for the file backend and the next up.
 type killCycle struct {
 	// newTemplate: the next up brings yet another template (else the killed run's template again).
 	newTemplate bool
@@ -134,7 +134,7 @@ func killAndResume(ctx context.Context, t *testing.T, c *harness.Cluster, ns str
 	t.Logf("killed with the partition at %d of %d; the engine's field-manager claim %s", killed.Partition, killed.Replicas,
 		map[bool]string{true: "was still there", false: "was already dropped"}[claimedByEngine(sts)])
 
-	// README's recovery steps for the file backend: release the dead run's lock, then up again.
+	// docs/usage.md's recovery steps for the file backend: release the dead run's lock, then up again.
 	_, err = r.run(ctx, "cancel", nil)
 	require.NoError(t, err, "pulumi cancel")
 	if cyc.refresh {

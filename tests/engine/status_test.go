@@ -24,16 +24,16 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness"
 )
 
-// readmeWaitPrefix starts the README's line that waits for a finished rollout. The test runs that line as
-// the README prints it, so the two cannot drift apart.
+// readmeWaitPrefix starts the line of docs/cli.md that waits for a finished rollout. The test runs that line
+// as the page prints it, so the two cannot drift apart.
 const readmeWaitPrefix = "kubectl wait --for=jsonpath="
 
-// readmeWaitLine is the one README line that starts with readmeWaitPrefix.
+// readmeWaitLine is the one line of docs/cli.md that starts with readmeWaitPrefix.
 func readmeWaitLine(t *testing.T) string {
 	t.Helper()
 	root, err := harness.RepoRoot()
 	require.NoError(t, err)
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	readme, err := os.ReadFile(filepath.Join(root, "docs", "cli.md"))
 	require.NoError(t, err)
 	var lines []string
 	for _, l := range strings.Split(string(readme), "\n") {
@@ -41,7 +41,7 @@ func readmeWaitLine(t *testing.T) string {
 			lines = append(lines, strings.TrimSpace(l))
 		}
 	}
-	require.Len(t, lines, 1, "README.md holds exactly one line starting with %q", readmeWaitPrefix)
+	require.Len(t, lines, 1, "docs/cli.md holds exactly one line starting with %q", readmeWaitPrefix)
 	return lines[0]
 }
 

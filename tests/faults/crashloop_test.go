@@ -20,7 +20,7 @@ import (
 // readinessProbe) must not be taken for a healthy one in one of its short lives: the run fails at etcd-2
 // with a gate timeout that names the member and the gate, with the partition locked and etcd-1 and etcd-0
 // untouched. The bound on the run's length is the failure path's promise (ready timeout + health timeout
-// + slack, inside the README's readyTimeoutSeconds + 60 s), not a speed claim.
+// + slack, inside docs/usage.md's readyTimeoutSeconds + 60 s), not a speed claim.
 func TestCrashLoopingRevisionFailsAtTheFirstMember(t *testing.T) {
 	t.Parallel()
 	const (

@@ -48,7 +48,7 @@ async function main() {
             const r = await stack.refresh({ onOutput });
             result.summary = r.summary.resourceChanges || {};
         } else if (op === "cancel") {
-            // `pulumi cancel`: what README's recovery steps run after a killed `pulumi up` (the file backend
+            // `pulumi cancel`: what docs/usage.md's recovery steps run after a killed `pulumi up` (the file backend
             // keeps the dead run's lock).
             await stack.cancel();
         } else if (op === "destroy") {
