@@ -39,7 +39,21 @@ func (m *memberClients) explainTLS(pod string, err error) error {
 	}
 	var refused *memberCertError
 	if errors.As(herr, &refused) {
-		return fmt.Errorf("the member's TLS certificate was refused: %v (%w)", refused, err)
+		return &certRefusedError{refused: refused, timeout: err}
 	}
 	return err
 }
+
+// certRefusedError is a call that timed out because the member's certificate was refused. It says only the
+// refusal: the timeout's own explanation ("the member is down, not serving its client port…") would send the
+// operator to the wrong place. The timeout stays in the chain for errors.Is.
+type certRefusedError struct {
+	refused *memberCertError
+	timeout error
+}
+
+func (e *certRefusedError) Error() string {
+	return fmt.Sprintf("the member's TLS certificate was refused: %v", e.refused)
+}
+
+func (e *certRefusedError) Unwrap() error { return e.timeout }

@@ -274,6 +274,7 @@ func TestMemberTLSVerification(t *testing.T) {
 			// and the operator hears why, not just that the member did not answer in time.
 			assert.Contains(t, err.Error(), "the member's TLS certificate was refused: member etcd-0 presented")
 			assert.Contains(t, err.Error(), tc.refused)
+			assert.NotContains(t, err.Error(), "the member is down", "a refused certificate is not a member that is down")
 		})
 	}
 }
