@@ -30,9 +30,10 @@ type passedMember struct {
 }
 
 // failed is the gate failure of a member that passed and then was seen not to stay up, with the kubelet's
-// account so far (for the peers' word, which onMemberFailure weighs only for a pod kept Ready).
-func (p *passedMember) failed(pod, seen string) *GateTimeoutError {
-	return &GateTimeoutError{Pod: pod, Gate: GateEtcdHealth, PassedAt: p.at, LastSeen: seen, PodStayedUp: p.witness.stayedUp()}
+// account so far and whether the last look never reached its etcd (the peers' word, which onMemberFailure
+// weighs only for an unreached member whose pod was kept Ready).
+func (p *passedMember) failed(pod, seen string, unreached bool) *GateTimeoutError {
+	return &GateTimeoutError{Pod: pod, Gate: GateEtcdHealth, PassedAt: p.at, LastSeen: seen, PodStayedUp: p.witness.stayedUp(), Unreached: unreached}
 }
 
 // newPassed records a member that passed its gates now, from the etcd process inc.
@@ -124,9 +125,7 @@ func (r *run) stillUp(ctx context.Context, ordinal int, p *passedMember, withInc
 		return r.unseen(ctx, ordinal, p, l.seen)
 	}
 	r.e.witnessPod(ctx, pod, &p.witness)
-	failed := p.failed(pod, l.seen+", during the cool-down")
-	failed.Unreached = l.noLook
-	return false, failed
+	return false, p.failed(pod, l.seen+", during the cool-down", l.noLook)
 }
 
 // sameProcess checks, for a member that answers, that the etcd process that passed still serves it.
@@ -140,7 +139,7 @@ func (r *run) sameProcess(ctx context.Context, ordinal int, p *passedMember) (ho
 	case err != nil:
 		return r.unseen(ctx, ordinal, p, "answers, but its process start could not be read: "+err.Error())
 	case !inc.Same(p.incarnation):
-		return false, p.failed(pod, fmt.Sprintf("restarted during the cool-down (etcd process started at %s, the one that passed at %s)", inc, p.incarnation))
+		return false, p.failed(pod, fmt.Sprintf("restarted during the cool-down (etcd process started at %s, the one that passed at %s)", inc, p.incarnation), false)
 	}
 	if !p.unseenSince.IsZero() {
 		r.e.emit(Step{Kind: StepCooldown, Ordinal: ordinal}, "%s answers again from the etcd process that passed (started at %s): the looks that failed never reached it",
@@ -156,7 +155,7 @@ func (r *run) unseen(ctx context.Context, ordinal int, p *passedMember, seen str
 	e := r.e
 	pod := podName(e.cfg.StatefulSet, ordinal)
 	if e.witnessPod(ctx, pod, &p.witness); p.witness.fell != "" {
-		return false, p.failed(pod, seen+"; and "+p.witness.fell)
+		return false, p.failed(pod, seen+"; and "+p.witness.fell, true)
 	}
 	if p.unseenSince.IsZero() {
 		p.unseenSince = time.Now()
@@ -174,9 +173,7 @@ func (r *run) unseen(ctx context.Context, ordinal int, p *passedMember, seen str
 func (r *run) holdUnseen(ctx context.Context, ordinal int, p *passedMember, m MemberState) error {
 	if !m.Unseen || !p.incarnation.Known() {
 		r.e.witnessPod(ctx, m.Pod, &p.witness)
-		failed := p.failed(m.Pod, m.Problem)
-		failed.Unreached = m.Unseen
-		return failed
+		return p.failed(m.Pod, m.Problem, m.Unseen)
 	}
 	if _, err := r.unseen(ctx, ordinal, p, m.Problem); err != nil {
 		return err

@@ -274,7 +274,7 @@ var errMemberVersion = errors.New("a member runs another version than the templa
 // job some earlier downgrade left on (a member reports it) is what holds the cluster version down: end it.
 func (e *Engine) endDowngradeJob(ctx context.Context, st ClusterState, mv VersionMove) {
 	down := mv.To.Major == mv.From.Major && mv.To.Minor < mv.From.Minor
-	if !down && !reportsAnyDowngrade(st) {
+	if !down && downgradeTargetOf(st) == "" {
 		return
 	}
 	target := mv.To.minor()
@@ -298,11 +298,8 @@ func (e *Engine) endDowngradeJob(ctx context.Context, st ClusterState, mv Versio
 // minor, there is nothing to end (its members run it, and etcd's leader ends the job itself); otherwise the
 // downgrade is not wanted and is cancelled. A run never calls itself complete with the downgrade left on.
 func (r *run) endLeftDowngrade(ctx context.Context, st ClusterState) error {
-	e, target := r.e, downgradeTargetOf(st)
-	if target == "" {
-		return nil
-	}
-	if isMinor(target, templateMinor(st)) {
+	e, target, wanted := r.e, downgradeTargetOf(st), templateMinor(st)
+	if target == "" || isMinor(target, wanted) {
 		return nil
 	}
 	if err := e.lease.confirm(ctx); err != nil {
@@ -313,9 +310,9 @@ func (r *run) endLeftDowngrade(ctx context.Context, st ClusterState) error {
 		return fmt.Errorf("etcd's downgrade to %s is still enabled (an earlier run left it on; it holds the cluster version at %s) and cancelling it through %s failed: %w; cancel it by hand (`etcdctl downgrade cancel`) or run again",
 			target, target, pod, err)
 	}
-	e.emit(Step{Kind: StepRelock}, "cancelled etcd's downgrade to %s that an earlier run left enabled (the template runs %s) through %s", target, templateMinor(st), pod)
+	e.emit(Step{Kind: StepRelock}, "cancelled etcd's downgrade to %s that an earlier run left enabled (the template runs %s) through %s", target, wanted, pod)
 	e.record(ctx, r.uid, corev1.EventTypeNormal, ReasonDowngradeCancelled,
-		fmt.Sprintf("Cancelled etcd's downgrade to %s that an earlier run left enabled: the template runs %s", target, templateMinor(st)))
+		fmt.Sprintf("Cancelled etcd's downgrade to %s that an earlier run left enabled: the template runs %s", target, wanted))
 	cctx, cancel := context.WithTimeout(ctx, downgradeCallTimeout)
 	defer cancel()
 	if seen, _ := e.versionAfterCancel(cctx, st, target); seen != "" {
@@ -340,15 +337,6 @@ func templateMinor(st ClusterState) string {
 		return v.minor()
 	}
 	return ""
-}
-
-func reportsAnyDowngrade(st ClusterState) bool {
-	for _, m := range st.Members {
-		if m.DowngradeTarget != "" {
-			return true
-		}
-	}
-	return false
 }
 
 // checkMemberVersions is the end of a minor-version change: every member that answers must run the

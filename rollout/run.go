@@ -387,7 +387,7 @@ func (r *run) observe(ctx context.Context) (ClusterState, error) {
 func (r *run) refusedAfterPassing(st ClusterState) error {
 	for _, m := range st.Members {
 		if p, ok := r.passed[m.Ordinal]; ok && !m.Reachable && !m.Unseen {
-			return p.failed(m.Pod, m.Problem)
+			return p.failed(m.Pod, m.Problem, false)
 		}
 	}
 	return nil
