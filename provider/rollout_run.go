@@ -102,8 +102,7 @@ func (r *Rollout) roll(ctx context.Context, id string, in RolloutArgs, st *Rollo
 // partial logs why the run stopped and turns the error into the partial-state error Pulumi understands.
 func (r *Rollout) partial(ctx context.Context, in RolloutArgs, st *RolloutState, runErr error) error {
 	target := in.Namespace + "/" + in.StsName
-	reason := fmt.Sprintf("rollout of %s stopped after %d member(s) (%s): %v",
-		target, len(st.MembersRolled), strings.Join(st.MembersRolled, ", "), runErr)
+	reason := failureReason(target, st.MembersRolled, runErr, st.LastFailure)
 	if errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded) || ctx.Err() != nil {
 		reason = fmt.Sprintf("rollout of %s was cancelled after %d member(s) (%s); the engine re-locks the partition on the way out. "+
 			"Run `pulumi up` again to finish the remaining members: %v",

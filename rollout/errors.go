@@ -15,6 +15,22 @@ var ErrInterference = errors.New("the StatefulSet was changed by someone else")
 // is reverted.
 var ErrNotRecreated = errors.New("the StatefulSet controller did not recreate the pod")
 
+// ErrPartitionNotLocked is wrapped when a run ends without setting the partition back to replicas: the
+// re-lock failed, or another run holds the lease now. Every other exit of a run that lowered it leaves it
+// locked, which is what a failure's message may then promise.
+var ErrPartitionNotLocked = errors.New("the partition may still be lowered")
+
+// BlockedError is a state of the cluster that forbids the next step (a member down, quorum at stake, no
+// leader); nothing was changed for it. It unwraps to ErrBlocked.
+type BlockedError struct {
+	// Reason says what blocks, with the members as etcd and the pods describe them.
+	Reason string
+}
+
+func (e *BlockedError) Error() string { return ErrBlocked.Error() + ": " + e.Reason }
+
+func (e *BlockedError) Unwrap() error { return ErrBlocked }
+
 // ErrLeaseLost is the cause when the run's Lease could not be renewed and another holder may now act.
 var ErrLeaseLost = errors.New("lost the rollout lease")
 
@@ -30,12 +46,16 @@ type InterferenceError struct {
 }
 
 func (e *InterferenceError) Error() string {
-	who := "the StatefulSet's managedFields name no writer"
-	if e.Writer != "" {
-		who = fmt.Sprintf("last written by %q (managedFields)", e.Writer)
-	}
 	return fmt.Sprintf("%v before %s: generation %d, this run observed %d, %s; nothing was written and the run stops rather than race it: find who changed it and why, then run again to roll to its current template",
-		ErrInterference, e.Action, e.Generation, e.Expected, who)
+		ErrInterference, e.Action, e.Generation, e.Expected, e.Who())
+}
+
+// Who names the writer as far as the StatefulSet says.
+func (e *InterferenceError) Who() string {
+	if e.Writer != "" {
+		return fmt.Sprintf("last written by %q (managedFields)", e.Writer)
+	}
+	return "the StatefulSet's managedFields name no writer"
 }
 
 func (e *InterferenceError) Unwrap() error { return ErrInterference }

@@ -71,12 +71,25 @@ func (m *memberClients) read(ctx context.Context, pod string, call func(context.
 		c.answered.Store(true)
 	case c.answered.Load() && errors.Is(err, errForwardEnded):
 		return fmt.Errorf("%w: %w", errNoLook, err)
+	case errors.Is(err, errForwardEnded):
+		return &clientPortRefusedError{cause: err}
 	case !c.answered.Load() && noAnswerInTime(err):
 		m.Forget(pod)
 		return fmt.Errorf("%w (the port-forward, which never answered, is dropped; the next look opens a new one)", err)
 	}
 	return err
 }
+
+// clientPortRefusedError is the end of a forward that never answered: etcd did not accept the connection on
+// its client port (not listening yet, or not at all: a crash loop, a template whose etcd never serves). Its
+// text says that, which is what the person reading a gate failure needs, rather than how client-go forwards.
+type clientPortRefusedError struct{ cause error }
+
+func (e *clientPortRefusedError) Error() string {
+	return "etcd does not accept connections on its client port (the port-forward to it ended before etcd ever answered)"
+}
+
+func (e *clientPortRefusedError) Unwrap() error { return e.cause }
 
 // noAnswerInTime says err is a deadline: the call got no answer, as opposed to a refusal or an error.
 func noAnswerInTime(err error) bool {

@@ -11,7 +11,7 @@ import (
 var ErrBlocked = errors.New("rollout blocked")
 
 func blocked(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrBlocked, fmt.Sprintf(format, args...))
+	return &BlockedError{Reason: fmt.Sprintf(format, args...)}
 }
 
 // Quorum is the number of voting members a Raft cluster of n voters needs to commit.

@@ -33,11 +33,11 @@ func (e *Engine) relock(ctx context.Context) error {
 		last = err
 		if permanent(err) {
 			// Forbidden, not found, invalid: waiting does not change the answer.
-			return fmt.Errorf("re-locking %s/%s failed, the partition may still be lowered; run `etcd-rollout unlock`: %w", e.cfg.Namespace, e.cfg.StatefulSet, last)
+			return fmt.Errorf("%w: re-locking %s/%s failed, run `etcd-rollout unlock`: %w", ErrPartitionNotLocked, e.cfg.Namespace, e.cfg.StatefulSet, last)
 		}
 		select {
 		case <-rctx.Done():
-			return fmt.Errorf("re-locking %s/%s failed, the partition may still be lowered; run `etcd-rollout unlock`: %w", e.cfg.Namespace, e.cfg.StatefulSet, last)
+			return fmt.Errorf("%w: re-locking %s/%s failed, run `etcd-rollout unlock`: %w", ErrPartitionNotLocked, e.cfg.Namespace, e.cfg.StatefulSet, last)
 		case <-time.After(time.Second):
 		}
 	}

@@ -68,7 +68,7 @@ func (r *run) exit(ctx context.Context, err error, stopRenew func()) error {
 	if r.touched {
 		if holder = e.lease.takenBy(ctx); holder != "" {
 			relocked = false
-			err = errors.Join(err, fmt.Errorf("not re-locking the partition: %s holds lease %s now, so the StatefulSet is that run's to lock", holder, e.lease.id()))
+			err = errors.Join(err, fmt.Errorf("%w: not re-locking it: %s holds lease %s now, so the StatefulSet is that run's to lock", ErrPartitionNotLocked, holder, e.lease.id()))
 		} else if rerr := e.relock(ctx); rerr != nil {
 			relocked = false
 			err = errors.Join(err, rerr)

@@ -252,7 +252,8 @@ func TestARunThatLostItsLeaseDisruptsNothing(t *testing.T) {
 	}).Run(context.Background())
 
 	require.ErrorIs(t, err, ErrLeaseLost)
-	assert.Contains(t, err.Error(), `not re-locking the partition: other-run holds lease db/etcd-etcd-rollout now`)
+	require.ErrorIs(t, err, ErrPartitionNotLocked)
+	assert.Contains(t, err.Error(), `not re-locking it: other-run holds lease db/etcd-etcd-rollout now`)
 	assert.Empty(t, c.deletedPods(), "the failed member is not reverted by a run that lost its lease")
 	assert.Zero(t, writesAfterCut.Load(), "no StatefulSet, pod or status write once the API server answered again")
 	assert.Equal(t, "other-run", c.leaseHolder(t), "the lease stays the new holder's")

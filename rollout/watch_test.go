@@ -191,10 +191,11 @@ func TestRunReadsFromTheWatch(t *testing.T) {
 	}
 	assert.Equal(t, 1, count("watch", "pods"))
 	assert.Equal(t, 1, count("watch", "statefulsets"))
-	// The first look or two, before the watch has synced, read with GETs; polling gates read both objects
-	// at every look, some 20 times each in this run.
-	assert.LessOrEqual(t, count("get", "pods"), 6, "pods read with GET only before the watch synced")
-	assert.LessOrEqual(t, count("get", "statefulsets"), 6, "the StatefulSet read with GET only before the watch synced")
+	// The first looks, before the watch has synced, read with GETs; polling gates read both objects at every
+	// look, some 20 times each in this run. The bound leaves room for a slow sync on a loaded machine (7 GETs
+	// of pods were seen while a build ran beside it, the reflector's first watch ending "very short").
+	assert.LessOrEqual(t, count("get", "pods"), 10, "pods read with GET only before the watch synced")
+	assert.LessOrEqual(t, count("get", "statefulsets"), 10, "the StatefulSet read with GET only before the watch synced")
 }
 
 // A Role without list and watch (the one shipped before the watch) still rolls, with GETs, and says so.

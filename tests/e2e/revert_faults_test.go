@@ -61,6 +61,9 @@ func TestFaultsBadRevisionIsReverted(t *testing.T) {
 			badRev := viewStatefulSet(ctx, t, c, ns).UpdateRevision
 			assert.Less(t, took, time.Duration(revertReadyTimeout+60)*time.Second, "fails within readyTimeoutSeconds + 60 s")
 			assert.Contains(t, res.Text, fmt.Sprintf("reverted etcd-2 to %s: revision %s %s", good, badRev, tc.wantIn))
+			// The error's first line says what happened before the run's whole account.
+			assert.Contains(t, res.Text, fmt.Sprintf("etcd-2 failed the etcd health gate on revision %s (last seen: ", badRev))
+			assert.Contains(t, res.Text, fmt.Sprintf(") and was reverted to %s; the partition is locked, so no other member restarts: fix the pod template", good))
 
 			require.NoError(t, e.WaitHealthy(ctx), "every member healthy after the revert")
 			v := viewStatefulSet(ctx, t, c, ns)
