@@ -252,12 +252,44 @@ type VersionMove struct {
 	After int
 }
 
-// Event is one line of progress, for a status line in `pulumi up` or the CLI.
+// Event is one line of progress, for a status line in `pulumi up` or the CLI. Its Kind and typed fields are
+// what a consumer acts on (the status ConfigMap does); its Message is for people and free to change.
 type Event struct {
-	Time    time.Time
-	Step    Step
-	Message string
+	Time time.Time
+	Kind EventKind
+	Step Step
+	// Pod is the member an EventMemberPassed, EventMemberRolled or EventMemberReverted is about.
+	Pod string
+	// Plan is the run's plan, on EventPlanned.
+	Plan *Plan
+	// Summary is the run's one-line account (Result.Summary), on EventDone.
+	Summary string
+	// PreviousHolder is the holder whose stale lease was taken over, on EventTookOver.
+	PreviousHolder string
+	Message        string
 }
+
+// EventKind says what an Event reports, in the way client-go's leader-election callbacks name transitions:
+// the kinds a consumer may act on, and EventProgress for every other line.
+type EventKind string
+
+const (
+	// EventProgress is a step begun, a wait, a hold: text for people only.
+	EventProgress EventKind = ""
+	// EventPlanned carries the run's plan (once per run, before its first step).
+	EventPlanned EventKind = "Planned"
+	// EventMemberPassed is a member this step did not restart (already on the update revision) that passed
+	// its gates.
+	EventMemberPassed EventKind = "MemberPassed"
+	// EventMemberRolled is a member restarted onto the update revision that passed its gates.
+	EventMemberRolled EventKind = "MemberRolled"
+	// EventMemberReverted is a member brought back on the current revision after it failed the new one.
+	EventMemberReverted EventKind = "MemberReverted"
+	// EventTookOver is the stale lease of a run that died taken over (Run, and Unlock).
+	EventTookOver EventKind = "TookOver"
+	// EventDone is a complete run: every member on the update revision and healthy, the partition locked.
+	EventDone EventKind = "Done"
+)
 
 // MemberTiming records how long one member's roll took.
 type MemberTiming struct {

@@ -203,8 +203,14 @@ func podName(sts string, ordinal int) string { return fmt.Sprintf("%s-%d", sts, 
 
 // emit reports progress to the caller, and to the status published on the cluster (status.go).
 func (e *Engine) emit(step Step, format string, args ...any) {
-	ev := Event{Time: time.Now(), Step: step, Message: fmt.Sprintf(format, args...)}
-	e.status.observe(ev.Time, step, ev.Message, args)
+	e.announce(Event{Step: step}, format, args...)
+}
+
+// announce sends ev, with its Message made from format and args, to the status ConfigMap and the OnEvent
+// callback; emit is announce of an EventProgress.
+func (e *Engine) announce(ev Event, format string, args ...any) {
+	ev.Time, ev.Message = time.Now(), fmt.Sprintf(format, args...)
+	e.status.observe(ev)
 	if e.onEvent != nil {
 		e.onEvent(ev)
 	}

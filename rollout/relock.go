@@ -51,7 +51,7 @@ func (e *Engine) Unlock(ctx context.Context) error {
 		return err
 	}
 	if st.TookOverFrom != "" {
-		e.emit(Step{}, "took over the stale lease of %s", st.TookOverFrom)
+		e.announce(Event{Kind: EventTookOver, PreviousHolder: st.TookOverFrom}, "took over the stale lease of %s", st.TookOverFrom)
 	}
 	relockErr := e.relock(ctx)
 	return errors.Join(relockErr, e.lease.release(ctx))

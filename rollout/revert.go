@@ -62,7 +62,7 @@ func (r *run) onMemberFailure(ctx context.Context, err error) error {
 	}
 	failure.RevertedTo = to
 	reverted := &RevertedError{Pod: gate.Pod, From: r.startRev, To: to, Cause: gate}
-	e.emit(Step{Kind: StepRecreate, Ordinal: ordinal}, "%v", reverted)
+	e.announce(Event{Kind: EventMemberReverted, Step: Step{Kind: StepRecreate, Ordinal: ordinal}, Pod: gate.Pod}, "%v", reverted)
 	e.record(ctx, r.uid, corev1.EventTypeWarning, ReasonMemberReverted, truncate(reverted.Error(), 1000))
 	return reverted
 }

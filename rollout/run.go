@@ -272,7 +272,7 @@ func (r *run) begin(ctx context.Context) (ClusterState, error) {
 			ErrInterference, st.Partition, st.Replicas, e.lease.id())
 	}
 	if r.lease.TookOverFrom != "" {
-		e.emit(Step{}, "took over the stale lease of %s", r.lease.TookOverFrom)
+		e.announce(Event{Kind: EventTookOver, PreviousHolder: r.lease.TookOverFrom}, "took over the stale lease of %s", r.lease.TookOverFrom)
 	}
 	if st.Partition < st.Replicas {
 		// A run that died (SIGKILL, a lost node) left the partition lowered: until it is locked again the
@@ -336,7 +336,7 @@ func (r *run) planOrHold(ctx context.Context, st ClusterState) (plan Plan, ready
 		if !r.planned {
 			r.planned = true
 			r.versionMove = plan.VersionMove
-			e.emit(Step{}, "plan: %s", plan)
+			e.announce(Event{Kind: EventPlanned, Plan: &plan}, "plan: %s", plan)
 		}
 		return plan, true, nil
 	}
@@ -490,7 +490,7 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 		if err != nil {
 			return err
 		}
-		e.emit(step, "%s healthy", pod)
+		e.announce(Event{Kind: EventMemberPassed, Step: step, Pod: pod}, "%s healthy", pod)
 		r.passed[step.Ordinal] = r.newPassed(ctx, pod, inc, false)
 		r.cooldownDue, r.retries = true, 0
 	default:
@@ -523,7 +523,7 @@ func (r *run) finish(ctx context.Context) error {
 	}
 	r.res.APIRequests = int(e.requests.count() - r.requestsBefore)
 	r.res.countElections()
-	e.emit(Step{Kind: StepRelock}, "done: %s", r.res.Summary())
+	e.announce(Event{Kind: EventDone, Step: Step{Kind: StepRelock}, Summary: r.res.Summary()}, "done: %s", r.res.Summary())
 	if len(r.res.MembersRolled) > 0 {
 		e.record(ctx, r.uid, corev1.EventTypeNormal, ReasonRolloutDone, r.res.Summary())
 	}
@@ -579,7 +579,7 @@ func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) error 
 	r.passed[step.Ordinal] = r.newPassed(ctx, pod, inc, oneLook)
 	r.res.MembersRolled = append(r.res.MembersRolled, pod)
 	r.res.Members = append(r.res.Members, MemberTiming{Pod: pod, Down: down, Finished: time.Now(), Process: inc.name()})
-	e.emit(Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, "%s rolled in %s", pod, down.Round(10*time.Millisecond))
+	e.announce(Event{Kind: EventMemberRolled, Step: Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, Pod: pod}, "%s rolled in %s", pod, down.Round(10*time.Millisecond))
 	e.record(ctx, r.uid, corev1.EventTypeNormal, ReasonMemberRolled, fmt.Sprintf("Rolled %s to revision %s; etcd healthy after %s", pod, st.UpdateRevision, down.Round(10*time.Millisecond)))
 	return nil
 }

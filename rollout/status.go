@@ -196,12 +196,9 @@ func (l *rolloutLease) heldSince() (string, bool) {
 	return key, true
 }
 
-// takeoverPrefix starts the line acquire's caller emits for a stale lease. Unlock emits it too and ends
-// without an outcome, so this line alone does not start a run's status (it would stay Progressing forever).
-const takeoverPrefix = "took over the stale lease"
-
-// observe hears one progress line. args are emit's own: the plan line carries the Plan itself.
-func (p *statusPublisher) observe(at time.Time, step Step, msg string, args []any) {
+// observe hears one event of the engine's. It reads the event's kind and typed fields, never its Message,
+// which is only shown: rewording a progress line changes nothing that `kubectl wait` reads.
+func (p *statusPublisher) observe(ev Event) {
 	if p == nil {
 		return
 	}
@@ -211,32 +208,35 @@ func (p *statusPublisher) observe(at time.Time, step Step, msg string, args []an
 	}
 	p.mu.Lock()
 	newRun := !p.active || key != p.runKey
-	if newRun && strings.HasPrefix(msg, takeoverPrefix) {
+	if newRun && ev.Kind == EventTookOver {
+		// Unlock takes a stale lease over too and ends without an outcome: this event alone does not start a
+		// run's status (it would stay Progressing forever).
 		p.mu.Unlock()
 		return
 	}
 	if newRun {
-		p.start(key, at)
+		p.start(key, ev.Time)
 	}
-	for _, a := range args {
-		if plan, ok := a.(Plan); ok {
-			p.planned(plan)
+	step := ev.Step
+	switch ev.Kind {
+	case EventPlanned:
+		if ev.Plan != nil {
+			p.planned(*ev.Plan)
 		}
-	}
-	if step.Kind == StepWaitMember && step.Ordinal >= 0 && step.Ordinal < len(p.pods) && msg == p.pods[step.Ordinal]+" healthy" {
-		p.done[p.pods[step.Ordinal]] = true // a member already at the revision passed its gates
+	case EventMemberPassed, EventMemberRolled:
+		p.done[ev.Pod] = true
 	}
 	if step.Kind == StepRecreate && step.Ordinal >= 0 && step.Ordinal < len(p.pods) {
 		delete(p.done, p.pods[step.Ordinal]) // reverted or brought back at the current revision: not done
 	}
-	p.step, p.message = describeStep(step, p.pods), msg
+	p.step, p.message = describeStep(step, p.pods), ev.Message
 	final := false
 	switch {
-	case step.Kind == StepRelock && strings.HasPrefix(msg, "done:"):
-		p.complete(at, strings.TrimSpace(strings.TrimPrefix(msg, "done:")))
+	case ev.Kind == EventDone:
+		p.complete(ev.Time, ev.Summary)
 		final = true
 	case !p.finished:
-		p.progress(at)
+		p.progress(ev.Time)
 	}
 	p.version++
 	p.mu.Unlock()
@@ -261,17 +261,14 @@ func (p *statusPublisher) observeOutcome(at time.Time, eventType, reason, msg st
 	final := false
 	switch {
 	case reason == ReasonMemberRolled:
-		// "Rolled <pod> to revision <rev>; ..."
-		if f := strings.Fields(msg); len(f) > 1 && f[0] == "Rolled" {
-			p.done[f[1]] = true
-		}
+		// The member itself was counted done by its EventMemberRolled, just before this record.
 		if !p.finished {
 			p.progress(at)
 		}
 	case reason == ReasonRolloutDone:
 		if p.finished {
 			p.mu.Unlock()
-			return // the "done:" line already published it
+			return // its EventDone already published it
 		}
 		p.complete(at, msg)
 		final = true

@@ -199,15 +199,17 @@ func TestStatusPublisher(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	plan := Plan{Roll: []int{2, 1, 0}, Pods: []string{"etcd-0", "etcd-1", "etcd-2"}, UpdateRevision: "rev-b"}
 	type call func(p *statusPublisher, l *rolloutLease)
-	emit := func(step Step, msg string, args ...any) call {
-		return func(p *statusPublisher, _ *rolloutLease) { p.observe(t0, step, msg, args) }
+	// emit is an event as the engine announces it: its kind and typed fields, and a Message nobody reads.
+	emit := func(ev Event) call {
+		ev.Time = t0
+		return func(p *statusPublisher, _ *rolloutLease) { p.observe(ev) }
 	}
 	record := func(typ, reason, msg string) call {
 		return func(p *statusPublisher, _ *rolloutLease) { p.observeOutcome(t0, typ, reason, msg) }
 	}
 	acquire := func(at time.Time) call { return func(_ *statusPublisher, l *rolloutLease) { leaseAcquiredAt(l, at) } }
 	release := func(_ *statusPublisher, l *rolloutLease) { l.set(nil) }
-	planned := emit(Step{}, "plan: …", plan)
+	planned := emit(Event{Kind: EventPlanned, Plan: &plan, Message: "plan: …"})
 
 	tests := []struct {
 		name  string
@@ -219,36 +221,37 @@ func TestStatusPublisher(t *testing.T) {
 	}{
 		{
 			name:  "nothing is published by a run that does not hold the lease",
-			calls: []call{emit(Step{}, "lease db/etcd-etcd-rollout is held by x: watching it")},
+			calls: []call{emit(Event{Message: "lease db/etcd-etcd-rollout is held by x: watching it"})},
 		},
 		{
 			name:  "a took-over line alone (unlock) does not start a status that would never end",
-			calls: []call{acquire(t0), emit(Step{}, "took over the stale lease of x"), release},
+			calls: []call{acquire(t0), emit(Event{Kind: EventTookOver, PreviousHolder: "x", Message: "took over the stale lease of x"}), release},
 		},
 		{
 			name:  "a planned run is progressing",
-			calls: []call{acquire(t0), planned, emit(Step{Kind: StepLowerPartition, Ordinal: 2}, "restarting etcd-2 (partition 2)")},
+			calls: []call{acquire(t0), planned, emit(Event{Step: Step{Kind: StepLowerPartition, Ordinal: 2}, Message: "restarting etcd-2 (partition 2)"})},
 			want: map[string]string{"Progressing": "True", "MembersUpdated": "False", "Failed": "False",
 				"targetRevision": "rev-b", "membersDone": "0", "members": "3", "pendingMembers": "etcd-0,etcd-1,etcd-2",
 				"step": "lower-partition etcd-2", "message": "restarting etcd-2 (partition 2)"},
 		},
 		{
 			name: "a rolled member and one already updated that passed its gates count as done",
-			calls: []call{acquire(t0), emit(Step{}, "plan: …", Plan{Roll: []int{2, 0}, Wait: []int{1}, Pods: plan.Pods, UpdateRevision: "rev-b"}),
-				emit(Step{Kind: StepWaitMember, Ordinal: 1}, "etcd-1 healthy"),
+			calls: []call{acquire(t0), emit(Event{Kind: EventPlanned, Plan: &Plan{Roll: []int{2, 0}, Wait: []int{1}, Pods: plan.Pods, UpdateRevision: "rev-b"}}),
+				emit(Event{Kind: EventMemberPassed, Step: Step{Kind: StepWaitMember, Ordinal: 1}, Pod: "etcd-1", Message: "etcd-1 is fine"}),
+				emit(Event{Kind: EventMemberRolled, Step: Step{Kind: StepWaitMember, Ordinal: 2}, Pod: "etcd-2", Message: "reworded: etcd-2 is through"}),
 				record(corev1.EventTypeNormal, ReasonMemberRolled, "Rolled etcd-2 to revision rev-b; etcd healthy after 2s")},
 			want: map[string]string{"Progressing": "True", "MembersUpdated": "False", "membersDone": "2", "pendingMembers": "etcd-0"},
 		},
 		{
 			name: "the done line completes the run",
-			calls: []call{acquire(t0), planned, emit(Step{Kind: StepRelock}, "done: 3 members rolled"),
+			calls: []call{acquire(t0), planned, emit(Event{Kind: EventDone, Step: Step{Kind: StepRelock}, Summary: "3 members rolled", Message: "finished"}),
 				record(corev1.EventTypeNormal, ReasonRolloutDone, "3 members rolled")},
 			want:             map[string]string{"Progressing": "False", "MembersUpdated": "True", "Failed": "False", "membersDone": "3", "pendingMembers": ""},
 			wantFailedReason: StatusReasonComplete,
 		},
 		{
 			name: "a failure recorded after the lease was released ends the run failed",
-			calls: []call{acquire(t0), planned, emit(Step{Kind: StepRelock}, "partition re-locked"), release,
+			calls: []call{acquire(t0), planned, emit(Event{Step: Step{Kind: StepRelock}, Message: "partition re-locked"}), release,
 				record(corev1.EventTypeWarning, ReasonRolloutFailed, "etcd-2 did not pass the etcd health gate")},
 			want:             map[string]string{"Progressing": "False", "MembersUpdated": "False", "Failed": "True", "membersDone": "0"},
 			wantFailedReason: ReasonRolloutFailed,
@@ -340,12 +343,12 @@ func TestStatusKeepsTransitionTimes(t *testing.T) {
 	}
 
 	leaseAcquiredAt(l, t0)
-	p.observe(t0, Step{}, "plan: …", []any{plan})
+	p.observe(Event{Time: t0, Kind: EventPlanned, Plan: &plan, Message: "plan: …"})
 	first := times()
-	p.observe(t0.Add(time.Minute), Step{Kind: StepWaitMember}, "etcd-0 recreated", nil)
+	p.observe(Event{Time: t0.Add(time.Minute), Step: Step{Kind: StepWaitMember}, Message: "etcd-0 recreated"})
 	assert.Equal(t, first, times(), "no status changed, no transition")
 
-	p.observe(t0.Add(2*time.Minute), Step{Kind: StepRelock}, "done: 1 member rolled", nil)
+	p.observe(Event{Time: t0.Add(2 * time.Minute), Kind: EventDone, Step: Step{Kind: StepRelock}, Summary: "1 member rolled", Message: "done: 1 member rolled"})
 	done := times()
 	assert.Equal(t, t0.Add(2*time.Minute), done[ConditionProgressing])
 	assert.Equal(t, t0.Add(2*time.Minute), done[ConditionMembersUpdated])
@@ -356,7 +359,7 @@ func TestStatusKeepsTransitionTimes(t *testing.T) {
 	p2 := newStatusPublisher(kube, Config{StatefulSet: "etcd", Namespace: "db", Holder: "other"}, l)
 	t.Cleanup(p2.stop)
 	leaseAcquiredAt(l, t0.Add(time.Hour))
-	p2.observe(t0.Add(time.Hour), Step{}, "plan: …", []any{plan})
+	p2.observe(Event{Time: t0.Add(time.Hour), Kind: EventPlanned, Plan: &plan, Message: "plan: …"})
 	p2.stop()
 	p2.flush(context.Background())
 	p = p2
