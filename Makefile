@@ -85,6 +85,21 @@ sdks: schema $(GEN_SDK)
 dist: node-deps
 	tools/dist.sh $(PROVIDER_VERSION)
 
+# The release files for this machine's platform only (the plugin and CLI tarballs of GOOS-GOARCH, the npm
+# tarball, the wheel): what the install test installs.
+.PHONY: dist-host
+dist-host: node-deps
+	DIST_PLATFORMS=$$(go env GOOS)-$$(go env GOARCH) tools/dist.sh $(PROVIDER_VERSION)
+
+# A stack outside this repository (tests/e2e/install_test.go): the dist-host files installed into an empty
+# directory, then a TypeScript program, a Python program and a Pulumi YAML project (the plain CLI) each roll a
+# cluster.
+.PHONY: test-install
+test-install: dist-host tools-pulumi python-deps cluster-up
+	cd tests/e2e && $(GO_TEST) $(E2E_TEST_FLAGS) -tags 'e2e install' -run '^TestInstall' ./...
+
+test: test-install
+
 # CI: the committed schema and SDKs must be exactly what the provider generates.
 check-sdks: sdks
 	git diff --exit-code -- schema.json sdk
@@ -154,26 +169,13 @@ test-engine: cluster-up
 
 test: test-engine
 
-# The README's first command: examples/ts-dropin through Pulumi (tests/e2e/node/demo.js drives it inline with the
-# Automation API) on the local cluster: create, a pod-template change previewed with its plan, the rolling up
-# with live progress, the outputs. The cool-down is shortened from the default 30 s so the demo stays short.
-# Each run's stack lives in tests/.run/demo; the previous demo's stack is destroyed first (its namespace goes).
-DEMO_DIR := $(ROOT)/tests/.run/demo
+# The README's first command: examples/yaml with the plain pulumi CLI in a project directory (tools/demo.sh), on
+# the local cluster: create, a pod-template change previewed with its plan, the rolling up, the outputs. The
+# cool-down is shortened from the default 30 s so the demo stays short.
 DEMO_COOLDOWN_SECONDS ?= 2
-demo: provider tools-pulumi node-deps cluster-up etcd-rollout
-	@set -e; ns=etcd-demo-$$(date +%H%M%S); work=$(NODE_DIR)/work/demo; \
-	rm -rf $$work && mkdir -p $$work/ts-dropin $(DEMO_DIR)/state $(DEMO_DIR)/project && cp examples/ts-dropin/*.ts examples/ts-dropin/*.json $$work/ts-dropin/ && cp -r examples/shared $$work/; \
-	cp tests/e2e/node/demo.js $(NODE_DIR)/demo.js; \
-	env PULUMI_HOME=$(DEMO_DIR)/home PULUMI_CONFIG_PASSPHRASE=demo PULUMI_SKIP_UPDATE_CHECK=true \
-		PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true PULUMI_BACKEND_URL=file://$(DEMO_DIR)/state \
-		DEMO_BACKEND=file://$(DEMO_DIR)/state DEMO_WORK_DIR=$(DEMO_DIR)/project DEMO_COOLDOWN=$(DEMO_COOLDOWN_SECONDS) \
-		DEMO_PLUGINS='[{"name":"etcd-rollout","path":"$(ROOT)/bin"},{"name":"kubernetes","path":"$(TOOLS_DIR)/bin"}]' \
-		node $(NODE_DIR)/demo.js $$work/ts-dropin $(KUBECONFIG_LOCAL) $$ns; \
-	echo; echo "The local cluster is still up. Look around:"; \
-	echo "  kubectl --kubeconfig $(KUBECONFIG_LOCAL) -n $$ns get sts,pods,leases"; \
-	echo "  kubectl --kubeconfig $(KUBECONFIG_LOCAL) -n $$ns get events --field-selector involvedObject.kind=StatefulSet"; \
-	echo "  bin/etcd-rollout status --sts etcd -n $$ns --kubeconfig $(KUBECONFIG_LOCAL)"; \
-	echo "Stop it with: make cluster-down"
+export DEMO_COOLDOWN_SECONDS
+demo: provider tools-pulumi cluster-up etcd-rollout
+	tools/demo.sh
 
 # --- Reliability and security (tests/faults, deploy/rbac): the fault matrix with a linearizability check of a
 # background client's history (porcupine), bad inputs, least-privilege RBAC, secrets that never leak.

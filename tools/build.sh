@@ -9,7 +9,8 @@
 #            etcd-v3.5 (the older version a test can upgrade from), etcd-v3.5.21 (server only: a 3.5 below
 #            the 3.5.26 that etcd supports upgrading to 3.6 from, for the test of the engine's refusal),
 #            kubectl (the tests run the README's `kubectl wait` line with it)
-#   pulumi:  the pulumi CLI and pulumi-resource-kubernetes
+#   pulumi:  the pulumi CLI, pulumi-resource-kubernetes and pulumi-language-yaml (the language host a Pulumi YAML
+#            project runs on with the plain CLI: the nodejs, python and go hosts are not served here)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,6 +29,7 @@ PULUMI_VERSION=v3.276.0
 PULUMI_K8S_PROVIDER_VERSION=v4.0.0-20260115033456-f47bc2d6f199
 PULUMI_K8S_SDK_VERSION=v4.25.0
 PULUMI_K8S_PLUGIN_VERSION=4.25.0
+PULUMI_YAML_VERSION=v1.25.0
 
 log() { printf '[tools] %s\n' "$*" >&2; }
 
@@ -83,6 +85,13 @@ build_pulumi() {
     (cd "$cmd" && VERSION=$PULUMI_K8S_PLUGIN_VERSION go run ./generate.go >/dev/null)
     build pulumi-resource-kubernetes "$PULUMI_K8S_PROVIDER_VERSION" pulumi-kubernetes ./cmd/pulumi-resource-kubernetes \
       "-X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$PULUMI_K8S_PLUGIN_VERSION"
+  fi
+  if ! fresh pulumi-language-yaml "$PULUMI_YAML_VERSION"; then
+    log "building pulumi-language-yaml $PULUMI_YAML_VERSION"
+    local start=$SECONDS
+    GOBIN=$BIN go install -trimpath -ldflags "-s -w" "github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml@$PULUMI_YAML_VERSION"
+    stamp pulumi-language-yaml "$PULUMI_YAML_VERSION"
+    log "built pulumi-language-yaml in $((SECONDS - start))s"
   fi
 }
 

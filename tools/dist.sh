@@ -17,7 +17,7 @@
 # Hand-written rather than goreleaser: the goreleaser module this machine's proxy serves is no approved
 # release, and the four go builds, tar, sha256sum, npm pack and python -m build are what it would run.
 #
-# usage: tools/dist.sh VERSION
+# usage: tools/dist.sh VERSION      env: DIST_PLATFORMS (default: the four above; make dist-host: this machine's)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,7 +38,7 @@ rm -rf "$DIST" && mkdir -p "$STAGE"
 cd "$ROOT"
 
 # The plugin and the CLI, statically linked, for each platform the pulumi CLI downloads plugins for.
-for platform in linux-amd64 linux-arm64 darwin-amd64 darwin-arm64; do
+for platform in ${DIST_PLATFORMS:-linux-amd64 linux-arm64 darwin-amd64 darwin-arm64}; do
   os=${platform%-*} arch=${platform#*-}
   out=$STAGE/$platform
   mkdir -p "$out/plugin" "$out/cli"

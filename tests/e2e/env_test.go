@@ -23,6 +23,16 @@ type paths struct {
 
 func repoPaths(t *testing.T) paths {
 	t.Helper()
+	p := locatePaths(t)
+	_, err := os.Stat(filepath.Join(p.pluginDir, "pulumi-resource-etcd-rollout"))
+	require.NoError(t, err, "%s is missing: run make test-e2e (it builds the provider and the tools first)", p.pluginDir)
+	return p
+}
+
+// locatePaths finds the repository and its tools; it requires the tools (the pulumi CLI and the kubernetes
+// plugin), not this repository's build of the provider.
+func locatePaths(t *testing.T) paths {
+	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	root, err := filepath.Abs(filepath.Join(filepath.Dir(file), "..", ".."))
 	require.NoError(t, err)
@@ -32,10 +42,9 @@ func repoPaths(t *testing.T) paths {
 	}
 	p := paths{root: root, tools: tools, pulumi: filepath.Join(tools, "bin", "pulumi"),
 		pluginDir: filepath.Join(root, "bin"), k8sPlugin: filepath.Join(tools, "bin")}
-	for _, f := range []string{p.pulumi, filepath.Join(p.pluginDir, "pulumi-resource-etcd-rollout"),
-		filepath.Join(p.k8sPlugin, "pulumi-resource-kubernetes")} {
+	for _, f := range []string{p.pulumi, filepath.Join(p.k8sPlugin, "pulumi-resource-kubernetes")} {
 		_, err := os.Stat(f)
-		require.NoError(t, err, "%s is missing: run make test-e2e (it builds the provider and the tools first)", f)
+		require.NoError(t, err, "%s is missing: run make tools-pulumi", f)
 	}
 	return p
 }

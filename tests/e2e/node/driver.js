@@ -2,7 +2,7 @@
 // loads the example's index.ts, exactly as `pulumi up` would run it. One process per operation.
 //
 // usage: node driver.js <exampleDir> <project> <up|preview|refresh|cancel|destroy> <config JSON>
-// env:   E2E_BACKEND (file:// URL), E2E_PLUGINS (JSON plugins.providers), E2E_WORK_DIR, plus pulumi's own.
+// env:   E2E_BACKEND (file:// URL), E2E_PLUGINS (JSON plugins.providers; optional), E2E_WORK_DIR, plus pulumi's own.
 // Prints one line "E2E-RESULT {json}" with outputs, change summary, step events and the CLI's text.
 "use strict";
 const path = require("path");
@@ -16,8 +16,9 @@ async function main() {
         name: project,
         runtime: "nodejs",
         backend: { url: process.env.E2E_BACKEND },
-        plugins: { providers: JSON.parse(process.env.E2E_PLUGINS) },
     };
+    // Without E2E_PLUGINS the CLI takes the plugins installed in PULUMI_HOME, as a user's stack does.
+    if (process.env.E2E_PLUGINS) projectSettings.plugins = { providers: JSON.parse(process.env.E2E_PLUGINS) };
     const stack = await LocalWorkspace.createOrSelectStack(
         { stackName: "e2e", projectName: project, program },
         { projectSettings, workDir: process.env.E2E_WORK_DIR });

@@ -2,7 +2,7 @@
 the example's __main__.py, exactly as `pulumi up` would run it. One process per operation.
 
 usage: python driver.py <exampleDir> <project> <up|preview|destroy> <config JSON>
-env:   E2E_BACKEND (file:// URL), E2E_PLUGINS (JSON plugins.providers), E2E_WORK_DIR, plus pulumi's own.
+env:   E2E_BACKEND (file:// URL), E2E_PLUGINS (JSON plugins.providers; optional), E2E_WORK_DIR, plus pulumi's own.
 Prints one line "E2E-RESULT {json}" with outputs, change summary, step events and the CLI's text.
 """
 import json
@@ -24,14 +24,13 @@ def main() -> None:
 
     # The Python ProjectSettings type has no plugins field, so the project file is written here; the
     # workspace reads it from its work dir.
+    # Without E2E_PLUGINS the CLI takes the plugins installed in PULUMI_HOME, as a user's stack does.
     work_dir = os.environ["E2E_WORK_DIR"]
+    settings = {"name": project, "runtime": "python", "backend": {"url": os.environ["E2E_BACKEND"]}}
+    if os.environ.get("E2E_PLUGINS"):
+        settings["plugins"] = {"providers": json.loads(os.environ["E2E_PLUGINS"])}
     with open(os.path.join(work_dir, "Pulumi.yaml"), "w") as f:
-        json.dump({
-            "name": project,
-            "runtime": "python",
-            "backend": {"url": os.environ["E2E_BACKEND"]},
-            "plugins": {"providers": json.loads(os.environ["E2E_PLUGINS"])},
-        }, f)  # JSON is YAML
+        json.dump(settings, f)  # JSON is YAML
     stack = auto.create_or_select_stack(
         stack_name="e2e", project_name=project, program=program,
         opts=auto.LocalWorkspaceOptions(work_dir=work_dir))
