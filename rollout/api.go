@@ -118,8 +118,10 @@ type MemberState struct {
 	DowngradeTarget string
 	// Healthy is etcd's word: the member answered a health check (a linearizable read through it).
 	Healthy bool
-	// Problem says, for a person, why the member is not reachable or not healthy.
+	// Problem says, for a person, why the member is not reachable or not healthy; Reason says the same for
+	// code, which decides on it.
 	Problem string
+	Reason  ProblemReason
 	// LeaderID is the member ID of the leader this member follows, by its own Status answer (its own ID when
 	// it leads); 0 when it sees no leader or did not answer. A member that does not answer us may still lead:
 	// the others' LeaderID says so.

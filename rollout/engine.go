@@ -153,6 +153,9 @@ func (e *Engine) Plan(ctx context.Context) (ClusterState, Plan, error) {
 	p, err := PlanRollout(st, e.cfg.LeaderPolicy)
 	p.Cooldown = e.cfg.Cooldown
 	if err != nil {
+		if hopeless := unfixableByWaiting(st); hopeless != nil {
+			err = fmt.Errorf("%w (%w)", err, hopeless)
+		}
 		return st, p, explainForbidden(fmt.Errorf("planning %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err))
 	}
 	if d := p.Downgrade; d != nil && !d.Enabled {

@@ -76,6 +76,8 @@ type GateTimeoutError struct {
 	// Unreached says the last look never reached the member's etcd (errNoLook), as against a refusal or a
 	// timeout on a forward that opened, which is the member's own answer.
 	Unreached bool
+	// Reason is LastSeen's reason, when the last look failed for one (ProblemForbidden, …).
+	Reason ProblemReason
 }
 
 // RevertedError says a member failed its gates on the new revision and was brought back, healthy, on the

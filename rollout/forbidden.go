@@ -1,10 +1,12 @@
 package rollout
 
 import (
+	"errors"
 	"fmt"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
 )
 
 // RBACHint ends every error that the API server refused for lack of permission. The API server's own message
@@ -12,15 +14,31 @@ import (
 // is, so one missing rule does not turn into a round of trial and error.
 const RBACHint = "the rollout's credentials lack a permission: deploy/rbac/role.yaml lists every one a rollout needs"
 
-// explainForbidden appends RBACHint to an error that holds a Kubernetes Forbidden answer. Many of those reach
-// the caller as text (a member's Problem inside a blocked plan), so the API server's wording " is forbidden"
-// counts as well as a typed StatusError.
+// explainForbidden appends RBACHint to an error whose chain holds a refusal of the API server: a typed
+// Forbidden, a refused port-forward, or a member or gate whose problem is ProblemForbidden (a Forbidden that
+// reached a member's Problem as text keeps its reason beside it).
 func explainForbidden(err error) error {
-	if err == nil || strings.Contains(err.Error(), RBACHint) {
+	var hinted *rbacHintError
+	if err == nil || errors.As(err, &hinted) || !forbidden(err) {
 		return err
 	}
-	if apierrors.IsForbidden(err) || strings.Contains(err.Error(), " is forbidden") {
-		return fmt.Errorf("%w (%s)", err, RBACHint)
-	}
-	return err
+	return &rbacHintError{err: err}
 }
+
+func forbidden(err error) bool {
+	var (
+		forward *memberdial.ForwardForbiddenError
+		member  *MemberProblemError
+		gate    *GateTimeoutError
+	)
+	return apierrors.IsForbidden(err) || errors.As(err, &forward) ||
+		(errors.As(err, &member) && member.Reason == ProblemForbidden) ||
+		(errors.As(err, &gate) && gate.Reason == ProblemForbidden)
+}
+
+// rbacHintError is an error explained with RBACHint.
+type rbacHintError struct{ err error }
+
+func (e *rbacHintError) Error() string { return fmt.Sprintf("%v (%s)", e.err, RBACHint) }
+
+func (e *rbacHintError) Unwrap() error { return e.err }

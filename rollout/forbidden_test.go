@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
 )
 
 func TestExplainForbidden(t *testing.T) {
@@ -22,7 +24,11 @@ func TestExplainForbidden(t *testing.T) {
 		{"nil stays nil", nil, false},
 		{"a typed Forbidden", typed, true},
 		{"a wrapped Forbidden", fmt.Errorf("setting partition: %w", typed), true},
-		{"a Forbidden flattened into a blocked plan's text", fmt.Errorf("%w (etcd-0 unhealthy: reading pod: pods \"etcd-0\" is forbidden: User ...)", ErrBlocked), true},
+		{"a Forbidden flattened into a member's problem, kept as its reason", fmt.Errorf("%w (not waiting: %w)", ErrBlocked,
+			&MemberProblemError{Pod: "etcd-0", Reason: ProblemForbidden, Problem: `reading pod: pods "etcd-0" is forbidden: User ...`}), true},
+		{"a refused port-forward", fmt.Errorf("status of etcd-0: %w", &memberdial.ForwardForbiddenError{Namespace: "db", Err: errors.New("forbidden")}), true},
+		{"a gate whose last look was refused", &GateTimeoutError{Pod: "etcd-0", Gate: GatePodReady, Reason: ProblemForbidden}, true},
+		{"a member problem of another reason", &MemberProblemError{Pod: "etcd-0", Reason: ProblemCertificateRefused, Problem: "refused"}, false},
 		{"another error", errors.New("no answer in time"), false},
 		{"already explained", fmt.Errorf("x is forbidden (%s)", RBACHint), true},
 	} {

@@ -35,14 +35,16 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 	pod := st.Members[ordinal].Pod
 	lag := &watchLag{}
 	podGate := gateWait{pod: pod, ordinal: ordinal, gate: GatePodReady, timeout: e.cfg.ReadyTimeout, since: since, onEvents: true}
+	var reason ProblemReason
 	if err := e.poll(ctx, podGate, func(ctx context.Context) (bool, string, error) {
 		if pending, err := e.checkUnchanged(ctx, st, pod, want, lag); err != nil || pending != "" {
 			return false, pending, err
 		}
-		ok, seen := e.podAtRevision(ctx, pod, want.podRevision(st), true)
+		ok, seen, r := e.podAtRevision(ctx, pod, want.podRevision(st), true)
+		reason = r
 		return ok, seen, nil
 	}); err != nil {
-		return Incarnation{}, err
+		return Incarnation{}, withReason(err, reason)
 	}
 	rev := want.podRevision(st)
 	witness := &podWitness{} // from the pod the gate just saw Ready on
@@ -65,7 +67,7 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 	})
 	var timeout *GateTimeoutError
 	if errors.As(err, &timeout) {
-		timeout.PodStayedUp = witness.stayedUp()
+		timeout.PodStayedUp, timeout.Reason = witness.stayedUp(), last.reason
 	}
 	if timeout != nil && last.noLook && timeout.PodStayedUp {
 		// The gate ended on a look that never reached etcd, while the kubelet kept the pod Ready: nothing is
@@ -88,13 +90,16 @@ func (e *Engine) waitPodRecreated(ctx context.Context, st ClusterState, ordinal 
 	pod := st.Members[ordinal].Pod
 	lag := &watchLag{}
 	podGate := gateWait{pod: pod, ordinal: ordinal, gate: GatePodReady, timeout: e.cfg.ReadyTimeout, since: since, onEvents: true}
+	var reason ProblemReason
 	err := e.poll(ctx, podGate, func(ctx context.Context) (bool, string, error) {
 		if pending, err := e.checkUnchanged(ctx, st, pod, want, lag); err != nil || pending != "" {
 			return false, pending, err
 		}
-		ok, seen := e.podAtRevision(ctx, pod, want.podRevision(st), false)
+		ok, seen, r := e.podAtRevision(ctx, pod, want.podRevision(st), false)
+		reason = r
 		return ok, seen, nil
 	})
+	err = withReason(err, reason)
 	var timeout *GateTimeoutError
 	if errors.As(err, &timeout) {
 		if p, rerr := e.readPod(ctx, pod); rerr == nil && string(p.UID) == st.Members[ordinal].PodUID && p.DeletionTimestamp == nil &&
@@ -221,25 +226,25 @@ func (e *Engine) waitForChange(ctx context.Context, event <-chan struct{}) error
 }
 
 // podAtRevision says whether the pod exists at revision (and, with needReady, is Ready), or what it is
-// instead.
-func (e *Engine) podAtRevision(ctx context.Context, pod, revision string, needReady bool) (bool, string) {
+// instead, and why when that is a problem.
+func (e *Engine) podAtRevision(ctx context.Context, pod, revision string, needReady bool) (bool, string, ProblemReason) {
 	p, err := e.readPod(ctx, pod)
 	if apierrors.IsNotFound(err) {
-		return false, "pod does not exist (being recreated)"
+		return false, "pod does not exist (being recreated)", ProblemPodMissing
 	}
 	if err != nil {
-		return false, "reading pod: " + err.Error()
+		return false, "reading pod: " + err.Error(), problemOf(err)
 	}
 	rev := p.Labels[appsv1.ControllerRevisionHashLabelKey]
 	switch {
 	case p.DeletionTimestamp != nil:
-		return false, fmt.Sprintf("pod is terminating (revision %s)", rev)
+		return false, fmt.Sprintf("pod is terminating (revision %s)", rev), ProblemPodTerminating
 	case rev != revision:
-		return false, fmt.Sprintf("pod at revision %s, want %s", rev, revision)
+		return false, fmt.Sprintf("pod at revision %s, want %s", rev, revision), ProblemNone
 	case needReady && !podReady(p):
-		return false, fmt.Sprintf("pod at revision %s, phase %s, not Ready", rev, p.Status.Phase)
+		return false, fmt.Sprintf("pod at revision %s, phase %s, not Ready", rev, p.Status.Phase), ProblemNone
 	}
-	return true, ""
+	return true, "", ProblemNone
 }
 
 // memberHealthy is the etcd gate: the member answers Status without alarms and is not a learner; the
@@ -283,7 +288,7 @@ func (e *Engine) memberHealthy(ctx context.Context, st ClusterState, ordinal int
 		}
 		ls, err := e.etcd.Status(ctx, leaderPod)
 		if err != nil {
-			return look{seen: fmt.Sprintf("leader %s: %v", leaderPod, err), noLook: couldNotLook(err)}
+			return look{seen: fmt.Sprintf("leader %s: %v", leaderPod, err), noLook: couldNotLook(err), reason: problemOf(err)}
 		}
 		leaderIndex = ls.RaftIndex
 		// Sample the member again after the leader, so "caught up" compares a later applied index with an
@@ -303,7 +308,7 @@ func (e *Engine) memberHealthy(ctx context.Context, st ClusterState, ordinal int
 
 // failedLook is the look that err ended.
 func failedLook(err error) look {
-	return look{seen: err.Error(), noLook: couldNotLook(err)}
+	return look{seen: err.Error(), noLook: couldNotLook(err), reason: problemOf(err)}
 }
 
 // podOfMember finds the pod serving an etcd member ID: from the observation when the ID is known there,
@@ -320,4 +325,13 @@ func (e *Engine) podOfMember(ctx context.Context, st ClusterState, id uint64) (s
 		}
 	}
 	return "", fmt.Errorf("no pod serves member %x", id)
+}
+
+// withReason gives a gate's timeout the reason of its last look.
+func withReason(err error, reason ProblemReason) error {
+	var timeout *GateTimeoutError
+	if errors.As(err, &timeout) {
+		timeout.Reason = reason
+	}
+	return err
 }

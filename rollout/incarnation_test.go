@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
 )
 
 func TestIncarnationIsTheProcessStartOnMetrics(t *testing.T) {
@@ -106,7 +108,8 @@ func TestAForwardThatCannotBeOpenedSaysNothingOfTheMember(t *testing.T) {
 		{"forward not ready", errors.New("port-forward to db/etcd-2 port 2379: forward not ready after 30s"), true},
 		{"pod gone", fmt.Errorf("port-forward to db/etcd-2: %w", apierrors.NewNotFound(pods, "etcd-2")), false},
 		{"not allowed", fmt.Errorf("port-forward to db/etcd-2: %w", apierrors.NewForbidden(pods, "etcd-2", errors.New("no"))), false},
-		{"not allowed, as the upgrade words it", errors.New(`the rollout's credentials may not create pods/portforward in namespace db: pods "etcd-2" is forbidden`), false},
+		{"not allowed, as the upgrade words it (typed by memberdial)", fmt.Errorf("port-forward to db/etcd-2 port 2379: %w",
+			&memberdial.ForwardForbiddenError{Namespace: "db", Err: errors.New(`pods "etcd-2" is forbidden`)}), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

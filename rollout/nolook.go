@@ -3,9 +3,10 @@ package rollout
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
 )
 
 // errNoLook marks a look that never reached the member's etcd: no port-forward could be opened (the API
@@ -24,7 +25,8 @@ func couldNotLook(err error) bool { return errors.Is(err, errNoLook) }
 // answers about the member or the run: its pod is gone (the member is down), or the rollout may not forward
 // to it (no look will ever succeed).
 func noLookOpening(err error) error {
-	if err == nil || apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || strings.Contains(err.Error(), "forbidden") {
+	var forbidden *memberdial.ForwardForbiddenError
+	if err == nil || apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || errors.As(err, &forbidden) {
 		return err
 	}
 	return fmt.Errorf("%w: %w", errNoLook, err)

@@ -144,10 +144,10 @@ func (e *Engine) observeMember(ctx context.Context, ordinal int) MemberState {
 	pod, err := e.readPod(ctx, m.Pod)
 	switch {
 	case apierrors.IsNotFound(err):
-		m.Problem = "pod does not exist"
+		m.Problem, m.Reason = "pod does not exist", ProblemPodMissing
 		return m
 	case err != nil:
-		m.Problem = "reading pod: " + err.Error()
+		m.Problem, m.Reason = "reading pod: "+err.Error(), problemOf(err)
 		return m
 	}
 	m.PodExists, m.PodUID = true, string(pod.UID)
@@ -158,7 +158,7 @@ func (e *Engine) observeMember(ctx context.Context, ordinal int) MemberState {
 	}
 	if pod.DeletionTimestamp != nil {
 		m.Ready = false
-		m.Problem = "pod is terminating"
+		m.Problem, m.Reason = "pod is terminating", ProblemPodTerminating
 		return m
 	}
 
@@ -166,7 +166,7 @@ func (e *Engine) observeMember(ctx context.Context, ordinal int) MemberState {
 	defer cancel()
 	s, err := e.etcd.Status(cctx, m.Pod)
 	if err != nil {
-		m.Problem, m.Unseen = err.Error(), couldNotLook(err)
+		m.Problem, m.Reason, m.Unseen = err.Error(), problemOf(err), couldNotLook(err)
 		return m
 	}
 	m.Reachable = true
@@ -175,14 +175,14 @@ func (e *Engine) observeMember(ctx context.Context, ordinal int) MemberState {
 	m.ServerVersion, m.StorageVersion, m.DowngradeTarget = s.Version, s.StorageVersion, s.DowngradeTarget
 	switch {
 	case len(s.Errors) > 0:
-		m.Problem = "etcd reports: " + strings.Join(s.Errors, "; ")
+		m.Problem, m.Reason = "etcd reports: "+strings.Join(s.Errors, "; "), ProblemEtcdErrors
 	case s.IsLearner:
-		m.Problem = "member is a learner"
+		m.Problem, m.Reason = "member is a learner", ProblemNotVoting
 	case s.Leader == 0:
-		m.Problem = "member sees no leader"
+		m.Problem, m.Reason = "member sees no leader", ProblemNoLeader
 	default:
 		if err := e.etcd.LinearizableRead(cctx, m.Pod); err != nil {
-			m.Problem = err.Error()
+			m.Problem, m.Reason = err.Error(), problemOf(err)
 		} else {
 			m.Healthy = true
 		}

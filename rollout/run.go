@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -112,7 +111,7 @@ func (r *run) measureTermAtExit(ctx context.Context) {
 		r.res.TermAfter = maxTerm(st)
 		for _, m := range st.Members {
 			if r.downAfterPass[m.Pod] {
-				m.Healthy, m.Unseen, m.Problem = false, false, "a look after it passed found it down"
+				m.Healthy, m.Unseen, m.Problem, m.Reason = false, false, "a look after it passed found it down", ProblemDownAfterPassing
 			}
 			if slices.Contains(r.res.MembersRolled, m.Pod) && ((!m.Healthy && !m.Unseen) || m.Revision != r.startRev) {
 				// It was rolled and passed, but by its own answer is not up on the revision as the run ends: not
@@ -340,8 +339,8 @@ func (r *run) planOrHold(ctx context.Context, st ClusterState) (plan Plan, ready
 		}
 		return plan, true, nil
 	}
-	if hopeless := unfixableByWaiting(st); hopeless != "" {
-		return plan, false, fmt.Errorf("rolling %s/%s: %w (not waiting: %s)", e.cfg.Namespace, e.cfg.StatefulSet, err, hopeless)
+	if hopeless := unfixableByWaiting(st); hopeless != nil {
+		return plan, false, fmt.Errorf("rolling %s/%s: %w (not waiting: %w)", e.cfg.Namespace, e.cfg.StatefulSet, err, hopeless)
 	}
 	limit, what := e.cfg.HealthTimeout, "health timeout"
 	if !r.disrupted {
@@ -403,23 +402,16 @@ func (r *run) withProven(st ClusterState) ClusterState {
 	return st
 }
 
-// waitingCannotFix are the words of member problems that no amount of holding can cure: a permission the API
-// server refused (reading a pod, a port-forward), a member certificate the engine refused, and client TLS
-// material that is wrong (rollout/tlsmaterial.go).
-var waitingCannotFix = []string{" is forbidden", "may not create pods/portforward", "TLS certificate was refused",
-	"do not form a valid key pair", "holds no PEM certificate", "is not under any volume mounted", "has no key"}
-
-// unfixableByWaiting names the first member problem in waitingCannotFix. A blocked cluster with one of those
-// is bad input, reported at once rather than after the ready timeout.
-func unfixableByWaiting(st ClusterState) string {
+// unfixableByWaiting is the first member whose problem no amount of holding cures
+// (ProblemReason.WaitingCannotFix). A blocked cluster with one of those is bad input, reported at once rather
+// than after the ready timeout.
+func unfixableByWaiting(st ClusterState) *MemberProblemError {
 	for _, m := range st.Members {
-		for _, sign := range waitingCannotFix {
-			if strings.Contains(m.Problem, sign) {
-				return m.Pod + ": " + m.Problem
-			}
+		if m.Reason.WaitingCannotFix() {
+			return &MemberProblemError{Pod: m.Pod, Reason: m.Reason, Problem: m.Problem}
 		}
 	}
-	return ""
+	return nil
 }
 
 // step runs the plan's first step. Steps that found live state moved under them (an aborted transfer, a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -16,7 +17,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
 )
 
 // A new cluster whose members start late has no leader (and pods the controller has not created yet) on
@@ -176,21 +180,30 @@ func (c *fakeCluster) setImages(members, template string) {
 // A blocked cluster whose problem waiting cannot fix (a refused permission, a refused certificate) fails at
 // once instead of holding for the ready timeout.
 func TestRunDoesNotWaitOutWhatWaitingCannotFix(t *testing.T) {
-	tests := []struct{ name, problem string }{
-		{name: "pod read refused", problem: `reading pod: pods "etcd-0" is forbidden: User "ci" cannot get resource "pods"`},
-		{name: "port-forward refused", problem: "the rollout's credentials may not create pods/portforward in namespace db: upgrade failed"},
-		{name: "certificate refused", problem: "the member's TLS certificate was refused: signed by another CA"},
-		{name: "client key pair wrong", problem: "reading TLS material: tls certFile /tls/client.crt and keyFile /tls/ca.crt do not form a valid key pair"},
-		{name: "CA file without a certificate", problem: "reading TLS material: tls caFile /tls/ca.crt holds no PEM certificate"},
+	podsForbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "etcd-0", errors.New(`User "ci" cannot get resource "pods"`))
+	tests := []struct {
+		name string
+		err  error // as the layer that observed the member returns it
+	}{
+		{name: "pod read refused", err: fmt.Errorf("reading pod: %w", podsForbidden)},
+		{name: "port-forward refused", err: fmt.Errorf("port-forward to db/etcd-0 port 2379: %w", &memberdial.ForwardForbiddenError{Namespace: "db", Err: errors.New("upgrade failed: forbidden")})},
+		{name: "certificate refused", err: &certRefusedError{refused: &memberCertError{member: "etcd-0"}, timeout: context.DeadlineExceeded}},
+		{name: "client key pair wrong", err: fmt.Errorf("reading TLS material: %w", &TLSMaterialError{"tls certFile /tls/client.crt and keyFile /tls/ca.crt do not form a valid key pair"})},
+		{name: "CA file without a certificate", err: fmt.Errorf("reading TLS material: %w", &TLSMaterialError{"tls caFile /tls/ca.crt holds no PEM certificate"})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := ClusterState{Members: []MemberState{{Pod: "etcd-0", Problem: tt.problem}, {Pod: "etcd-1"}}}
-			assert.Equal(t, "etcd-0: "+tt.problem, unfixableByWaiting(st))
+			st := ClusterState{Members: []MemberState{{Pod: "etcd-0", Problem: tt.err.Error(), Reason: problemOf(tt.err)}, {Pod: "etcd-1"}}}
+			hopeless := unfixableByWaiting(st)
+			require.NotNil(t, hopeless)
+			assert.Equal(t, "etcd-0: "+tt.err.Error(), hopeless.Error())
 		})
 	}
-	assert.Empty(t, unfixableByWaiting(ClusterState{Members: []MemberState{{Pod: "etcd-0", Problem: "connection refused"}}}),
-		"a member that is down or still loading may come up")
+	for _, err := range []error{errors.New("connection refused"), &clientPortRefusedError{cause: errForwardEnded},
+		fmt.Errorf("%w: %w", errNoLook, errForwardEnded), context.DeadlineExceeded} {
+		st := ClusterState{Members: []MemberState{{Pod: "etcd-0", Problem: err.Error(), Reason: problemOf(err)}}}
+		assert.Nil(t, unfixableByWaiting(st), "a member that is down, still loading or out of our sight may come up: %v", err)
+	}
 
 	c := newFakeCluster(t, 3, 0)
 	// A Role without any read of pods: refusing get alone let the run's watch (which lists) answer for

@@ -37,6 +37,7 @@ type look struct {
 	ok     bool
 	seen   string
 	noLook bool
+	reason ProblemReason
 }
 
 func (s *stability) observe(ctx context.Context, l look) (bool, string, error) {

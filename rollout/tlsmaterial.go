@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -29,7 +28,7 @@ func podFileReader(kube kubernetes.Interface, cfg *rest.Config, pod *corev1.Pod)
 	return func(ctx context.Context, file string) ([]byte, error) {
 		container, mount, ok := findMount(pod, file)
 		if !ok {
-			return nil, fmt.Errorf("%s is not under any volume mounted in pod %s", file, pod.Name)
+			return nil, &TLSMaterialError{fmt.Sprintf("%s is not under any volume mounted in pod %s", file, pod.Name)}
 		}
 		if secret, key, ok := secretKey(pod, mount, file); ok {
 			s, err := kube.CoreV1().Secrets(pod.Namespace).Get(ctx, secret, metav1.GetOptions{})
@@ -38,7 +37,7 @@ func podFileReader(kube kubernetes.Interface, cfg *rest.Config, pod *corev1.Pod)
 			}
 			data, ok := s.Data[key]
 			if !ok {
-				return nil, fmt.Errorf("reading %s: secret %s has no key %q", file, secret, key)
+				return nil, &TLSMaterialError{fmt.Sprintf("reading %s: secret %s has no key %q", file, secret, key)}
 			}
 			return data, nil
 		}
@@ -159,12 +158,12 @@ func clientTLS(ctx context.Context, read fileReader, files TLSFiles) (*tls.Confi
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(ca) {
-		return nil, fmt.Errorf("tls caFile %s holds no PEM certificate", files.CAFile)
+		return nil, &TLSMaterialError{fmt.Sprintf("tls caFile %s holds no PEM certificate", files.CAFile)}
 	}
 	pair, err := tls.X509KeyPair(cert, key)
 	if err != nil {
 		// The parse error never quotes the material, but say only which files to keep it that way.
-		return nil, errors.New("tls certFile " + files.CertFile + " and keyFile " + files.KeyFile + " do not form a valid key pair")
+		return nil, &TLSMaterialError{"tls certFile " + files.CertFile + " and keyFile " + files.KeyFile + " do not form a valid key pair"}
 	}
 	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
 }
