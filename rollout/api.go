@@ -352,12 +352,27 @@ type Failure struct {
 //	func (e *Engine) Plan(ctx context.Context) (ClusterState, Plan, error)
 //	func (e *Engine) Run(ctx context.Context) (Result, error)           // returns the partial Result on error too
 //	func (e *Engine) Unlock(ctx context.Context) error                  // partition = replicas, release a stale lease
+//	func (e *Engine) ValidateDowngrade(ctx context.Context, st ClusterState, target string) error // etcd's `downgrade validate`
+//	func (e *Engine) LeaseHolder(ctx context.Context) (string, time.Duration, error) // who holds the rollout lease, for how long yet
+//	func (e *Engine) RolloutStatus(ctx context.Context) (RolloutStatus, bool, error) // the status ConfigMap, parsed
 //	func (e *Engine) Config() Config
 //	func (e *Engine) Close() error
 //	func (r Result) Summary() string
+//	func FailureOutcome(revertedTo, revertError string) string
 //	func LeaseName(sts string) string
+//	func StatusConfigMapName(sts string) string; func ParseStatus(data map[string]string) RolloutStatus
+//	func RunIdentity() string                                           // this process, for a lease holder name
+//	func Quorum(n int) int
+//	func EtcdContainer(cs []corev1.Container) *corev1.Container; func EtcdSettings(c *corev1.Container) []EtcdSetting
+//	func ParseVersion(s string) (EtcdVersion, bool); func ImageVersion(image string) (EtcdVersion, bool)
+//	func CheckVersionPath(from, to EtcdVersion) error; func CheckImagePath(template string, members map[string]string) error
+//	func CheckFlags(settings []EtcdSetting, target EtcdVersion) error; func CheckContainerFlags(c *corev1.Container, target EtcdVersion) error
 //
 // Options carries the cluster access (RestConfig, or Kube), the member Dialer (memberdial.NewPortForward by
 // default; memberdial.NewDirect for callers inside the cluster), the OnEvent progress callback, the lease
-// duration and the poll interval. Errors to branch on: ErrBlocked (nothing was changed), ErrInterference,
-// ErrLeaseLost, *LockedError (another run holds the lease), *GateTimeoutError (member, gate, last seen).
+// duration and the poll interval. Errors to branch on: ErrBlocked (nothing was changed; *BlockedError says
+// why), ErrInterference (*InterferenceError names the writer), ErrLeaseLost, ErrPartitionNotLocked (the exit
+// could not re-lock), ErrMemberUnseen, ErrNotRecreated, *LockedError (another run holds the lease),
+// *GateTimeoutError (member, gate, last seen and its ProblemReason), *RevertedError, *MemberProblemError (a
+// member whose problem waiting cannot fix). Events carry an EventKind with typed fields; MemberState a
+// ProblemReason.

@@ -9,8 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-var metav1PatchOptions = metav1.PatchOptions{FieldManager: "etcd-rollout"}
-
 // Reasons of the Kubernetes Events the engine records on the StatefulSet.
 const (
 	ReasonMemberRolled      = "EtcdMemberRolled"

@@ -411,3 +411,18 @@ func (e *Engine) LeaseHolder(ctx context.Context) (holder string, expiresIn time
 	d := recordDuration(l, e.lease.duration)
 	return ptr.Deref(l.Spec.HolderIdentity, ""), renewTime(l).Add(d).Sub(time.Now()), nil
 }
+
+// heldSince says whether this process holds the lease now and since when (its acquireTime, which each run's
+// acquire sets anew and renewals keep).
+func (l *rolloutLease) heldSince() (string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.current == nil {
+		return "", false
+	}
+	key := ""
+	if at := l.current.Spec.AcquireTime; at != nil {
+		key = at.UTC().Format(time.RFC3339Nano)
+	}
+	return key, true
+}

@@ -11,6 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
+// metav1PatchOptions names the engine as the field manager of its partition writes, which is how another run
+// or a person tells them from their own in managedFields (InterferenceError.Writer).
+var metav1PatchOptions = metav1.PatchOptions{FieldManager: "etcd-rollout"}
+
 // setPartition writes spec.updateStrategy.rollingUpdate.partition and returns the StatefulSet's new
 // generation, which the executor then expects to see unchanged until its own next write.
 func (e *Engine) setPartition(ctx context.Context, partition int) (int64, error) {
