@@ -18,8 +18,8 @@ func recordFailure(st *RolloutState, res rollout.Result, complete bool) {
 	case res.Failure != nil:
 		f := res.Failure
 		st.LastFailure = &RolloutFailure{
-			Member: f.Pod, Revision: f.Revision, Gate: f.Gate, LastSeen: truncate(f.LastSeen, 500),
-			At: f.At.UTC().Format(time.RFC3339), RevertedTo: f.RevertedTo, RevertError: truncate(f.RevertError, 500),
+			Member: f.Pod, Revision: f.Revision, Gate: f.Gate, LastSeen: rollout.Truncate(f.LastSeen, 500),
+			At: f.At.UTC().Format(time.RFC3339), RevertedTo: f.RevertedTo, RevertError: rollout.Truncate(f.RevertError, 500),
 		}
 	}
 }
@@ -30,13 +30,6 @@ func lastFailureWarning(f RolloutFailure) string {
 	return fmt.Sprintf("last attempt of revision %s failed on %s at %s (the %s gate: %s); it was %s. "+
 		"Applying the same template again will fail the same way unless its cause is fixed",
 		f.Revision, f.Member, f.At, f.Gate, f.LastSeen, rollout.FailureOutcome(f.RevertedTo, f.RevertError))
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // failureReason is the error a stopped run leaves in `pulumi up`: its first line says what happened, to which
@@ -98,13 +91,13 @@ func lastSeen(g *rollout.GateTimeoutError) string {
 	if g.LastSeen == "" {
 		return "nothing"
 	}
-	return truncate(g.LastSeen, 240)
+	return rollout.Truncate(g.LastSeen, 240)
 }
 
 // notReverted says why a member that failed its gate was not brought back, from the failure the run recorded.
 func notReverted(pod string, last *RolloutFailure) string {
 	if last != nil && last.Member == pod && last.RevertedTo == "" {
-		return "it was " + rollout.FailureOutcome("", truncate(last.RevertError, 200))
+		return "it was " + rollout.FailureOutcome("", rollout.Truncate(last.RevertError, 200))
 	}
 	return "it was not reverted"
 }

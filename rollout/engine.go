@@ -202,8 +202,6 @@ func (e *Engine) anyPod(ctx context.Context) (*corev1.Pod, error) {
 	return nil, fmt.Errorf("no running pod of StatefulSet %s to read it from", e.cfg.StatefulSet)
 }
 
-func podName(sts string, ordinal int) string { return fmt.Sprintf("%s-%d", sts, ordinal) }
-
 // emit reports progress to the caller, and to the status published on the cluster (status.go).
 func (e *Engine) emit(step Step, format string, args ...any) {
 	e.announce(Event{Step: step}, format, args...)

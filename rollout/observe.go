@@ -13,10 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// memberCallTimeout bounds each etcd call made while observing, so a member that is down costs seconds,
-// not the caller's whole deadline.
-const memberCallTimeout = 3 * time.Second
-
 // Observe reads the StatefulSet, its pods and every member's own view of etcd, all afresh. It fails only
 // when the StatefulSet cannot be read; members that do not answer are reported with their Problem.
 func (e *Engine) Observe(ctx context.Context) (ClusterState, error) {

@@ -132,10 +132,3 @@ func (p Plan) names(ordinals []int) string {
 	}
 	return strings.Join(out, ", ")
 }
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,7 +61,7 @@ func (r *run) onMemberFailure(ctx context.Context, err error) error {
 	failure.RevertedTo = to
 	reverted := &RevertedError{Pod: gate.Pod, From: r.startRev, To: to, Cause: gate}
 	e.announce(Event{Kind: EventMemberReverted, Step: Step{Kind: StepRecreate, Ordinal: ordinal}, Pod: gate.Pod}, "%v", reverted)
-	e.record(ctx, r.uid, corev1.EventTypeWarning, ReasonMemberReverted, truncate(reverted.Error(), 1000))
+	e.record(ctx, r.uid, corev1.EventTypeWarning, ReasonMemberReverted, Truncate(reverted.Error(), 1000))
 	return reverted
 }
 
@@ -269,14 +267,4 @@ func (e *Engine) deleteMemberPod(ctx context.Context, st ClusterState, ordinal i
 		return nil
 	}
 	return fmt.Errorf("deleting pod %s/%s: %w", e.cfg.Namespace, pod, err)
-}
-
-// ordinalOf reads the ordinal from a member pod's name.
-func ordinalOf(sts, pod string) (int, bool) {
-	rest, ok := strings.CutPrefix(pod, sts+"-")
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.Atoi(rest)
-	return n, err == nil && n >= 0
 }

@@ -95,7 +95,7 @@ func (r *run) exit(ctx context.Context, err error, stopRenew func()) error {
 		err = fmt.Errorf("%w; lease %s is kept, so the next run takes it over after it goes unrenewed and re-locks first", err, e.lease.id())
 	}
 	if err != nil && r.uid != "" && holder == "" {
-		e.record(ctx, r.uid, corev1.EventTypeWarning, ReasonRolloutFailed, truncate(err.Error(), 1000))
+		e.record(ctx, r.uid, corev1.EventTypeWarning, ReasonRolloutFailed, Truncate(err.Error(), 1000))
 	}
 	res.FinishedAt = time.Now()
 	return err
@@ -589,22 +589,4 @@ func (r *run) lock(ctx context.Context, replicas int) error {
 	}
 	r.gen = gen
 	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
-	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

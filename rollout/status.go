@@ -126,4 +126,3 @@ const (
 	// statusTextLimit caps the messages published: they are for a person glancing at a dashboard.
 	statusTextLimit = 1000
 )
-

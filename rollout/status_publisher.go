@@ -274,7 +274,7 @@ var pemBlock = regexp.MustCompile(`(?s)-----BEGIN [A-Z0-9 ]+-----.*?(-----END [A
 // already hold no secrets (they go to logs), and as a second guard any PEM block is cut out and the length
 // capped.
 func publishable(s string) string {
-	return truncate(pemBlock.ReplaceAllString(s, "[redacted PEM block]"), statusTextLimit)
+	return Truncate(pemBlock.ReplaceAllString(s, "[redacted PEM block]"), statusTextLimit)
 }
 
 // poke asks the background writer to publish the latest state, starting it when needed.
