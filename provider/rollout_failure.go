@@ -36,7 +36,10 @@ func lastFailureWarning(f RolloutFailure) string {
 // member, what the run did about it and what to do (failureHeadline); the lines after it are the run's whole
 // account. A run stopped for a reason without a headline keeps the one-line account.
 func failureReason(target string, rolled []string, runErr error, last *RolloutFailure) string {
-	account := fmt.Sprintf("rollout of %s stopped after %d member(s) (%s): %v", target, len(rolled), strings.Join(rolled, ", "), runErr)
+	account := fmt.Sprintf("rollout of %s stopped before any member was rolled: %v", target, runErr)
+	if len(rolled) > 0 {
+		account = fmt.Sprintf("rollout of %s stopped after %d member(s) (%s): %v", target, len(rolled), strings.Join(rolled, ", "), runErr)
+	}
 	if headline := failureHeadline(target, runErr, last); headline != "" {
 		return headline + "\n" + account
 	}

@@ -63,12 +63,17 @@ func TestFailureReasonSaysWhatHappenedFirst(t *testing.T) {
 			first, account, found := strings.Cut(reason, "\n")
 			assert.True(t, found, "a headline, then the account: %q", reason)
 			assert.Equal(t, tt.want, first)
-			assert.Equal(t, fmt.Sprintf("rollout of db/etcd stopped after %d member(s) (%s): %v", len(tt.rolled), strings.Join(tt.rolled, ", "), tt.err), account)
+			want := fmt.Sprintf("rollout of db/etcd stopped before any member was rolled: %v", tt.err)
+			if len(tt.rolled) > 0 {
+				want = fmt.Sprintf("rollout of db/etcd stopped after %d member(s) (%s): %v", len(tt.rolled), strings.Join(tt.rolled, ", "), tt.err)
+			}
+			assert.Equal(t, want, account)
 		})
 	}
 }
 
 // A failure without a headline keeps the one-line account.
 func TestFailureReasonWithoutAHeadlineIsTheAccount(t *testing.T) {
-	assert.Equal(t, "rollout of db/etcd stopped after 0 member(s) (): boom", failureReason("db/etcd", nil, errors.New("boom"), nil))
+	assert.Equal(t, "rollout of db/etcd stopped before any member was rolled: boom", failureReason("db/etcd", nil, errors.New("boom"), nil))
+	assert.Equal(t, "rollout of db/etcd stopped after 1 member(s) (etcd-2): boom", failureReason("db/etcd", []string{"etcd-2"}, errors.New("boom"), nil))
 }
