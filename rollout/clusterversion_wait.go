@@ -11,18 +11,21 @@ import (
 // that does not move is reported, not failed: every member is on the new revision and healthy, and etcd
 // moves it on its own; the operator is told what it still is.
 func (e *Engine) awaitClusterVersion(ctx context.Context, st ClusterState, to EtcdVersion) string {
-	start, seen := time.Now(), st.ClusterVersion
-	for {
-		if v, ok := ImageVersion(":" + seen); ok && v.Major == to.Major && v.Minor == to.Minor {
-			e.emit(Step{Kind: StepRelock}, "cluster version is %s (%s after the last member)", seen, time.Since(start).Round(100*time.Millisecond))
-			return seen
+	start, seen, first := time.Now(), st.ClusterVersion, true
+	seen, err := waitFor(ctx, start.Add(e.cfg.HealthTimeout), e.pollEvery, func(ctx context.Context) (string, bool, error) {
+		if !first { // the first look is at the version the last observation read
+			if now := e.freshClusterVersion(ctx, st); now != "" {
+				seen = now
+			}
 		}
-		if time.Since(start) > e.cfg.HealthTimeout || sleep(ctx, e.pollEvery) != nil {
-			e.emit(Step{Kind: StepRelock}, "cluster version is still %q, not yet %d.%d: etcd moves it once its leader has seen every member run %d.%d", seen, to.Major, to.Minor, to.Major, to.Minor)
-			return seen
-		}
-		if now := e.freshClusterVersion(ctx, st); now != "" {
-			seen = now
-		}
+		first = false
+		v, ok := ImageVersion(":" + seen)
+		return seen, ok && v.Major == to.Major && v.Minor == to.Minor, nil
+	})
+	if err != nil {
+		e.emit(Step{Kind: StepRelock}, "cluster version is still %q, not yet %d.%d: etcd moves it once its leader has seen every member run %d.%d", seen, to.Major, to.Minor, to.Major, to.Minor)
+		return seen
 	}
+	e.emit(Step{Kind: StepRelock}, "cluster version is %s (%s after the last member)", seen, time.Since(start).Round(100*time.Millisecond))
+	return seen
 }

@@ -170,21 +170,19 @@ func downgradeEnabledFor(st ClusterState, target string) bool {
 // awaitDowngradeReady waits, for up to the health timeout, until the cluster version is the step's minor and
 // no member reports a newer storage version: the moment a member may restart on the older binary.
 func (e *Engine) awaitDowngradeReady(ctx context.Context, st ClusterState, step Step) error {
-	start, last := time.Now(), "nothing yet"
-	for {
+	start := time.Now()
+	last, err := waitFor(ctx, start.Add(e.cfg.HealthTimeout), e.pollEvery, func(ctx context.Context) (string, bool, error) {
 		seen, ok := e.downgradeReady(ctx, st, step.Version)
-		if ok {
-			e.emit(step, "cluster version and every member's storage version are %s (%s after enabling)", step.Version, time.Since(start).Round(100*time.Millisecond))
-			return nil
-		}
-		last = seen
-		if time.Since(start) > e.cfg.HealthTimeout {
-			return fmt.Errorf("etcd's downgrade to %s is enabled, but after %s (the health timeout) %s", step.Version, e.cfg.HealthTimeout, last)
-		}
-		if err := sleep(ctx, e.pollEvery); err != nil {
-			return fmt.Errorf("waiting for the cluster version to reach %s (last seen: %s): %w", step.Version, last, err)
-		}
+		return seen, ok, nil
+	})
+	switch {
+	case errors.Is(err, errWaitedOut):
+		return fmt.Errorf("etcd's downgrade to %s is enabled, but after %s (the health timeout) %s", step.Version, e.cfg.HealthTimeout, last)
+	case err != nil:
+		return fmt.Errorf("waiting for the cluster version to reach %s (last seen: %s): %w", step.Version, last, err)
 	}
+	e.emit(step, "cluster version and every member's storage version are %s (%s after enabling)", step.Version, time.Since(start).Round(100*time.Millisecond))
+	return nil
 }
 
 // downgradeReady reads the cluster version and each member's storage version; seen says what is not there yet.
@@ -247,17 +245,14 @@ func (e *Engine) clusterVersionAfterCancel(ctx context.Context, st ClusterState,
 // a cancel (it re-decides every few seconds). It returns the version seen last ("" when none was) and
 // whether it moved.
 func (e *Engine) versionAfterCancel(ctx context.Context, st ClusterState, target string) (seen string, raised bool) {
-	for {
+	seen, err := waitFor(ctx, time.Time{}, e.pollEvery, func(ctx context.Context) (string, bool, error) {
 		if now := e.freshClusterVersion(ctx, st); now != "" {
 			seen = now
-			if !isMinor(now, target) {
-				return seen, true
-			}
+			return seen, !isMinor(now, target), nil
 		}
-		if err := sleep(ctx, e.pollEvery); err != nil {
-			return seen, false
-		}
-	}
+		return seen, false, nil
+	})
+	return seen, err == nil
 }
 
 // errNoDowngradeJob is etcd's answer to a cancel when no downgrade is in flight (its leader ended it already).

@@ -18,29 +18,26 @@ const relockTimeout = 30 * time.Second
 func (e *Engine) relock(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), relockTimeout)
 	defer cancel()
-	var last error
-	for {
-		sts, err := e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Get(rctx, e.cfg.StatefulSet, metav1.GetOptions{})
+	last, err := waitFor(rctx, time.Time{}, time.Second, func(ctx context.Context) (error, bool, error) {
+		sts, err := e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Get(ctx, e.cfg.StatefulSet, metav1.GetOptions{})
 		if err == nil {
 			replicas := 1
 			if sts.Spec.Replicas != nil {
 				replicas = int(*sts.Spec.Replicas)
 			}
-			if _, err = e.setPartition(rctx, replicas); err == nil {
-				return nil
+			if _, err = e.setPartition(ctx, replicas); err == nil {
+				return nil, true, nil
 			}
 		}
-		last = err
 		if permanent(err) {
-			// Forbidden, not found, invalid: waiting does not change the answer.
-			return fmt.Errorf("%w: re-locking %s/%s failed, run `etcd-rollout unlock`: %w", ErrPartitionNotLocked, e.cfg.Namespace, e.cfg.StatefulSet, last)
+			return err, false, err // forbidden, not found, invalid: waiting does not change the answer
 		}
-		select {
-		case <-rctx.Done():
-			return fmt.Errorf("%w: re-locking %s/%s failed, run `etcd-rollout unlock`: %w", ErrPartitionNotLocked, e.cfg.Namespace, e.cfg.StatefulSet, last)
-		case <-time.After(time.Second):
-		}
+		return err, false, nil
+	})
+	if err == nil {
+		return nil
 	}
+	return fmt.Errorf("%w: re-locking %s/%s failed, run `etcd-rollout unlock`: %w", ErrPartitionNotLocked, e.cfg.Namespace, e.cfg.StatefulSet, last)
 }
 
 // Unlock sets the partition back to replicas and releases the Lease when its holder is gone. It refuses,

@@ -29,17 +29,13 @@ func (e *Engine) transferLeader(ctx context.Context, st ClusterState, step Step)
 		}
 		return fmt.Errorf("moving leader %s → %s: %w", from.Pod, to.Pod, err)
 	}
-	for {
-		s, err := e.etcd.Status(cctx, to.Pod)
-		if err == nil && s.Leader == to.MemberID {
-			return nil
-		}
-		select {
-		case <-cctx.Done():
-			return fmt.Errorf("moving leader %s → %s: %s does not report itself leader after MoveLeader returned", from.Pod, to.Pod, to.Pod)
-		case <-time.After(50 * time.Millisecond):
-		}
+	if _, err := waitFor(cctx, time.Time{}, 50*time.Millisecond, func(ctx context.Context) (struct{}, bool, error) {
+		s, err := e.etcd.Status(ctx, to.Pod)
+		return struct{}{}, err == nil && s.Leader == to.MemberID, nil
+	}); err != nil {
+		return fmt.Errorf("moving leader %s → %s: %s does not report itself leader after MoveLeader returned", from.Pod, to.Pod, to.Pod)
 	}
+	return nil
 }
 
 // leaderIs asks the target first, then the others, who leads; it is the last check before the partition
