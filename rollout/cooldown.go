@@ -16,7 +16,7 @@ var ErrMemberUnseen = errors.New("could not look at a member")
 // passedMember is a member this run saw pass its gates.
 type passedMember struct {
 	at time.Time
-	// incarnation is its etcd process when it passed (memberClients.Incarnation); empty when etcd did not
+	// incarnation is its etcd process when it passed (member.Clients.Incarnation); empty when etcd did not
 	// say, and then a look that cannot reach it counts as its failure, the safe side.
 	incarnation Incarnation
 	// unseenSince is the first of the looks in a row that could not reach it; zero when the last one did.

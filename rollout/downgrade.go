@@ -4,27 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"strings"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 )
-
-// downgradeAction is one call of etcd's downgrade API (clientv3 Maintenance.Downgrade).
-type downgradeAction int
-
-const (
-	downgradeValidate downgradeAction = iota
-	downgradeEnable
-	downgradeCancel
-)
-
-func (a downgradeAction) String() string {
-	return [...]string{"validate", "enable", "cancel"}[a]
-}
 
 // ReasonDowngradeEnabled and ReasonDowngradeCancelled are the Events recorded on the StatefulSet when the
 // engine enables or cancels etcd's downgrade: cluster-wide changes an operator should find in `kubectl describe`.
@@ -49,11 +34,11 @@ type downgradeRun struct {
 // to the leader (else any member that answers). Preview and Check call it, and the engine again right before
 // enabling. The error wraps ErrVersionPath: waiting does not change etcd's answer, the template must.
 func (e *Engine) ValidateDowngrade(ctx context.Context, st ClusterState, target string) error {
-	pod, err := e.downgradeCall(ctx, st, downgradeValidate, target)
+	pod, err := e.downgradeCall(ctx, st, member.DowngradeValidate, target)
 	switch {
 	case err == nil:
 		return nil
-	case transient(err):
+	case member.Transient(err):
 		return fmt.Errorf("%w: could not ask etcd `downgrade validate %s` (through %s): %v", ErrBlocked, target, pod, err)
 	}
 	return fmt.Errorf("%w: %w: etcd refused `downgrade validate %s` (asked through %s): %v", ErrBlocked, ErrVersionPath, target, pod, err)
@@ -66,7 +51,7 @@ const downgradeAttempts = 3
 // downgradeCall sends one downgrade API call through downgradeMember, again on a new connection when the
 // connection broke (a port-forward that ended, a member that restarted): clientv3 retries reads itself, not
 // maintenance calls. It returns the member asked last.
-func (e *Engine) downgradeCall(ctx context.Context, st ClusterState, action downgradeAction, target string) (string, error) {
+func (e *Engine) downgradeCall(ctx context.Context, st ClusterState, action member.DowngradeAction, target string) (string, error) {
 	pod, err := downgradeMember(st)
 	if err != nil {
 		return "", err
@@ -75,7 +60,7 @@ func (e *Engine) downgradeCall(ctx context.Context, st ClusterState, action down
 		cctx, cancel := context.WithTimeout(ctx, downgradeCallTimeout)
 		_, err = e.etcd.Downgrade(cctx, pod, action, target)
 		cancel()
-		if err == nil || !transient(err) || attempt == downgradeAttempts || ctx.Err() != nil {
+		if err == nil || !member.Transient(err) || attempt == downgradeAttempts || ctx.Err() != nil {
 			return pod, err
 		}
 		e.etcd.Forget(pod)
@@ -83,22 +68,6 @@ func (e *Engine) downgradeCall(ctx context.Context, st ClusterState, action down
 			return pod, err
 		}
 	}
-}
-
-// transient says err is a broken connection or a call that did not come back, not etcd's answer. A
-// port-forward that ended under the call is one (the end carries the call's "context canceled" as text only):
-// taken for etcd's answer, it failed a downgrade as refused by etcd (CI, TestVersionChanges/mtls).
-func transient(err error) bool {
-	if errors.Is(err, errForwardEnded) {
-		return true
-	}
-	switch status.Code(err) {
-	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
-		return true
-	case codes.Unknown:
-		return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "connection refused")
-	}
-	return false
 }
 
 // downgradeMember is the member the downgrade API is asked through: the leader, which serves enable and cancel
@@ -129,7 +98,7 @@ func (r *run) enableDowngrade(ctx context.Context, st ClusterState, step Step) e
 		pod, _ := downgradeMember(st)
 		e.emit(step, "enabling etcd's downgrade to %s through %s (validate ok)", target, pod)
 		r.downgrade = &downgradeRun{target: target} // set first: a lost answer may still have enabled it
-		if pod, err := e.downgradeCall(ctx, st, downgradeEnable, target); err != nil && !e.reportsDowngradeEnabled(ctx, st, target) {
+		if pod, err := e.downgradeCall(ctx, st, member.DowngradeEnable, target); err != nil && !e.reportsDowngradeEnabled(ctx, st, target) {
 			return fmt.Errorf("enabling etcd's downgrade to %s through %s: %w", target, pod, err)
 		}
 		e.record(ctx, r.uid, corev1.EventTypeNormal, ReasonDowngradeEnabled, fmt.Sprintf("Enabled etcd's downgrade to %s before restarting members on %s", target, target))
@@ -219,7 +188,7 @@ func (r *run) settleDowngrade(ctx context.Context, st ClusterState) string {
 	e := r.e
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), downgradeCallTimeout)
 	defer cancel()
-	_, err := e.downgradeCall(cctx, st, downgradeCancel, d.target)
+	_, err := e.downgradeCall(cctx, st, member.DowngradeCancel, d.target)
 	if err != nil {
 		return fmt.Sprintf("etcd's downgrade to %s was enabled before any member restarted, and cancelling it failed (%v): cancel it by hand (`etcdctl downgrade cancel`) or run again to go on with it", d.target, err)
 	}
@@ -255,9 +224,6 @@ func (e *Engine) versionAfterCancel(ctx context.Context, st ClusterState, target
 	return seen, err == nil
 }
 
-// errNoDowngradeJob is etcd's answer to a cancel when no downgrade is in flight (its leader ended it already).
-var errNoDowngradeJob = errors.New("etcd has no downgrade job in flight")
-
 // errMemberVersion is returned when a finished downgrade or upgrade finds a member whose own version is
 // not the template's minor: the image tag said one version and the binary is another.
 var errMemberVersion = errors.New("a member runs another version than the template's image tag says")
@@ -276,11 +242,11 @@ func (e *Engine) endDowngradeJob(ctx context.Context, st ClusterState, mv Versio
 	if !down {
 		target = mv.From.minor()
 	}
-	pod, err := e.downgradeCall(ctx, st, downgradeCancel, target)
+	pod, err := e.downgradeCall(ctx, st, member.DowngradeCancel, target)
 	switch {
 	case err == nil:
 		e.emit(Step{Kind: StepRelock}, "ended etcd's downgrade job through %s (every member runs %s)", pod, mv.To.minor())
-	case errors.Is(err, errNoDowngradeJob):
+	case errors.Is(err, member.ErrNoDowngradeJob):
 		// etcd's leader ended it already.
 	default:
 		e.emit(Step{Kind: StepRelock}, "could not end etcd's downgrade job through %s (%v): etcd's leader ends it by itself once every member runs %s", pod, err, mv.To.minor())
@@ -300,8 +266,8 @@ func (r *run) endLeftDowngrade(ctx context.Context, st ClusterState) error {
 	if err := e.lease.confirm(ctx); err != nil {
 		return fmt.Errorf("not cancelling etcd's downgrade to %s: %w", target, err)
 	}
-	pod, err := e.downgradeCall(ctx, st, downgradeCancel, target)
-	if err != nil && !errors.Is(err, errNoDowngradeJob) {
+	pod, err := e.downgradeCall(ctx, st, member.DowngradeCancel, target)
+	if err != nil && !errors.Is(err, member.ErrNoDowngradeJob) {
 		return fmt.Errorf("etcd's downgrade to %s is still enabled (an earlier run left it on; it holds the cluster version at %s) and cancelling it through %s failed: %w; cancel it by hand (`etcdctl downgrade cancel`) or run again",
 			target, target, pod, err)
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 )
 
 // newDowngradeCluster is a 3-member cluster on etcd 3.6.8 (cluster and storage version 3.6.0) whose template
@@ -104,7 +106,7 @@ func TestRunDowngradesThroughEtcdsDowngradeAPI(t *testing.T) {
 // without asking etcd's downgrade API again.
 func TestRunResumesAnEnabledDowngrade(t *testing.T) {
 	c := newDowngradeCluster(t, 1, 2)
-	_, err := c.etcd.Downgrade(context.Background(), "etcd-1", downgradeEnable, "3.5")
+	_, err := c.etcd.Downgrade(context.Background(), "etcd-1", member.DowngradeEnable, "3.5")
 	require.NoError(t, err)
 	c.etcd.downgradeCalls = nil
 	res, err := c.engine(t, nil).Run(context.Background())
@@ -207,7 +209,7 @@ func TestDowngradeCallsSurviveBrokenConnections(t *testing.T) {
 			calls: []string{"validate 3.5", "validate 3.5", "validate 3.5", "enable 3.5", "cancel 3.5"}},
 		{name: "validate's port-forward ends under it", setup: func(f *fakeEtcd) {
 			f.downgradeBroken = 1
-			f.downgradeBrokenBy = fmt.Errorf("downgrade validate 3.5 through etcd-2: %w (%v)", errForwardEnded, context.Canceled)
+			f.downgradeBrokenBy = fmt.Errorf("downgrade validate 3.5 through etcd-2: %w (%v)", member.ErrForwardEnded, context.Canceled)
 		}, calls: []string{"validate 3.5", "validate 3.5", "enable 3.5", "cancel 3.5"}},
 		{name: "enable answer lost", setup: func(f *fakeEtcd) { f.downgradeEnableAnswerLost = true },
 			calls: []string{"validate 3.5", "enable 3.5", "enable 3.5", "enable 3.5", "cancel 3.5"}},
@@ -261,7 +263,7 @@ func TestRunEndsADowngradeAnEarlierRunLeftEnabled(t *testing.T) {
 			c.promoteNow(t)
 			c.etcd.clusterVersion = "3.6.0"
 			c.etcd.serverVersions = map[string]string{"etcd-0": "3.6.8", "etcd-1": "3.6.8", "etcd-2": "3.6.8"}
-			_, err := c.etcd.Downgrade(context.Background(), "etcd-1", downgradeEnable, "3.5")
+			_, err := c.etcd.Downgrade(context.Background(), "etcd-1", member.DowngradeEnable, "3.5")
 			require.NoError(t, err)
 			c.etcd.downgradeCalls = nil
 			if tt.cancelFails {

@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 )
 
 // Options carries how the engine reaches the cluster and reports progress.
@@ -114,7 +116,7 @@ func New(cfg Config, opts Options) (*Engine, error) {
 		if cfg.TLS != nil {
 			tlsConfig = e.loadTLS
 		}
-		e.etcd = newMemberClients(e.dialer, cfg.Namespace, cfg.ServiceName, cfg.ClientPort, tlsConfig)
+		e.etcd = member.NewClients(e.dialer, cfg.Namespace, cfg.ServiceName, cfg.ClientPort, tlsConfig)
 	}
 	d := opts.LeaseDuration
 	if d <= 0 {

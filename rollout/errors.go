@@ -73,7 +73,7 @@ type GateTimeoutError struct {
 	// PodStayedUp says the kubelet kept the member's pod Ready, with no container restart, for the whole
 	// etcd gate (podWitness): only then may a member that does not answer us be unknown rather than failed.
 	PodStayedUp bool
-	// Unreached says the last look never reached the member's etcd (errNoLook), as against a refusal or a
+	// Unreached says the last look never reached the member's etcd (member.ErrNoLook), as against a refusal or a
 	// timeout on a forward that opened, which is the member's own answer.
 	Unreached bool
 	// Reason is LastSeen's reason, when the last look failed for one (ProblemForbidden, …).

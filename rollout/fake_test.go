@@ -25,6 +25,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 )
 
 // fakeEtcd is a Raft cluster reduced to what the engine can observe: who leads, the term, which members
@@ -100,14 +102,14 @@ func newFakeEtcd(n, leader int) *fakeEtcd {
 	return f
 }
 
-func (f *fakeEtcd) Status(_ context.Context, pod string) (memberStatus, error) {
+func (f *fakeEtcd) Status(_ context.Context, pod string) (member.Status, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.unseen[pod] {
-		return memberStatus{}, fmt.Errorf("%w: port-forward to db/%s: the API server is away", errNoLook, pod)
+		return member.Status{}, fmt.Errorf("%w: port-forward to db/%s: the API server is away", member.ErrNoLook, pod)
 	}
 	if f.isDown(pod) || f.refusing[pod] {
-		return memberStatus{}, fmt.Errorf("status of %s: connection refused", pod)
+		return member.Status{}, fmt.Errorf("status of %s: connection refused", pod)
 	}
 	var leader uint64
 	if !f.down[f.leader] {
@@ -119,19 +121,19 @@ func (f *fakeEtcd) Status(_ context.Context, pod string) (memberStatus, error) {
 		f.storageLag[pod]--
 		storage = f.versionBeforeDowngrade
 	}
-	return memberStatus{ID: f.ids[pod], Leader: leader, IsLearner: f.learner[pod], RaftTerm: f.term, RaftIndex: f.index, AppliedIndex: f.index,
+	return member.Status{ID: f.ids[pod], Leader: leader, IsLearner: f.learner[pod], RaftTerm: f.term, RaftIndex: f.index, AppliedIndex: f.index,
 		Version: f.serverVersions[pod], StorageVersion: storage, DowngradeTarget: f.downgradeTargets[pod]}, nil
 }
 
-func (f *fakeEtcd) MemberList(_ context.Context, pod string) ([]memberInfo, error) {
+func (f *fakeEtcd) MemberList(_ context.Context, pod string) ([]member.Info, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.isDown(pod) {
 		return nil, errors.New("connection refused")
 	}
-	var out []memberInfo
+	var out []member.Info
 	for p, id := range f.ids {
-		out = append(out, memberInfo{ID: id, Name: p, IsLearner: f.learner[p]})
+		out = append(out, member.Info{ID: id, Name: p, IsLearner: f.learner[p]})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
@@ -180,7 +182,7 @@ func (f *fakeEtcd) ClusterVersion(_ context.Context, pod string) (string, error)
 	return f.clusterVersion, nil
 }
 
-func (f *fakeEtcd) Downgrade(_ context.Context, pod string, action downgradeAction, version string) (string, error) {
+func (f *fakeEtcd) Downgrade(_ context.Context, pod string, action member.DowngradeAction, version string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.downgradeCalls = append(f.downgradeCalls, action.String()+" "+version)
@@ -195,11 +197,11 @@ func (f *fakeEtcd) Downgrade(_ context.Context, pod string, action downgradeActi
 		return "", fmt.Errorf("downgrade %s through %s: connection refused", action, pod)
 	}
 	switch action {
-	case downgradeValidate:
+	case member.DowngradeValidate:
 		if f.downgradeRefused != "" {
 			return "", errors.New(f.downgradeRefused)
 		}
-	case downgradeEnable:
+	case member.DowngradeEnable:
 		if f.downgradeRefused != "" {
 			return "", errors.New(f.downgradeRefused)
 		}
@@ -213,7 +215,7 @@ func (f *fakeEtcd) Downgrade(_ context.Context, pod string, action downgradeActi
 		if f.downgradeEnableAnswerLost {
 			return "", status.Error(codes.DeadlineExceeded, "context deadline exceeded")
 		}
-	case downgradeCancel:
+	case member.DowngradeCancel:
 		for p := range f.ids {
 			f.setDowngradeTarget(p, "")
 		}
@@ -284,7 +286,7 @@ func (f *fakeEtcd) Incarnation(_ context.Context, pod string) (Incarnation, erro
 	defer f.mu.Unlock()
 	switch {
 	case f.unseen[pod]:
-		return Incarnation{}, fmt.Errorf("%w: port-forward to db/%s: the API server is away", errNoLook, pod)
+		return Incarnation{}, fmt.Errorf("%w: port-forward to db/%s: the API server is away", member.ErrNoLook, pod)
 	case f.isDown(pod) || f.refusing[pod]:
 		return Incarnation{}, fmt.Errorf("process start of %s: connection refused", pod)
 	case f.noIncarnation:
@@ -298,14 +300,14 @@ func (f *fakeEtcd) Incarnation(_ context.Context, pod string) (Incarnation, erro
 	if f.startJitter {
 		// Every other read is a second late, as Linux's re-derived boot time makes it (bootTimeJitter).
 		f.jitterReads++
-		inc.started = inc.started.Add(time.Duration(f.jitterReads%2) * time.Second)
+		inc = member.IncarnationStartedAt(inc.StartedAt().Add(time.Duration(f.jitterReads%2) * time.Second))
 	}
 	return inc, nil
 }
 
 // fakeProcess is the incarnation of a member's process after n restarts: started 10 s after the last one.
 func fakeProcess(n int) Incarnation {
-	return incarnationStartedAt(time.Date(2026, 12, 3, 0, 0, 10*(n+1), 0, time.UTC))
+	return member.IncarnationStartedAt(time.Date(2026, 12, 3, 0, 0, 10*(n+1), 0, time.UTC))
 }
 
 // ActivePeers is pod's Raft view: every other member that runs, whether or not it answers us.

@@ -9,6 +9,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 )
 
 // appliedIndexSlack is how far a member's applied index may trail the leader's committed index sampled
@@ -288,7 +290,7 @@ func (e *Engine) memberHealthy(ctx context.Context, st ClusterState, ordinal int
 		}
 		ls, err := e.etcd.Status(ctx, leaderPod)
 		if err != nil {
-			return look{seen: fmt.Sprintf("leader %s: %v", leaderPod, err), noLook: couldNotLook(err), reason: problemOf(err)}
+			return look{seen: fmt.Sprintf("leader %s: %v", leaderPod, err), noLook: member.CouldNotLook(err), reason: problemOf(err)}
 		}
 		leaderIndex = ls.RaftIndex
 		// Sample the member again after the leader, so "caught up" compares a later applied index with an
@@ -308,7 +310,7 @@ func (e *Engine) memberHealthy(ctx context.Context, st ClusterState, ordinal int
 
 // failedLook is the look that err ended.
 func failedLook(err error) look {
-	return look{seen: err.Error(), noLook: couldNotLook(err), reason: problemOf(err)}
+	return look{seen: err.Error(), noLook: member.CouldNotLook(err), reason: problemOf(err)}
 }
 
 // podOfMember finds the pod serving an etcd member ID: from the observation when the ID is known there,

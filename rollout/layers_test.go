@@ -37,3 +37,17 @@ func TestLayersKeepToTheirImports(t *testing.T) {
 		})
 	}
 }
+
+// Member access is the engine's only way to etcd: no file of package rollout imports etcd's client, gRPC or
+// zap itself; internal/member does, behind the interface the engine calls (etcdAccess).
+func TestOnlyMemberAccessTalksToEtcd(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, "./").CombinedOutput()
+	require.NoError(t, err, "go list ./:\n%s", out)
+	imports := strings.Fields(string(out))
+	require.NotEmpty(t, imports)
+	for _, imp := range imports {
+		for _, f := range []string{"go.etcd.io/", "google.golang.org/grpc", "go.uber.org/zap"} {
+			assert.False(t, strings.HasPrefix(imp, f), "package rollout imports %s: reach etcd through internal/member", imp)
+		}
+	}
+}

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 )
 
 // Observe reads the StatefulSet, its pods and every member's own view of etcd, all afresh. It fails only
@@ -162,7 +164,7 @@ func (e *Engine) observeMember(ctx context.Context, ordinal int) MemberState {
 	defer cancel()
 	s, err := e.etcd.Status(cctx, m.Pod)
 	if err != nil {
-		m.Problem, m.Reason, m.Unseen = err.Error(), problemOf(err), couldNotLook(err)
+		m.Problem, m.Reason, m.Unseen = err.Error(), problemOf(err), member.CouldNotLook(err)
 		return m
 	}
 	m.Reachable = true

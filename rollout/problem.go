@@ -6,6 +6,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 )
 
 // ProblemReason says why a member is not healthy, set where the member is observed. Decisions (whether
@@ -61,10 +63,10 @@ func (r ProblemReason) WaitingCannotFix() bool {
 // chain: the types each layer wraps its failures in, never their text.
 func problemOf(err error) ProblemReason {
 	var (
-		refused     *certRefusedError
-		memberCert  *memberCertError
+		refused     *member.CertRefusedError
+		memberCert  *member.MemberCertError
 		material    *TLSMaterialError
-		notAccepted *clientPortRefusedError
+		notAccepted *member.ClientPortRefusedError
 		forbidden   *memberdial.ForwardForbiddenError
 	)
 	switch {
@@ -76,7 +78,7 @@ func problemOf(err error) ProblemReason {
 		return ProblemCertificateRefused
 	case errors.As(err, &material):
 		return ProblemTLSMaterial
-	case couldNotLook(err):
+	case member.CouldNotLook(err):
 		return ProblemUnreached
 	case errors.As(err, &notAccepted):
 		return ProblemRefusingClients

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 )
 
 // A failed call's reason comes from the types its layers wrap it in, however it is worded or wrapped.
@@ -24,10 +26,10 @@ func TestProblemOfReadsTheErrorsChain(t *testing.T) {
 		{"no error", nil, ProblemNone},
 		{"a Forbidden read", fmt.Errorf("reading pod: %w", forbidden), ProblemForbidden},
 		{"a refused port-forward", fmt.Errorf("status of etcd-0: %w", &memberdial.ForwardForbiddenError{Namespace: "db", Err: errors.New("x")}), ProblemForbidden},
-		{"a refused member certificate", fmt.Errorf("status of etcd-0: %w", &certRefusedError{refused: &memberCertError{member: "etcd-0"}, timeout: context.DeadlineExceeded}), ProblemCertificateRefused},
+		{"a refused member certificate", fmt.Errorf("status of etcd-0: %w", &member.CertRefusedError{Refused: &member.MemberCertError{Member: "etcd-0"}, Timeout: context.DeadlineExceeded}), ProblemCertificateRefused},
 		{"client TLS material", fmt.Errorf("reading TLS material from pod etcd-0: %w", &TLSMaterialError{"tls caFile /ca holds no PEM certificate"}), ProblemTLSMaterial},
-		{"a look that never reached etcd", fmt.Errorf("status of etcd-0: %w: %w", errNoLook, errForwardEnded), ProblemUnreached},
-		{"a client port that refuses us", fmt.Errorf("status of etcd-0: %w", &clientPortRefusedError{cause: errForwardEnded}), ProblemRefusingClients},
+		{"a look that never reached etcd", fmt.Errorf("status of etcd-0: %w: %w", member.ErrNoLook, member.ErrForwardEnded), ProblemUnreached},
+		{"a client port that refuses us", fmt.Errorf("status of etcd-0: %w", &member.ClientPortRefusedError{Cause: member.ErrForwardEnded}), ProblemRefusingClients},
 		{"no answer in time", fmt.Errorf("no answer in time (%w)", context.DeadlineExceeded), ProblemUnhealthy},
 	}
 	for _, tt := range tests {

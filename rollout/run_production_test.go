@@ -21,6 +21,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 )
 
 // A new cluster whose members start late has no leader (and pods the controller has not created yet) on
@@ -187,7 +189,7 @@ func TestRunDoesNotWaitOutWhatWaitingCannotFix(t *testing.T) {
 	}{
 		{name: "pod read refused", err: fmt.Errorf("reading pod: %w", podsForbidden)},
 		{name: "port-forward refused", err: fmt.Errorf("port-forward to db/etcd-0 port 2379: %w", &memberdial.ForwardForbiddenError{Namespace: "db", Err: errors.New("upgrade failed: forbidden")})},
-		{name: "certificate refused", err: &certRefusedError{refused: &memberCertError{member: "etcd-0"}, timeout: context.DeadlineExceeded}},
+		{name: "certificate refused", err: &member.CertRefusedError{Refused: &member.MemberCertError{Member: "etcd-0"}, Timeout: context.DeadlineExceeded}},
 		{name: "client key pair wrong", err: fmt.Errorf("reading TLS material: %w", &TLSMaterialError{"tls certFile /tls/client.crt and keyFile /tls/ca.crt do not form a valid key pair"})},
 		{name: "CA file without a certificate", err: fmt.Errorf("reading TLS material: %w", &TLSMaterialError{"tls caFile /tls/ca.crt holds no PEM certificate"})},
 	}
@@ -199,8 +201,8 @@ func TestRunDoesNotWaitOutWhatWaitingCannotFix(t *testing.T) {
 			assert.Equal(t, "etcd-0: "+tt.err.Error(), hopeless.Error())
 		})
 	}
-	for _, err := range []error{errors.New("connection refused"), &clientPortRefusedError{cause: errForwardEnded},
-		fmt.Errorf("%w: %w", errNoLook, errForwardEnded), context.DeadlineExceeded} {
+	for _, err := range []error{errors.New("connection refused"), &member.ClientPortRefusedError{Cause: member.ErrForwardEnded},
+		fmt.Errorf("%w: %w", member.ErrNoLook, member.ErrForwardEnded), context.DeadlineExceeded} {
 		st := ClusterState{Members: []MemberState{{Pod: "etcd-0", Problem: err.Error(), Reason: problemOf(err)}}}
 		assert.Nil(t, unfixableByWaiting(st), "a member that is down, still loading or out of our sight may come up: %v", err)
 	}

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 )
 
 // errOutage is what every request gets while the API server is away: transient, so the engine retries.
@@ -163,7 +165,7 @@ func (s *scheduledEtcd) call(point injectionPoint, pod string, do func() error) 
 
 // Status is the engine's health look at a member: what it answers is what the engine knows of the member
 // (lastStatus, sawDown), while its other calls (a member list, a read) only serve other purposes.
-func (s *scheduledEtcd) Status(ctx context.Context, pod string) (st memberStatus, err error) {
+func (s *scheduledEtcd) Status(ctx context.Context, pod string) (st member.Status, err error) {
 	err = s.call(atStatus, pod, func() error {
 		st, err = s.w.f.Status(ctx, pod)
 		now, down := time.Now(), err != nil && s.w.downNow(pod)
@@ -176,7 +178,7 @@ func (s *scheduledEtcd) Status(ctx context.Context, pod string) (st memberStatus
 	return st, err
 }
 
-func (s *scheduledEtcd) MemberList(ctx context.Context, pod string) (list []memberInfo, err error) {
+func (s *scheduledEtcd) MemberList(ctx context.Context, pod string) (list []member.Info, err error) {
 	err = s.call("", pod, func() error { list, err = s.w.f.MemberList(ctx, pod); return err })
 	return list, err
 }
@@ -201,7 +203,7 @@ func (s *scheduledEtcd) ClusterVersion(ctx context.Context, pod string) (v strin
 	return v, err
 }
 
-func (s *scheduledEtcd) Downgrade(ctx context.Context, pod string, action downgradeAction, version string) (v string, err error) {
+func (s *scheduledEtcd) Downgrade(ctx context.Context, pod string, action member.DowngradeAction, version string) (v string, err error) {
 	err = s.call("", pod, func() error { v, err = s.w.f.Downgrade(ctx, pod, action, version); return err })
 	return v, err
 }

@@ -14,6 +14,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 )
 
 // The timings of every schedule: short, so that many schedules fit in a test run, and ordered so that the
@@ -405,7 +407,7 @@ func (w *world) refusedEtcd(se *schedEngine, pod string) error {
 	case se.killed:
 		return fmt.Errorf("etcd call to %s: process killed", pod)
 	case time.Now().Before(w.outageUntil) || time.Now().Before(se.outageUntil):
-		return fmt.Errorf("%w: port-forward to db/%s: the API server is away", errNoLook, pod)
+		return fmt.Errorf("%w: port-forward to db/%s: the API server is away", member.ErrNoLook, pod)
 	}
 	u, ok := w.unreachable[pod]
 	if !ok || (!u.until.IsZero() && !time.Now().Before(u.until)) {
@@ -414,7 +416,7 @@ func (w *world) refusedEtcd(se *schedEngine, pod string) error {
 	if u.refused {
 		return fmt.Errorf("status of %s: connection refused", pod)
 	}
-	return fmt.Errorf("%w: port-forward to db/%s: no route to the kubelet", errNoLook, pod)
+	return fmt.Errorf("%w: port-forward to db/%s: no route to the kubelet", member.ErrNoLook, pod)
 }
 
 // stsNow is the StatefulSet as the tracker holds it; w.mu is held.

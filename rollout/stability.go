@@ -18,12 +18,12 @@ const defaultStableFor = 3 * time.Second
 //
 // A break is the member's own failure, or a restart: the stretch remembers the etcd process that began it
 // (its incarnation) and checks it again when the window ends, so a member that restarted between two looks
-// breaks too. A look that could not reach the member at all (errNoLook: its port-forward ended or could not
+// breaks too. A look that could not reach the member at all (member.ErrNoLook: its port-forward ended or could not
 // be opened) does not break it: the stretch holds until etcd answers again and shows the same process.
 // Without an incarnation (etcd did not say) such a look breaks the stretch, as any failed look.
 type stability struct {
 	stableFor time.Duration
-	// incarnationOf reads the member's incarnation (memberClients.Incarnation).
+	// incarnationOf reads the member's incarnation (member.Clients.Incarnation).
 	incarnationOf func(context.Context) (Incarnation, error)
 
 	since       time.Time   // start of the current healthy stretch; zero while unhealthy
@@ -32,7 +32,7 @@ type stability struct {
 	unsure      bool        // a look since the last good one could not reach the member
 }
 
-// look is one health look at a member. noLook says it never reached etcd (errNoLook).
+// look is one health look at a member. noLook says it never reached etcd (member.ErrNoLook).
 type look struct {
 	ok     bool
 	seen   string

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 )
 
 // The first member on a new revision holds the full stability window (the canary: a crash-looping revision
@@ -63,7 +65,7 @@ func (p *processes) read(context.Context) (Incarnation, error) {
 // p1 and p2 are two processes of a member, 10 s apart; p1Late is p1 as Linux reports it now and then.
 var (
 	p1, p2 = fakeProcess(0), fakeProcess(1)
-	p1Late = incarnationStartedAt(p1.started.Add(time.Second))
+	p1Late = member.IncarnationStartedAt(p1.StartedAt().Add(time.Second))
 )
 
 var (

@@ -1,4 +1,4 @@
-package rollout
+package member
 
 import (
 	"context"
@@ -19,8 +19,8 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
 )
 
-// memberStatus is one member's own answer to the Status RPC.
-type memberStatus struct {
+// Status is one member's own answer to the Status RPC.
+type Status struct {
 	ID           uint64
 	Leader       uint64
 	IsLearner    bool
@@ -38,43 +38,16 @@ type memberStatus struct {
 	Errors []string
 }
 
-// memberInfo is one entry of the etcd member list.
-type memberInfo struct {
+// Info is one entry of the etcd member list.
+type Info struct {
 	ID        uint64
 	Name      string
 	IsLearner bool
 }
 
-// etcdAccess is everything the engine asks of etcd. Every call names the member (pod) it goes through,
-// because etcd answers Status for the member that serves it and MoveLeader only on the leader.
-type etcdAccess interface {
-	Status(ctx context.Context, pod string) (memberStatus, error)
-	MemberList(ctx context.Context, pod string) ([]memberInfo, error)
-	// MoveLeader must be sent to the current leader; to is the transferee's member ID.
-	MoveLeader(ctx context.Context, leaderPod string, to uint64) error
-	// LinearizableRead is a quorum read served through pod: it passes only when pod can reach a leader
-	// that can still commit, which is what "healthy" means for etcd.
-	LinearizableRead(ctx context.Context, pod string) error
-	// ClusterVersion is the version the cluster runs at, as pod reports it ("3.6.0").
-	ClusterVersion(ctx context.Context, pod string) (string, error)
-	// Downgrade calls etcd's downgrade API through pod with a target minor ("3.5") and returns the cluster
-	// version etcd answers with.
-	Downgrade(ctx context.Context, pod string, action downgradeAction, version string) (string, error)
-	// Incarnation names the etcd process serving pod (its start time): one not Same as before means it
-	// restarted.
-	Incarnation(ctx context.Context, pod string) (Incarnation, error)
-	// ActivePeers is the set of member IDs pod's Raft transport is connected to, by pod's own word.
-	ActivePeers(ctx context.Context, pod string) (map[uint64]bool, error)
-	// Forget closes every connection to the member. The engine calls it right before the member restarts:
-	// an etcd that still has client connections open can outlive its SIGTERM until the grace period ends
-	// and it is killed (seen with plain-HTTP members), which would slow every restart to the grace period.
-	Forget(pod string)
-	Close() error
-}
-
-// memberClients keeps one single-endpoint etcd client per member, so every request reaches the member it
+// Clients keeps one single-endpoint etcd client per member, so every request reaches the member it
 // names (a multi-endpoint client balances and would send MoveLeader to a follower).
-type memberClients struct {
+type Clients struct {
 	dialer    memberdial.Dialer
 	namespace string
 	service   string
@@ -113,13 +86,13 @@ func (c *memberClient) close() error {
 	return c.cli.Close()
 }
 
-func newMemberClients(dialer memberdial.Dialer, namespace, service string, port int, tlsConfig func(context.Context) (*tls.Config, error)) *memberClients {
-	return &memberClients{dialer: dialer, namespace: namespace, service: service, port: port, tlsConfig: tlsConfig, clients: map[string]*memberClient{}}
+func NewClients(dialer memberdial.Dialer, namespace, service string, port int, tlsConfig func(context.Context) (*tls.Config, error)) *Clients {
+	return &Clients{dialer: dialer, namespace: namespace, service: service, port: port, tlsConfig: tlsConfig, clients: map[string]*memberClient{}}
 }
 
 // tlsBase returns the client TLS settings shared by every member, reading them on first use; nil means
 // plain HTTP.
-func (m *memberClients) tlsBase(ctx context.Context) (*tls.Config, error) {
+func (m *Clients) tlsBase(ctx context.Context) (*tls.Config, error) {
 	m.tlsMu.Lock()
 	defer m.tlsMu.Unlock()
 	if !m.tlsRead && m.tlsConfig != nil {
@@ -133,7 +106,7 @@ func (m *memberClients) tlsBase(ctx context.Context) (*tls.Config, error) {
 }
 
 // identity is who pod must prove to be over TLS.
-func (m *memberClients) identity(pod string) memberIdentity {
+func (m *Clients) identity(pod string) memberIdentity {
 	return newMemberIdentity(pod, m.service, m.namespace)
 }
 
@@ -141,7 +114,7 @@ func (m *memberClients) identity(pod string) memberIdentity {
 const memberReconnectMax = time.Second
 
 // client returns the member's client, re-created when the dialer hands out a new address (a new forward).
-func (m *memberClients) client(ctx context.Context, pod string) (*memberClient, error) {
+func (m *Clients) client(ctx context.Context, pod string) (*memberClient, error) {
 	endpoint, err := m.dialer.Endpoint(ctx, m.namespace, pod, m.port)
 	if err != nil {
 		return nil, noLookOpening(err)
@@ -195,7 +168,7 @@ func (m *memberClients) client(ctx context.Context, pod string) (*memberClient, 
 	return c, nil
 }
 
-func (m *memberClients) Status(ctx context.Context, pod string) (memberStatus, error) {
+func (m *Clients) Status(ctx context.Context, pod string) (Status, error) {
 	var resp *clientv3.StatusResponse
 	err := m.read(ctx, pod, func(ctx context.Context, c *memberClient) (err error) {
 		if resp, err = c.cli.Status(ctx, c.cli.Endpoints()[0]); err != nil {
@@ -204,9 +177,9 @@ func (m *memberClients) Status(ctx context.Context, pod string) (memberStatus, e
 		return nil
 	})
 	if err != nil {
-		return memberStatus{}, err
+		return Status{}, err
 	}
-	return memberStatus{
+	return Status{
 		ID: resp.Header.MemberId, Leader: resp.Leader, IsLearner: resp.IsLearner,
 		RaftTerm: resp.RaftTerm, RaftIndex: resp.RaftIndex, AppliedIndex: resp.RaftAppliedIndex,
 		Version: resp.Version, StorageVersion: resp.StorageVersion, DowngradeTarget: downgradeTarget(resp.DowngradeInfo),
@@ -221,7 +194,7 @@ func downgradeTarget(d *etcdserverpb.DowngradeInfo) string {
 	return d.GetTargetVersion()
 }
 
-func (m *memberClients) MemberList(ctx context.Context, pod string) ([]memberInfo, error) {
+func (m *Clients) MemberList(ctx context.Context, pod string) ([]Info, error) {
 	var resp *clientv3.MemberListResponse
 	err := m.read(ctx, pod, func(ctx context.Context, c *memberClient) (err error) {
 		if resp, err = c.cli.MemberList(ctx); err != nil {
@@ -232,14 +205,14 @@ func (m *memberClients) MemberList(ctx context.Context, pod string) ([]memberInf
 	if err != nil {
 		return nil, err
 	}
-	out := make([]memberInfo, 0, len(resp.Members))
+	out := make([]Info, 0, len(resp.Members))
 	for _, mem := range resp.Members {
-		out = append(out, memberInfo{ID: mem.ID, Name: mem.Name, IsLearner: mem.IsLearner})
+		out = append(out, Info{ID: mem.ID, Name: mem.Name, IsLearner: mem.IsLearner})
 	}
 	return out, nil
 }
 
-func (m *memberClients) MoveLeader(ctx context.Context, leaderPod string, to uint64) error {
+func (m *Clients) MoveLeader(ctx context.Context, leaderPod string, to uint64) error {
 	c, err := m.client(ctx, leaderPod)
 	if err != nil {
 		return err
@@ -252,19 +225,19 @@ func (m *memberClients) MoveLeader(ctx context.Context, leaderPod string, to uin
 	return nil
 }
 
-func (m *memberClients) Downgrade(ctx context.Context, pod string, action downgradeAction, version string) (string, error) {
+func (m *Clients) Downgrade(ctx context.Context, pod string, action DowngradeAction, version string) (string, error) {
 	c, err := m.client(ctx, pod)
 	if err != nil {
 		return "", err
 	}
 	ctx, done := c.bound(ctx)
 	defer done()
-	actions := map[downgradeAction]clientv3.DowngradeAction{
-		downgradeValidate: clientv3.DowngradeValidate, downgradeEnable: clientv3.DowngradeEnable, downgradeCancel: clientv3.DowngradeCancel,
+	actions := map[DowngradeAction]clientv3.DowngradeAction{
+		DowngradeValidate: clientv3.DowngradeValidate, DowngradeEnable: clientv3.DowngradeEnable, DowngradeCancel: clientv3.DowngradeCancel,
 	}
 	resp, err := c.cli.Downgrade(ctx, actions[action], version)
 	if errors.Is(err, rpctypes.ErrNoInflightDowngrade) {
-		return "", fmt.Errorf("downgrade %s %s through %s: %w", action, version, pod, errNoDowngradeJob)
+		return "", fmt.Errorf("downgrade %s %s through %s: %w", action, version, pod, ErrNoDowngradeJob)
 	}
 	if err != nil {
 		return "", fmt.Errorf("downgrade %s %s through %s: %w", action, version, pod, explain(ctx, err))
@@ -272,7 +245,7 @@ func (m *memberClients) Downgrade(ctx context.Context, pod string, action downgr
 	return resp.Version, nil
 }
 
-func (m *memberClients) LinearizableRead(ctx context.Context, pod string) error {
+func (m *Clients) LinearizableRead(ctx context.Context, pod string) error {
 	return m.read(ctx, pod, func(ctx context.Context, c *memberClient) error {
 		// clientv3 reads are linearizable unless WithSerializable is given; count-only reads no data.
 		if _, err := c.cli.Get(ctx, "health", clientv3.WithCountOnly()); err != nil {
@@ -282,7 +255,7 @@ func (m *memberClients) LinearizableRead(ctx context.Context, pod string) error 
 	})
 }
 
-func (m *memberClients) Forget(pod string) {
+func (m *Clients) Forget(pod string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if c, ok := m.clients[pod]; ok {
@@ -292,7 +265,7 @@ func (m *memberClients) Forget(pod string) {
 	m.dialer.Release(m.namespace, pod, m.port)
 }
 
-func (m *memberClients) Close() error {
+func (m *Clients) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var errs []error

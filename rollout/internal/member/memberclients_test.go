@@ -1,4 +1,4 @@
-package rollout
+package member
 
 import (
 	"context"
@@ -40,15 +40,15 @@ func TestMemberClientsSlowStepDoesNotBlockOthers(t *testing.T) {
 		// slowTLS makes the first read of the TLS material wait, instead of etcd-0's forward.
 		slowTLS bool
 		// other is what must still return promptly meanwhile.
-		other func(*memberClients) error
+		other func(*Clients) error
 	}{
-		{"a slow forward; another member's client", false, func(m *memberClients) error {
+		{"a slow forward; another member's client", false, func(m *Clients) error {
 			_, err := m.client(context.Background(), "etcd-1")
 			return err
 		}},
-		{"a slow forward; Forget of another member", false, func(m *memberClients) error { m.Forget("etcd-1"); return nil }},
-		{"slow TLS material; Forget", true, func(m *memberClients) error { m.Forget("etcd-0"); return nil }},
-		{"slow TLS material; Close", true, func(m *memberClients) error { return m.Close() }},
+		{"a slow forward; Forget of another member", false, func(m *Clients) error { m.Forget("etcd-1"); return nil }},
+		{"slow TLS material; Forget", true, func(m *Clients) error { m.Forget("etcd-0"); return nil }},
+		{"slow TLS material; Close", true, func(m *Clients) error { return m.Close() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := gatedDialer{slowPod: "etcd-0", entered: make(chan struct{}, 1), gate: make(chan struct{})}
@@ -62,7 +62,7 @@ func TestMemberClientsSlowStepDoesNotBlockOthers(t *testing.T) {
 					return nil, nil
 				}
 			}
-			m := newMemberClients(d, "db", "etcd-headless", 2379, tlsConfig)
+			m := NewClients(d, "db", "etcd-headless", 2379, tlsConfig)
 			defer m.Close()
 			var released sync.Once
 			release := func() { released.Do(func() { close(d.gate); close(tlsGate) }) }

@@ -1,4 +1,4 @@
-package rollout
+package member
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // which shares the client port with gRPC. The Status RPC gives only the member's own server version, and the
 // cluster version is what decides whether a member of the older minor may still join: etcd raises it once
 // every member runs the newer minor, and never lowers it without the downgrade API.
-func (m *memberClients) ClusterVersion(ctx context.Context, pod string) (string, error) {
+func (m *Clients) ClusterVersion(ctx context.Context, pod string) (string, error) {
 	c, err := m.client(ctx, pod)
 	if err != nil {
 		return "", err

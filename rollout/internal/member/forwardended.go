@@ -1,4 +1,4 @@
-package rollout
+package member
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// errForwardEnded is the cause given to a member call whose port-forward ended under it.
-var errForwardEnded = errors.New("the port-forward to the member ended (client-go ends a whole forward when one of its connections fails, as when the member refuses one right after a restart, until it listens); the next look opens a new one")
+// ErrForwardEnded is the cause given to a member call whose port-forward ended under it.
+var ErrForwardEnded = errors.New("the port-forward to the member ended (client-go ends a whole forward when one of its connections fails, as when the member refuses one right after a restart, until it listens); the next look opens a new one")
 
 // bound returns ctx, ended early when the address the client dials stops serving. gRPC keeps reconnecting to
 // a dead forward's closed port, and etcd's client retries the call meanwhile, so without this the call waited
@@ -24,7 +24,7 @@ func (c *memberClient) bound(ctx context.Context) (context.Context, context.Canc
 	go func() {
 		select {
 		case <-c.ended:
-			cancel(errForwardEnded)
+			cancel(ErrForwardEnded)
 		case <-finished:
 		case <-bctx.Done():
 		}
@@ -37,8 +37,8 @@ func (c *memberClient) bound(ctx context.Context) (context.Context, context.Canc
 
 // forwardEnded names the ended forward as the reason for err when it was.
 func forwardEnded(ctx context.Context, err error) error {
-	if err != nil && errors.Is(context.Cause(ctx), errForwardEnded) {
-		return fmt.Errorf("%w (%v)", errForwardEnded, err)
+	if err != nil && errors.Is(context.Cause(ctx), ErrForwardEnded) {
+		return fmt.Errorf("%w (%v)", ErrForwardEnded, err)
 	}
 	return err
 }
@@ -53,12 +53,12 @@ func forwardEnded(ctx context.Context, err error) error {
 // member's own (a crash ends every connection to it). Retried at once, a member that restarts quickly
 // looked as if it had never broken, and a crash-looping canary passed its stability window
 // (TestCrashLoopingRevisionFailsAtTheFirstMember caught it). The end of a forward that had answered is
-// marked errNoLook instead: the look says nothing either way, and the member's incarnation, read once it
+// marked ErrNoLook instead: the look says nothing either way, and the member's incarnation, read once it
 // answers again, tells a transport end (client-go ends a whole forward when any one of its connections
 // fails, and an API server restart ends them all) from a restart. The end of a forward that never answered
 // stays the member's: it refused the connection. The engine itself opens no connection that could end a
 // forward so (memberHTTP).
-func (m *memberClients) read(ctx context.Context, pod string, call func(context.Context, *memberClient) error) error {
+func (m *Clients) read(ctx context.Context, pod string, call func(context.Context, *memberClient) error) error {
 	c, err := m.client(ctx, pod)
 	if err != nil {
 		return err
@@ -69,10 +69,10 @@ func (m *memberClients) read(ctx context.Context, pod string, call func(context.
 	switch {
 	case err == nil:
 		c.answered.Store(true)
-	case c.answered.Load() && errors.Is(err, errForwardEnded):
-		return fmt.Errorf("%w: %w", errNoLook, err)
-	case errors.Is(err, errForwardEnded):
-		return &clientPortRefusedError{cause: err}
+	case c.answered.Load() && errors.Is(err, ErrForwardEnded):
+		return fmt.Errorf("%w: %w", ErrNoLook, err)
+	case errors.Is(err, ErrForwardEnded):
+		return &ClientPortRefusedError{Cause: err}
 	case !c.answered.Load() && noAnswerInTime(err):
 		m.Forget(pod)
 		return fmt.Errorf("%w (the port-forward, which never answered, is dropped; the next look opens a new one)", err)
@@ -80,16 +80,16 @@ func (m *memberClients) read(ctx context.Context, pod string, call func(context.
 	return err
 }
 
-// clientPortRefusedError is the end of a forward that never answered: etcd did not accept the connection on
+// ClientPortRefusedError is the end of a forward that never answered: etcd did not accept the connection on
 // its client port (not listening yet, or not at all: a crash loop, a template whose etcd never serves). Its
 // text says that, which is what the person reading a gate failure needs, rather than how client-go forwards.
-type clientPortRefusedError struct{ cause error }
+type ClientPortRefusedError struct{ Cause error }
 
-func (e *clientPortRefusedError) Error() string {
+func (e *ClientPortRefusedError) Error() string {
 	return "etcd does not accept connections on its client port (the port-forward to it ended before etcd ever answered)"
 }
 
-func (e *clientPortRefusedError) Unwrap() error { return e.cause }
+func (e *ClientPortRefusedError) Unwrap() error { return e.Cause }
 
 // noAnswerInTime says err is a deadline: the call got no answer, as opposed to a refusal or an error.
 func noAnswerInTime(err error) bool {

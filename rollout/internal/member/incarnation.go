@@ -1,4 +1,4 @@
-package rollout
+package member
 
 import (
 	"bufio"
@@ -21,11 +21,14 @@ const incarnationMetric = "process_start_time_seconds"
 // clock skew cannot fool the comparison. The zero Incarnation is "etcd did not say".
 type Incarnation struct{ started time.Time }
 
-// incarnationStartedAt is the incarnation of a process that reports started as its start time.
-func incarnationStartedAt(started time.Time) Incarnation { return Incarnation{started: started.UTC()} }
+// IncarnationStartedAt is the incarnation of a process that reports started as its start time.
+func IncarnationStartedAt(started time.Time) Incarnation { return Incarnation{started: started.UTC()} }
 
 // Known says etcd named its process.
 func (i Incarnation) Known() bool { return !i.started.IsZero() }
+
+// StartedAt is the process start the member reported.
+func (i Incarnation) StartedAt() time.Time { return i.started }
 
 // String is the start time, to the 10 ms the kernel counts a start in; "unknown" for the zero Incarnation.
 func (i Incarnation) String() string {
@@ -36,7 +39,7 @@ func (i Incarnation) String() string {
 }
 
 // name is String for a known incarnation, and "" otherwise (MemberTiming.Process).
-func (i Incarnation) name() string {
+func (i Incarnation) Name() string {
 	if !i.Known() {
 		return ""
 	}
@@ -63,11 +66,11 @@ func (i Incarnation) Same(other Incarnation) bool {
 }
 
 // Incarnation reads the incarnation of the etcd process that serves pod. A member that restarted between two
-// looks answers both, and only its incarnation says it broke; a look that could not reach it (errNoLook) is
+// looks answers both, and only its incarnation says it broke; a look that could not reach it (ErrNoLook) is
 // resolved the same way once it answers again. The whole /metrics page is read (about 160 KB), so the engine
 // asks only when it must: when a stability window starts and ends, after a look that could not reach the
 // member, and at the end of a cool-down.
-func (m *memberClients) Incarnation(ctx context.Context, pod string) (Incarnation, error) {
+func (m *Clients) Incarnation(ctx context.Context, pod string) (Incarnation, error) {
 	var inc Incarnation
 	err := m.readMetrics(ctx, pod, "process start", func(page io.Reader) (err error) {
 		inc, err = scanIncarnation(page)
@@ -78,7 +81,7 @@ func (m *memberClients) Incarnation(ctx context.Context, pod string) (Incarnatio
 
 // readMetrics reads pod's /metrics page through its kept connection and hands it to scan; what names the
 // reading in errors ("process start of etcd-2: …").
-func (m *memberClients) readMetrics(ctx context.Context, pod, what string, scan func(io.Reader) error) error {
+func (m *Clients) readMetrics(ctx context.Context, pod, what string, scan func(io.Reader) error) error {
 	return m.read(ctx, pod, func(ctx context.Context, c *memberClient) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.http.base+"/metrics", nil)
 		if err != nil {
@@ -113,7 +116,7 @@ func scanIncarnation(page io.Reader) (Incarnation, error) {
 			if err != nil {
 				return Incarnation{}, fmt.Errorf("%s %q: %w", incarnationMetric, value, err)
 			}
-			return incarnationStartedAt(time.Unix(0, int64(math.Round(sec*1e3))*int64(time.Millisecond))), nil
+			return IncarnationStartedAt(time.Unix(0, int64(math.Round(sec*1e3))*int64(time.Millisecond))), nil
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -129,7 +132,7 @@ const activePeersMetric = "etcd_network_active_peers"
 // ActivePeers is pod's own word on which of its Raft peers it is connected to: the member IDs whose
 // activePeersMetric is above 0. It tells a member that does not answer us but still votes (its client port
 // refuses us, its port-forward fails) from one that is down.
-func (m *memberClients) ActivePeers(ctx context.Context, pod string) (map[uint64]bool, error) {
+func (m *Clients) ActivePeers(ctx context.Context, pod string) (map[uint64]bool, error) {
 	var peers map[uint64]bool
 	err := m.readMetrics(ctx, pod, "peers", func(page io.Reader) (err error) {
 		peers, err = scanActivePeers(page)

@@ -1,4 +1,4 @@
-package rollout
+package member
 
 import (
 	"context"
@@ -70,7 +70,7 @@ func TestClusterVersionKeepsOneConnectionPerMember(t *testing.T) {
 	srv.Config.ConnState = member.track
 	srv.Start()
 	defer srv.Close()
-	m := newMemberClients(addrDialer{strings.TrimPrefix(srv.URL, "http://")}, "db", "etcd-headless", 2379, nil)
+	m := NewClients(addrDialer{strings.TrimPrefix(srv.URL, "http://")}, "db", "etcd-headless", 2379, nil)
 	defer m.Close()
 
 	for range 5 {

@@ -1,4 +1,4 @@
-package rollout
+package member
 
 import (
 	"context"
@@ -46,7 +46,7 @@ func TestIncarnationIsTheProcessStartOnMetrics(t *testing.T) {
 // re-derives the boot time a start is counted from on every read (bootTimeJitter).
 func TestIncarnationsAreTheSameProcessDespiteTheBootTimeJitter(t *testing.T) {
 	start := time.Date(2026, 12, 3, 0, 22, 56, 950_000_000, time.UTC)
-	at := func(d time.Duration) Incarnation { return incarnationStartedAt(start.Add(d)) }
+	at := func(d time.Duration) Incarnation { return IncarnationStartedAt(start.Add(d)) }
 	tests := []struct {
 		name string
 		a, b Incarnation
@@ -82,7 +82,7 @@ func TestIncarnationAsksTheMember(t *testing.T) {
 		fmt.Fprintf(w, "%s\nprocess_start_time_seconds %s\n%s", strings.Repeat("etcd_debugging_x 1\n", 4000), start, strings.Repeat("go_gc 1\n", 4000))
 	}))
 	defer srv.Close()
-	m := newMemberClients(addrDialer{addr: strings.TrimPrefix(srv.URL, "http://")}, "ns", "etcd", 2379, nil)
+	m := NewClients(addrDialer{addr: strings.TrimPrefix(srv.URL, "http://")}, "ns", "etcd", 2379, nil)
 	defer m.Close()
 	first, err := m.Incarnation(context.Background(), "etcd-0")
 	require.NoError(t, err)
@@ -115,7 +115,7 @@ func TestAForwardThatCannotBeOpenedSaysNothingOfTheMember(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			err := noLookOpening(tt.err)
 			assert.ErrorIs(t, err, tt.err)
-			assert.Equal(t, tt.wantNoLook, couldNotLook(err))
+			assert.Equal(t, tt.wantNoLook, CouldNotLook(err))
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package rollout
+package member
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // down; an operator with a wrong caFile or a certificate for the wrong names needs to hear that instead. So
 // after a timeout the engine makes one TLS handshake of its own to the member, with the same settings, and
 // when the certificate is refused, says so.
-func (m *memberClients) explainTLS(pod string, err error) error {
+func (m *Clients) explainTLS(pod string, err error) error {
 	if err == nil || !noAnswerInTime(err) {
 		return err
 	}
@@ -37,23 +37,23 @@ func (m *memberClients) explainTLS(pod string, err error) error {
 		_ = conn.Close()
 		return err
 	}
-	var refused *memberCertError
+	var refused *MemberCertError
 	if errors.As(herr, &refused) {
-		return &certRefusedError{refused: refused, timeout: err}
+		return &CertRefusedError{Refused: refused, Timeout: err}
 	}
 	return err
 }
 
-// certRefusedError is a call that timed out because the member's certificate was refused. It says only the
+// CertRefusedError is a call that timed out because the member's certificate was refused. It says only the
 // refusal: the timeout's own explanation ("the member is down, not serving its client port…") would send the
 // operator to the wrong place. The timeout stays in the chain for errors.Is.
-type certRefusedError struct {
-	refused *memberCertError
-	timeout error
+type CertRefusedError struct {
+	Refused *MemberCertError
+	Timeout error
 }
 
-func (e *certRefusedError) Error() string {
-	return fmt.Sprintf("the member's TLS certificate was refused: %v", e.refused)
+func (e *CertRefusedError) Error() string {
+	return fmt.Sprintf("the member's TLS certificate was refused: %v", e.Refused)
 }
 
-func (e *certRefusedError) Unwrap() error { return e.timeout }
+func (e *CertRefusedError) Unwrap() error { return e.Timeout }

@@ -1,4 +1,4 @@
-package rollout
+package member
 
 import (
 	"crypto/tls"
@@ -108,10 +108,10 @@ func verifyMemberCertificate(id memberIdentity, roots *x509.CertPool, now func()
 	}
 	return func(cs tls.ConnectionState) error {
 		if len(cs.PeerCertificates) == 0 {
-			return &memberCertError{member: id.pod, accepted: id.describeNames()}
+			return &MemberCertError{Member: id.pod, accepted: id.describeNames()}
 		}
 		leaf := cs.PeerCertificates[0]
-		refused := &memberCertError{member: id.pod, accepted: id.describeNames(), leaf: leaf}
+		refused := &MemberCertError{Member: id.pod, accepted: id.describeNames(), leaf: leaf}
 		opts := x509.VerifyOptions{
 			Roots:         roots,
 			Intermediates: x509.NewCertPool(),
@@ -134,29 +134,29 @@ func verifyMemberCertificate(id memberIdentity, roots *x509.CertPool, now func()
 	}
 }
 
-// memberCertError is why a member's certificate was refused, worded for the operator who has to fix the
+// MemberCertError is why a member's certificate was refused, worded for the operator who has to fix the
 // certificate or tls.caFile: which member, what the certificate carries, what it would have needed.
-type memberCertError struct {
-	member   string
+type MemberCertError struct {
+	Member   string
 	accepted string
 	leaf     *x509.Certificate // nil when the member sent no certificate
 	chain    error             // set when the certificate does not chain to the CA
 }
 
-func (e *memberCertError) Error() string {
+func (e *MemberCertError) Error() string {
 	switch {
 	case e.leaf == nil:
-		return fmt.Sprintf("member %s presented no TLS certificate", e.member)
+		return fmt.Sprintf("member %s presented no TLS certificate", e.Member)
 	case e.chain != nil:
 		return fmt.Sprintf("member %s presented a TLS certificate (%s, issued by %q) that is not signed by the CA in tls.caFile: %v",
-			e.member, certNames(e.leaf), e.leaf.Issuer.String(), e.chain)
+			e.Member, certNames(e.leaf), e.leaf.Issuer.String(), e.chain)
 	default:
 		return fmt.Sprintf("member %s presented a TLS certificate for %s, none of which is this member's: it must be valid for %s",
-			e.member, certNames(e.leaf), e.accepted)
+			e.Member, certNames(e.leaf), e.accepted)
 	}
 }
 
-func (e *memberCertError) Unwrap() error { return e.chain }
+func (e *MemberCertError) Unwrap() error { return e.chain }
 
 // certNames says which names a certificate is valid for; the subject's common name is mentioned only when
 // there is nothing else, because x509 verification ignores it.

@@ -1,4 +1,4 @@
-package rollout
+package member
 
 import (
 	"context"
@@ -202,7 +202,7 @@ func TestMemberTLSNames(t *testing.T) {
 				return
 			}
 			require.Error(t, err, "the client went on with a member certificate it must refuse")
-			var refused *memberCertError
+			var refused *MemberCertError
 			assert.ErrorAs(t, err, &refused, "the refusal comes from the member check, not from somewhere else")
 			for _, want := range tc.refused {
 				assert.Contains(t, err.Error(), want)
@@ -241,7 +241,7 @@ func TestMemberTLSVerification(t *testing.T) {
 			addr, outcomes := serveTLS(t, tc.server, clientCAs)
 			roots := x509.NewCertPool()
 			roots.AddCert(clusterCA.cert)
-			m := newMemberClients(staticDialer{addr}, "db", "etcd-headless", 2379, func(context.Context) (*tls.Config, error) {
+			m := NewClients(staticDialer{addr}, "db", "etcd-headless", 2379, func(context.Context) (*tls.Config, error) {
 				return &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{client}, MinVersion: tls.VersionTLS12}, nil
 			})
 			defer m.Close()

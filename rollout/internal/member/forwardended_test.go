@@ -1,4 +1,4 @@
-package rollout
+package member
 
 import (
 	"context"
@@ -19,7 +19,7 @@ func TestACallEndsWithItsForward(t *testing.T) {
 		ended     bool
 		wantCause error
 	}{
-		{name: "forward ends during the call", ended: true, wantCause: errForwardEnded},
+		{name: "forward ends during the call", ended: true, wantCause: ErrForwardEnded},
 		{name: "call finishes first", ended: false, wantCause: nil},
 	}
 	for _, tt := range tests {
@@ -38,7 +38,7 @@ func TestACallEndsWithItsForward(t *testing.T) {
 			assert.Equal(t, tt.wantCause, context.Cause(ctx))
 			err := forwardEnded(ctx, context.Canceled)
 			if tt.wantCause != nil {
-				require.ErrorIs(t, err, errForwardEnded)
+				require.ErrorIs(t, err, ErrForwardEnded)
 				assert.Contains(t, explain(ctx, context.Canceled).Error(), "port-forward to the member ended")
 			} else {
 				assert.Equal(t, context.Canceled, err)
@@ -113,15 +113,15 @@ func TestAnEndedForwardIsTheLooksAnswer(t *testing.T) {
 		wantNoLook    bool
 		wantForwards  int
 	}{
-		{name: "answering forward ends: the member may have crashed", answeredFirst: true, attempts: []string{"end"}, wantErr: errForwardEnded, wantNoLook: true, wantForwards: 1},
-		{name: "fresh forward ends: the member refused", attempts: []string{"end"}, wantErr: errForwardEnded, wantForwards: 1},
+		{name: "answering forward ends: the member may have crashed", answeredFirst: true, attempts: []string{"end"}, wantErr: ErrForwardEnded, wantNoLook: true, wantForwards: 1},
+		{name: "fresh forward ends: the member refused", attempts: []string{"end"}, wantErr: ErrForwardEnded, wantForwards: 1},
 		{name: "answering forward fails otherwise", answeredFirst: true, attempts: []string{"fail"}, wantErr: refused, wantForwards: 1},
 		{name: "answering forward answers", answeredFirst: true, attempts: []string{"ok"}, wantForwards: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dialer := &endingForwards{}
-			m := newMemberClients(dialer, "ns", "etcd", 2379, nil)
+			m := NewClients(dialer, "ns", "etcd", 2379, nil)
 			defer m.Close()
 			if tt.answeredFirst {
 				require.NoError(t, m.read(context.Background(), "etcd-0", func(context.Context, *memberClient) error { return nil }))
@@ -144,7 +144,7 @@ func TestAnEndedForwardIsTheLooksAnswer(t *testing.T) {
 			assert.Equal(t, len(tt.attempts), calls, "attempts")
 			if tt.wantErr != nil {
 				require.ErrorIs(t, err, tt.wantErr)
-				assert.Equal(t, tt.wantNoLook, couldNotLook(err), "a look that did not reach etcd")
+				assert.Equal(t, tt.wantNoLook, CouldNotLook(err), "a look that did not reach etcd")
 			} else {
 				require.NoError(t, err)
 			}
@@ -159,7 +159,7 @@ func TestAForwardThatNeverAnsweredIsDroppedAfterATimeout(t *testing.T) {
 	for _, answeredFirst := range []bool{false, true} {
 		t.Run(fmt.Sprintf("answered before: %v", answeredFirst), func(t *testing.T) {
 			dialer := &endingForwards{}
-			m := newMemberClients(dialer, "ns", "etcd", 2379, nil)
+			m := NewClients(dialer, "ns", "etcd", 2379, nil)
 			defer m.Close()
 			if answeredFirst {
 				require.NoError(t, m.read(context.Background(), "etcd-0", func(context.Context, *memberClient) error { return nil }))
