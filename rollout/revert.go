@@ -112,12 +112,8 @@ func (r *run) revert(ctx context.Context, ordinal int) (string, error) {
 		}
 	}
 	m, to := st.Members[ordinal], st.CurrentRevision
-	for _, o := range st.Members {
-		if o.Ordinal != ordinal && o.Revision == st.UpdateRevision && !o.Healthy && !o.Unseen && m.PodExists && m.Revision != to {
-			// One member disrupted at a time: another member on the failed revision is down too.
-			return "", fmt.Errorf("%w: %s, also on revision %s, is not healthy either (%s); not deleting a second member's pod: the partition is locked, bring the cluster back by hand (apply the previous template, then run again)",
-				ErrBlocked, o.Pod, st.UpdateRevision, o.Problem)
-		}
+	if err := anotherFailedMemberDown(st, ordinal); err != nil {
+		return "", err
 	}
 	if to == "" || to == st.UpdateRevision {
 		// The last member's pod turned Ready (a container started: there is no readinessProbe, or it passed)
@@ -148,14 +144,8 @@ func (r *run) revert(ctx context.Context, ordinal int) (string, error) {
 			r.res.LeaderTransfers++
 		}
 		e.emit(Step{Kind: StepRecreate, Ordinal: ordinal}, "reverting %s: deleting its pod (revision %s) with the partition locked; the controller recreates it at %s", m.Pod, m.Revision, to)
-		if moveTo >= 0 {
-			// The leader moved: judge the delete on what etcd says now.
-			if st, err = r.observe(ctx); err != nil {
-				return "", fmt.Errorf("observing before the revert: %w", err)
-			}
-		}
 		e.etcd.Forget(m.Pod)
-		if err := e.deleteMemberPod(ctx, st, ordinal); err != nil {
+		if err := r.deleteOnAFreshLook(ctx, st, ordinal, anotherFailedMemberDown); err != nil {
 			return "", fmt.Errorf("not reverting %s: %w", m.Pod, err)
 		}
 	}
@@ -230,7 +220,7 @@ func (r *run) recreate(ctx context.Context, st ClusterState, ordinal int) error 
 	r.disrupted = true
 	e.emit(Step{Kind: StepRecreate, Ordinal: ordinal}, "%s is down on revision %s: deleting its pod with the partition locked, so it comes back at %s before the roll", m.Pod, m.Revision, st.CurrentRevision)
 	e.etcd.Forget(m.Pod)
-	if err := e.deleteMemberPod(ctx, st, ordinal); err != nil {
+	if err := r.deleteOnAFreshLook(ctx, st, ordinal, nil); err != nil {
 		return fmt.Errorf("bringing back %s at %s: %w", m.Pod, st.CurrentRevision, err)
 	}
 	want := expectedSpec{Partition: st.Replicas, Generation: r.gen, PodRevision: st.CurrentRevision}
@@ -242,11 +232,44 @@ func (r *run) recreate(ctx context.Context, st ClusterState, ordinal int) error 
 	return nil
 }
 
-// deleteMemberPod deletes the member's pod that st saw, and only that one (a UID precondition): a pod the
-// controller has already replaced is left alone. Gone already is fine. It is a disruption like any other: the
-// others must keep a quorum by etcd's word in st (podDeleteSafety), and this run must still hold the lease.
-func (e *Engine) deleteMemberPod(ctx context.Context, st ClusterState, ordinal int) error {
-	pod, uid := st.Members[ordinal].Pod, st.Members[ordinal].PodUID
+// anotherFailedMemberDown keeps a revert to one member disrupted at a time: it refuses while another member on
+// the failed revision is down too.
+func anotherFailedMemberDown(st ClusterState, ordinal int) error {
+	m := st.Members[ordinal]
+	for _, o := range st.Members {
+		if o.Ordinal != ordinal && o.Revision == st.UpdateRevision && !o.Healthy && !o.Unseen && m.PodExists && m.Revision != st.CurrentRevision {
+			return fmt.Errorf("%w: %s, also on revision %s, is not healthy either (%s); not deleting a second member's pod: the partition is locked, bring the cluster back by hand (apply the previous template, then run again)",
+				ErrBlocked, o.Pod, st.UpdateRevision, o.Problem)
+		}
+	}
+	return nil
+}
+
+// deleteOnAFreshLook deletes the pod of the member that decided saw, judged on a look at the cluster taken
+// right before the delete: the observation the decision was made on may be seconds old by then (leader moves,
+// the ControllerRevision read, the point-of-no-return check), and a member that passed may have fallen
+// meanwhile. The schedule checker found a revert that deleted etcd-1 while etcd-2 crash-looped, on a look
+// taken before etcd-2 fell. rule is the caller's own rule on the fresh look, besides the quorum rule every
+// delete keeps (podDeleteSafety).
+func (r *run) deleteOnAFreshLook(ctx context.Context, decided ClusterState, ordinal int, rule func(ClusterState, int) error) error {
+	now, err := r.observe(ctx)
+	if err != nil {
+		return fmt.Errorf("observing right before deleting %s: %w", decided.Members[ordinal].Pod, err)
+	}
+	if rule != nil {
+		if err := rule(now, ordinal); err != nil {
+			return err
+		}
+	}
+	return r.e.deleteMemberPod(ctx, now, ordinal, decided.Members[ordinal].PodUID)
+}
+
+// deleteMemberPod deletes the member's pod with the given UID, and only that one (a UID precondition): a pod
+// the controller has already replaced is left alone. Gone already is fine. It is a disruption like any other:
+// the others must keep a quorum by etcd's word in st, a fresh look (podDeleteSafety), and this run must still
+// hold the lease.
+func (e *Engine) deleteMemberPod(ctx context.Context, st ClusterState, ordinal int, uid string) error {
+	pod := st.Members[ordinal].Pod
 	if err := podDeleteSafety(st, ordinal); err != nil {
 		return fmt.Errorf("not deleting pod %s/%s: %w", e.cfg.Namespace, pod, err)
 	}

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // A member that fails on the new revision is brought back on the old one, every other member untouched, and
@@ -356,4 +357,29 @@ func TestRunReportsTheClusterVersionAfterAMinorUpgrade(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A revert judges its delete on a look taken right before it, not on the observation it started from: a
+// member that falls while the revert reads the ControllerRevision (the schedule checker's seed 49: etcd-2
+// crash-looped between the revert's look and its delete) leaves too few for a quorum, so nothing is deleted.
+func TestARevertLooksAgainRightBeforeItDeletes(t *testing.T) {
+	c := newFakeCluster(t, 3, 0)
+	c.etcd.brokenAfterRestart["etcd-2"] = true
+	fell := false
+	c.kube.PrependReactor("get", "controllerrevisions", func(k8stesting.Action) (bool, runtime.Object, error) {
+		c.etcd.mu.Lock()
+		c.etcd.down["etcd-0"], fell = true, true // etcd-0 falls while the revert reads where etcd-2 comes back
+		c.etcd.mu.Unlock()
+		return false, nil, nil
+	})
+	_, err := c.engine(t, func(cfg *Config, o *Options) {
+		cfg.HealthTimeout = time.Second
+		o.StableFor = 100 * time.Millisecond
+	}).Run(context.Background())
+
+	require.True(t, fell, "the revert read the ControllerRevision")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "etcd-2 was not reverted")
+	assert.Empty(t, c.deletedPods(), "no pod deleted while only etcd-1 of the others is up")
+	assert.Equal(t, 3, c.partition())
 }

@@ -550,7 +550,7 @@ func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) error 
 		// Down on an older revision, it costs no quorum to restart; but under OrderedReady the controller
 		// never replaces a pod that is not Ready (kubernetes#67250), so the engine deletes it.
 		e.emit(step, "%s is already down: deleting its pod so the controller recreates it at %s", pod, st.UpdateRevision)
-		if err := e.deleteMemberPod(ctx, st, step.Ordinal); err != nil {
+		if err := r.deleteOnAFreshLook(ctx, st, step.Ordinal, nil); err != nil {
 			return fmt.Errorf("rolling %s: %w", pod, err)
 		}
 	}
