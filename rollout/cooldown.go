@@ -40,6 +40,7 @@ func (p *passedMember) failed(pod, seen string, unreached bool) *GateTimeoutErro
 func (r *run) newPassed(ctx context.Context, pod string, inc Incarnation, oneLook bool) *passedMember {
 	p := &passedMember{at: time.Now(), incarnation: inc, oneLook: oneLook}
 	r.e.witnessPod(ctx, pod, &p.witness)
+	delete(r.downAfterPass, pod) // passing again proves it again (withProven)
 	return p
 }
 

@@ -383,3 +383,21 @@ func TestARevertLooksAgainRightBeforeItDeletes(t *testing.T) {
 	assert.Empty(t, c.deletedPods(), "no pod deleted while only etcd-1 of the others is up")
 	assert.Equal(t, 3, c.partition())
 }
+
+// A member found down after it passed counts for no quorum, even when the next look finds it up: a fast crash
+// loop answers between its crashes (the schedule checker's seed 1055: a revert deleted etcd-1's pod while
+// etcd-2, passed and then found down, answered for a moment). Passing its gates again proves it again.
+func TestAMemberFoundDownAfterPassingIsProvenNoMore(t *testing.T) {
+	st := healthyState(3, 0, 1, 2) // etcd-1 and etcd-2 on the update revision, every member answering
+	r := &run{e: newFakeCluster(t, 3, 0).engine(t, nil), passed: map[int]*passedMember{2: {at: time.Now()}}, downAfterPass: map[string]bool{}}
+
+	assert.True(t, r.withProven(st).Members[2].Proven, "etcd-2 passed")
+	assert.NoError(t, podDeleteSafety(r.withProven(st), 1), "etcd-0 and the proven etcd-2 keep quorum without etcd-1")
+
+	r.downAfterPass["etcd-2"] = true // a later look found it down; this one finds it up
+	assert.False(t, r.withProven(st).Members[2].Proven)
+	assert.ErrorIs(t, podDeleteSafety(r.withProven(st), 1), ErrBlocked, "etcd-2 counts for no quorum until it passes again")
+
+	r.passed[2] = r.newPassed(context.Background(), "etcd-2", Incarnation{}, false)
+	assert.True(t, r.withProven(st).Members[2].Proven, "passing again proves it again")
+}

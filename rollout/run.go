@@ -393,11 +393,15 @@ func (r *run) refusedAfterPassing(st ClusterState) error {
 }
 
 // withProven is st with every member this run saw pass its gates marked Proven, for the planner: only those
-// need no proof on the update revision (needsProof).
+// need no proof on the update revision (needsProof). A member found down after it passed is proven no more,
+// even when a later look finds it up: a fast crash loop answers between its crashes, and counted for quorum on
+// such a look, it let a revert delete another member's pod (the schedule checker's seed 1055 of
+// ROLLOUT_SCHEDULE_FROM=1000). It is proven again only by passing its gates again (newPassed).
 func (r *run) withProven(st ClusterState) ClusterState {
 	st.Members = append([]MemberState(nil), st.Members...)
 	for i := range st.Members {
-		_, st.Members[i].Proven = r.passed[i]
+		_, passed := r.passed[i]
+		st.Members[i].Proven = passed && !r.downAfterPass[st.Members[i].Pod]
 	}
 	return st
 }
