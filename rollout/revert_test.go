@@ -401,3 +401,19 @@ func TestAMemberFoundDownAfterPassingIsProvenNoMore(t *testing.T) {
 	r.passed[2] = r.newPassed(context.Background(), "etcd-2", Incarnation{}, false)
 	assert.True(t, r.withProven(st).Members[2].Proven, "passing again proves it again")
 }
+
+// Right before a delete, a member that passed counts for quorum only while it answers from the etcd process
+// that passed (the schedule checker's seed 1197: a slow crash loop answered the fresh look from a new process).
+func TestAPassedMemberCountsForADeleteOnlyInTheProcessThatPassed(t *testing.T) {
+	c := newFakeCluster(t, 3, 0)
+	r := &run{e: c.engine(t, nil), passed: map[int]*passedMember{}, downAfterPass: map[string]bool{}}
+	r.passed[2] = r.newPassed(context.Background(), "etcd-2", fakeProcess(0), false)
+	st := r.withProven(healthyState(3, 0, 1, 2))
+	require.True(t, st.Members[2].Proven)
+	assert.NoError(t, podDeleteSafety(r.provenInTheSameProcess(context.Background(), st, 1), 1), "the process that passed still serves etcd-2")
+
+	c.etcd.mu.Lock()
+	c.etcd.incarnations = map[string]int{"etcd-2": 1} // it restarted since it passed, and answers again
+	c.etcd.mu.Unlock()
+	assert.ErrorIs(t, podDeleteSafety(r.provenInTheSameProcess(context.Background(), st, 1), 1), ErrBlocked)
+}
