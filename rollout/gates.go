@@ -71,12 +71,19 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 	if errors.As(err, &timeout) {
 		timeout.PodStayedUp, timeout.Reason = witness.stayedUp(), last.reason
 	}
-	if timeout != nil && last.noLook && timeout.PodStayedUp {
-		// The gate ended on a look that never reached etcd, while the kubelet kept the pod Ready: nothing is
-		// known of the member, which may be healthy and voting. That is no verdict on the revision, and no
-		// ground to delete its pod. (A pod that went not Ready or restarted meanwhile did not stay up.)
-		return Incarnation{}, fmt.Errorf("%w: %s did not pass the %s gate within %s and the last look never reached its etcd (%s); it may be healthy, so nothing was deleted: check the port-forward path to it (API server, kubelet), then run again",
-			ErrMemberUnseen, pod, GateEtcdHealth, e.cfg.HealthTimeout, last.seen)
+	if timeout != nil && timeout.PodStayedUp && (last.noLook || !stable.verdict()) {
+		// The gate ended on a look that never reached etcd, or its looks never judged the member (healthy since
+		// it started, with looks between that reached neither it nor its leader: the schedule checker's seed
+		// 2046 of ROLLOUT_SCHEDULE_FROM=2000, a leader refusing us), while the kubelet kept the pod Ready:
+		// nothing says the member failed, and it may be healthy and voting. That is no verdict on the
+		// revision, and no ground to delete its pod. (A pod that went not Ready or restarted meanwhile did
+		// not stay up.)
+		why := fmt.Sprintf("the last look never reached its etcd (%s)", last.seen)
+		if !last.noLook {
+			why = fmt.Sprintf("no look found it failing by its own answer since it first answered healthy, only looks that did not reach it or its leader (last seen: %s)", last.seen)
+		}
+		return Incarnation{}, fmt.Errorf("%w: %s did not pass the %s gate within %s and %s; it may be healthy, so nothing was deleted: check the port-forward path to it (API server, kubelet), then run again",
+			ErrMemberUnseen, pod, GateEtcdHealth, e.cfg.HealthTimeout, why)
 	}
 	if err != nil {
 		return Incarnation{}, err
@@ -290,7 +297,10 @@ func (e *Engine) memberHealthy(ctx context.Context, st ClusterState, ordinal int
 		}
 		ls, err := e.etcd.Status(ctx, leaderPod)
 		if err != nil {
-			return look{seen: fmt.Sprintf("leader %s: %v", leaderPod, err), noLook: member.CouldNotLook(err), reason: problemOf(err)}
+			// The leader did not answer us: that says nothing of this member, which answered (the schedule
+			// checker's seed 2046 of ROLLOUT_SCHEDULE_FROM=2000: a leader whose client port refused us for a
+			// second got a healthy canary reverted). No verdict on the member: a look that did not reach it.
+			return look{seen: fmt.Sprintf("leader %s: %v", leaderPod, err), noLook: true, reason: problemOf(err)}
 		}
 		leaderIndex = ls.RaftIndex
 		// Sample the member again after the leader, so "caught up" compares a later applied index with an

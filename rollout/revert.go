@@ -277,10 +277,16 @@ func (r *run) provenInTheSameProcess(ctx context.Context, st ClusterState, excep
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
-		inc, err := r.e.etcd.Incarnation(cctx, st.Members[ordinal].Pod)
+		pod := st.Members[ordinal].Pod
+		inc, err := r.e.etcd.Incarnation(cctx, pod)
 		cancel()
 		if err != nil || !inc.Same(p.incarnation) {
 			st.Members[ordinal].Proven = false
+		}
+		if err == nil && !inc.Same(p.incarnation) {
+			// It restarted since it passed: it did not stay up, and the run's report must not count it rolled
+			// (the schedule checker's seed 2195 of ROLLOUT_SCHEDULE_FROM=2000).
+			r.downAfterPass[pod] = true
 		}
 	}
 	return st

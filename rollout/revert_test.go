@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -416,4 +417,63 @@ func TestAPassedMemberCountsForADeleteOnlyInTheProcessThatPassed(t *testing.T) {
 	c.etcd.incarnations = map[string]int{"etcd-2": 1} // it restarted since it passed, and answers again
 	c.etcd.mu.Unlock()
 	assert.ErrorIs(t, podDeleteSafety(r.provenInTheSameProcess(context.Background(), st, 1), 1), ErrBlocked)
+	assert.True(t, r.downAfterPass["etcd-2"], "a restart since it passed: not reported rolled at the run's end (seed 2195)")
+}
+
+// A gate whose looks fail only because the leader does not answer us is no verdict on the member: it answered
+// for itself (the schedule checker's seed 2046 of ROLLOUT_SCHEDULE_FROM=2000: a leader whose client port
+// refused us got a healthy canary reverted). The run stops unseen, and nothing is deleted.
+func TestALeaderThatDoesNotAnswerUsIsNoVerdictOnTheMemberBeingChecked(t *testing.T) {
+	c := newFakeCluster(t, 3, 0)
+	c.kube.PrependReactor("patch", "statefulsets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		c.etcd.mu.Lock()
+		c.etcd.refusing["etcd-0"] = true // the leader's client port refuses us from the first lowering on
+		c.etcd.mu.Unlock()
+		return false, nil, nil
+	})
+	c.etcd.refusing = map[string]bool{}
+	_, err := c.engine(t, func(cfg *Config, o *Options) {
+		cfg.HealthTimeout = time.Second
+		o.StableFor = 100 * time.Millisecond
+	}).Run(context.Background())
+
+	require.Error(t, err)
+	var reverted *RevertedError
+	assert.False(t, errors.As(err, &reverted), "not reverted: %v", err)
+	assert.ErrorIs(t, err, ErrMemberUnseen)
+	assert.Empty(t, c.deletedPods())
+	assert.Equal(t, 3, c.partition())
+}
+
+// A gate that runs out of time with no look that found the member failing by its own answer is no verdict on
+// it either: here the leader refuses us for most of the gate, and the healthy stretch after it is too short
+// for the stability window (the schedule checker's seed 2046 ended so). Nothing is reverted.
+func TestAGateWithoutAFailureOfTheMembersOwnIsNoVerdict(t *testing.T) {
+	c := newFakeCluster(t, 3, 0)
+	c.etcd.refusing = map[string]bool{}
+	var once sync.Once
+	c.kube.PrependReactor("patch", "statefulsets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		once.Do(func() {
+			c.etcd.mu.Lock()
+			c.etcd.refusing["etcd-0"] = true // the leader refuses us for 1.4 s of the 2 s gate
+			c.etcd.mu.Unlock()
+			time.AfterFunc(1400*time.Millisecond, func() {
+				c.etcd.mu.Lock()
+				delete(c.etcd.refusing, "etcd-0")
+				c.etcd.mu.Unlock()
+			})
+		})
+		return false, nil, nil
+	})
+	_, err := c.engine(t, func(cfg *Config, o *Options) {
+		cfg.HealthTimeout = 2 * time.Second
+		o.StableFor = time.Second // healthy from 1.4 s on: the window would end at 2.4 s, past the gate
+	}).Run(context.Background())
+
+	require.Error(t, err)
+	var reverted *RevertedError
+	assert.False(t, errors.As(err, &reverted), "not reverted: %v", err)
+	assert.ErrorIs(t, err, ErrMemberUnseen)
+	assert.Contains(t, err.Error(), "no look found it failing by its own answer")
+	assert.Empty(t, c.deletedPods())
 }

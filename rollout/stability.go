@@ -30,6 +30,9 @@ type stability struct {
 	breaks      int         // healthy stretches that ended before stableFor
 	incarnation Incarnation // the etcd process of the current stretch; zero when not known
 	unsure      bool        // a look since the last good one could not reach the member
+	// lastReachedOK says the last look that reached the member found it healthy (looks that did not reach
+	// it, or its leader, say nothing either way).
+	lastReachedOK bool
 }
 
 // look is one health look at a member. noLook says it never reached etcd (member.ErrNoLook).
@@ -46,8 +49,12 @@ func (s *stability) observe(ctx context.Context, l look) (bool, string, error) {
 			s.unsure = true
 			return false, l.seen + "; the healthy stretch holds until etcd answers again from the same process", nil
 		}
+		if !l.noLook {
+			s.lastReachedOK = false
+		}
 		return false, s.broken(l.seen), nil
 	}
+	s.lastReachedOK = true
 	if s.since.IsZero() {
 		s.since, s.unsure = time.Now(), false
 		s.incarnation, _ = s.incarnationOf(ctx) // unknown: restarts between looks go unseen, as before
@@ -66,6 +73,12 @@ func (s *stability) observe(ctx context.Context, l look) (bool, string, error) {
 	}
 	return true, "", nil
 }
+
+// verdict says whether the looks so far judge the member: it broke a healthy stretch (by its own answer or a
+// new process), or the last look that reached it found it failing. A member that only ever failed before its
+// first healthy look (starting up) and has answered healthy since, with looks that did not reach it or its
+// leader in between, has not been judged: a gate that runs out of time on it is no verdict on the revision.
+func (s *stability) verdict() bool { return s.breaks > 0 || !s.lastReachedOK }
 
 // broken ends the current stretch on a failed look and says what was seen.
 func (s *stability) broken(seen string) string {
