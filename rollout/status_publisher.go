@@ -108,13 +108,7 @@ func (p *statusPublisher) observe(ev Event) {
 	case !p.finished:
 		p.progress(ev.Time)
 	}
-	p.version++
-	p.mu.Unlock()
-	if final {
-		p.flushNow()
-	} else {
-		p.poke()
-	}
+	p.changed(final)
 }
 
 // observeOutcome hears one Event the engine records. Every record comes from a run that held the lease (Run records
@@ -151,13 +145,7 @@ func (p *statusPublisher) observeOutcome(at time.Time, eventType, reason, msg st
 		p.mu.Unlock()
 		return
 	}
-	p.version++
-	p.mu.Unlock()
-	if final {
-		p.flushNow()
-	} else {
-		p.poke()
-	}
+	p.changed(final)
 }
 
 // start resets the status for a new run. Called with mu held.
@@ -483,4 +471,16 @@ func conditionRank(typ string) int {
 		return 2
 	}
 	return 3
+}
+
+// changed ends a change made with mu held: it unlocks, then writes the status at once (an outcome) or soon
+// (progress).
+func (p *statusPublisher) changed(final bool) {
+	p.version++
+	p.mu.Unlock()
+	if final {
+		p.flushNow()
+	} else {
+		p.poke()
+	}
 }
