@@ -477,3 +477,24 @@ func TestAGateWithoutAFailureOfTheMembersOwnIsNoVerdict(t *testing.T) {
 	assert.Contains(t, err.Error(), "no look found it failing by its own answer")
 	assert.Empty(t, c.deletedPods())
 }
+
+// A look at a member that passed which shows another pod than the one that passed, terminating, while the API
+// server still has the pod that passed alive, is a stale watch cache (its relist after an API server restart
+// brought back the pod the member replaced: TestAPIServerRestartMidRollout failed a member that had just
+// passed so). It fails nothing; a pod that really was replaced still fails the member.
+func TestAStaleViewOfAMemberThatPassedFailsNothing(t *testing.T) {
+	c := newFakeCluster(t, 3, 0)
+	r := &run{e: c.engine(t, nil), passed: map[int]*passedMember{}, downAfterPass: map[string]bool{}}
+	r.passed[1] = r.newPassed(context.Background(), "etcd-1", Incarnation{}, false)
+	live, err := c.kube.CoreV1().Pods("db").Get(context.Background(), "etcd-1", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotEmpty(t, live.UID)
+
+	st := healthyState(3, 0, 1)
+	st.Members[1].Reachable, st.Members[1].Healthy, st.Members[1].PodUID = false, false, "the-pod-it-replaced"
+	st.Members[1].Problem, st.Members[1].Reason = "pod is terminating", ProblemPodTerminating
+	assert.NoError(t, r.refusedAfterPassing(context.Background(), st), "the pod that passed is alive: a stale view")
+
+	r.passed[1].witness.uid = "a-pod-since-replaced" // the pod that passed is not the live one any more
+	assert.Error(t, r.refusedAfterPassing(context.Background(), st), "the pod that passed is gone: it did not stay up")
+}

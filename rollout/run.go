@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // maxStepRetries bounds how often one step is re-planned because live state moved under it (a transfer
@@ -207,7 +208,7 @@ func (r *run) execute(ctx context.Context) error {
 		}
 		st = r.withProven(st)
 		r.last = st
-		if err := r.refusedAfterPassing(st); err != nil {
+		if err := r.refusedAfterPassing(ctx, st); err != nil {
 			return r.onMemberFailure(ctx, err)
 		}
 		plan, ready, err := r.planOrHold(ctx, st)
@@ -373,7 +374,7 @@ func (r *run) observe(ctx context.Context) (ClusterState, error) {
 		if m.Reachable && m.MemberID != 0 {
 			r.memberIDs[m.Ordinal] = m.MemberID
 		}
-		if _, ok := r.passed[m.Ordinal]; ok && !m.Reachable && !m.Unseen {
+		if p, ok := r.passed[m.Ordinal]; ok && !m.Reachable && !m.Unseen && !r.staleView(ctx, m, p) {
 			r.downAfterPass[m.Pod] = true
 		}
 	}
@@ -383,13 +384,25 @@ func (r *run) observe(ctx context.Context) (ClusterState, error) {
 // refusedAfterPassing is the failure of a member that passed its gates in this run and that st saw refuse a
 // look by its own answer (not one that never reached it): it did not stay up, whatever the plan would do next
 // (a blocked plan holds and would not look at it again).
-func (r *run) refusedAfterPassing(st ClusterState) error {
+func (r *run) refusedAfterPassing(ctx context.Context, st ClusterState) error {
 	for _, m := range st.Members {
-		if p, ok := r.passed[m.Ordinal]; ok && !m.Reachable && !m.Unseen {
+		if p, ok := r.passed[m.Ordinal]; ok && !m.Reachable && !m.Unseen && !r.staleView(ctx, m, p) {
 			return p.failed(m.Pod, m.Problem, false)
 		}
 	}
 	return nil
+}
+
+// staleView says the observation of a member that passed shows another pod than the one that passed, while
+// the API server, asked directly, still has the pod that passed, alive: the watch cache served an older
+// object (after an API server restart, its relist brought back the pod the member replaced, terminating:
+// TestAPIServerRestartMidRollout failed a member that had just passed so). Such a look says nothing of it.
+func (r *run) staleView(ctx context.Context, m MemberState, p *passedMember) bool {
+	if !m.PodExists || p.witness.uid == "" || m.PodUID == p.witness.uid {
+		return false
+	}
+	pod, err := r.e.kube.CoreV1().Pods(r.e.cfg.Namespace).Get(ctx, m.Pod, metav1.GetOptions{})
+	return err == nil && string(pod.UID) == p.witness.uid && pod.DeletionTimestamp == nil
 }
 
 // withProven is st with every member this run saw pass its gates marked Proven, for the planner: only those
