@@ -93,9 +93,9 @@ func TestFaultsNoOptionDisablesTLSVerification(t *testing.T) {
 			}
 			if strings.Contains(string(src), "InsecureSkipVerify") {
 				// The one allowed use hands verification to VerifyConnection, which checks the chain against the
-				// configured CA and the member's own names (rollout/membertls.go); it skips nothing.
+				// configured CA and the member's own names (rollout/internal/member/membertls.go); it skips nothing.
 				rel, _ := filepath.Rel(p.root, path)
-				assert.Equal(t, filepath.Join("rollout", "membertls.go"), rel, "%s sets InsecureSkipVerify", path)
+				assert.Equal(t, filepath.Join("rollout", "internal", "member", "membertls.go"), rel, "%s sets InsecureSkipVerify", path)
 				assert.Contains(t, string(src), "cfg.VerifyConnection = verifyMemberCertificate(", "%s: InsecureSkipVerify without the check that replaces it", path)
 			}
 			// The provider's inputs, as their struct tags name them (schema.json has them too).
