@@ -208,7 +208,7 @@ func (r *run) execute(ctx context.Context) error {
 		}
 		st = r.withProven(st)
 		r.last = st
-		if err := r.refusedAfterPassing(ctx, st); err != nil {
+		if err := r.refusedAfterPassing(st); err != nil {
 			return r.onMemberFailure(ctx, err)
 		}
 		plan, ready, err := r.planOrHold(ctx, st)
@@ -370,11 +370,12 @@ func (r *run) observe(ctx context.Context) (ClusterState, error) {
 	if r.memberIDs == nil {
 		r.memberIDs, r.downAfterPass = map[int]uint64{}, map[string]bool{}
 	}
+	st = r.withoutStaleViews(ctx, st)
 	for _, m := range st.Members {
 		if m.Reachable && m.MemberID != 0 {
 			r.memberIDs[m.Ordinal] = m.MemberID
 		}
-		if p, ok := r.passed[m.Ordinal]; ok && !m.Reachable && !m.Unseen && !r.staleView(ctx, m, p) {
+		if _, ok := r.passed[m.Ordinal]; ok && !m.Reachable && !m.Unseen {
 			r.downAfterPass[m.Pod] = true
 		}
 	}
@@ -384,25 +385,35 @@ func (r *run) observe(ctx context.Context) (ClusterState, error) {
 // refusedAfterPassing is the failure of a member that passed its gates in this run and that st saw refuse a
 // look by its own answer (not one that never reached it): it did not stay up, whatever the plan would do next
 // (a blocked plan holds and would not look at it again).
-func (r *run) refusedAfterPassing(ctx context.Context, st ClusterState) error {
+func (r *run) refusedAfterPassing(st ClusterState) error {
 	for _, m := range st.Members {
-		if p, ok := r.passed[m.Ordinal]; ok && !m.Reachable && !m.Unseen && !r.staleView(ctx, m, p) {
+		if p, ok := r.passed[m.Ordinal]; ok && !m.Reachable && !m.Unseen {
 			return p.failed(m.Pod, m.Problem, false)
 		}
 	}
 	return nil
 }
 
-// staleView says the observation of a member that passed shows another pod than the one that passed, while
-// the API server, asked directly, still has the pod that passed, alive: the watch cache served an older
-// object (after an API server restart, its relist brought back the pod the member replaced, terminating:
-// TestAPIServerRestartMidRollout failed a member that had just passed so). Such a look says nothing of it.
-func (r *run) staleView(ctx context.Context, m MemberState, p *passedMember) bool {
-	if !m.PodExists || p.witness.uid == "" || m.PodUID == p.witness.uid {
-		return false
+// withoutStaleViews is st with every member that passed, but that st shows on another pod than the one that
+// passed while the API server, asked directly, still has the pod that passed alive, marked Unseen: the watch
+// cache served an older object (after an API server restart, its relist brought back the pod the member
+// replaced, terminating: TestAPIServerRestartMidRollout failed a member that had just passed so). Such a look
+// says nothing of the member, which is then held for as one no look reaches, wherever the run looks next.
+func (r *run) withoutStaleViews(ctx context.Context, st ClusterState) ClusterState {
+	st.Members = append([]MemberState(nil), st.Members...)
+	for i, m := range st.Members {
+		p, ok := r.passed[m.Ordinal]
+		if !ok || m.Reachable || m.Unseen || !m.PodExists || p.witness.uid == "" || m.PodUID == p.witness.uid {
+			continue
+		}
+		pod, err := r.e.kube.CoreV1().Pods(r.e.cfg.Namespace).Get(ctx, m.Pod, metav1.GetOptions{})
+		if err == nil && string(pod.UID) == p.witness.uid && pod.DeletionTimestamp == nil {
+			st.Members[i].Unseen, st.Members[i].Reason = true, ProblemUnreached
+			st.Members[i].Problem = fmt.Sprintf("the cache shows %s on pod %s (%s) while the API server still has the pod that passed alive: a stale view",
+				m.Pod, m.PodUID, m.Problem)
+		}
 	}
-	pod, err := r.e.kube.CoreV1().Pods(r.e.cfg.Namespace).Get(ctx, m.Pod, metav1.GetOptions{})
-	return err == nil && string(pod.UID) == p.witness.uid && pod.DeletionTimestamp == nil
+	return st
 }
 
 // withProven is st with every member this run saw pass its gates marked Proven, for the planner: only those
