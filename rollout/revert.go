@@ -280,12 +280,13 @@ func (r *run) provenInTheSameProcess(ctx context.Context, st ClusterState, excep
 		pod := st.Members[ordinal].Pod
 		inc, err := r.e.etcd.Incarnation(cctx, pod)
 		cancel()
-		if err != nil || !inc.Same(p.incarnation) {
+		restarted := err == nil && !inc.Same(p.incarnation)
+		if err != nil || restarted {
 			st.Members[ordinal].Proven = false
 		}
-		if err == nil && !inc.Same(p.incarnation) {
-			// It restarted since it passed: it did not stay up, and the run's report must not count it rolled
-			// (the schedule checker's seed 2195 of ROLLOUT_SCHEDULE_FROM=2000).
+		if restarted {
+			// It did not stay up, and the run's report must not count it rolled (the schedule checker's seed
+			// 2195 of ROLLOUT_SCHEDULE_FROM=2000).
 			r.downAfterPass[pod] = true
 		}
 	}
