@@ -97,7 +97,8 @@ func (r *run) checkPassed(ctx context.Context) (again bool, err error) {
 	}
 }
 
-// lookAtPassed looks at every member this run saw pass; holding says one of them could not be reached.
+// lookAtPassed looks at every member this run saw pass; holding says one of them could not be reached, or
+// was forgotten because someone else replaced its pod (forgetReplaced): either way the run looks again.
 // withIncarnation also checks that each still runs the etcd process that passed: a restart between two
 // looks answers both.
 func (r *run) lookAtPassed(ctx context.Context, withIncarnation bool) (holding bool, err error) {
@@ -125,6 +126,9 @@ func (r *run) stillUp(ctx context.Context, ordinal int, p *passedMember, withInc
 	case l.noLook && p.incarnation.Known():
 		return r.unseen(ctx, ordinal, p, l.seen)
 	}
+	if r.forgetReplaced(ctx, ordinal, p) {
+		return true, nil
+	}
 	r.e.witnessPod(ctx, pod, &p.witness)
 	return false, p.failed(pod, l.seen+", during the cool-down", l.noLook)
 }
@@ -139,6 +143,8 @@ func (r *run) sameProcess(ctx context.Context, ordinal int, p *passedMember) (ho
 	switch {
 	case err != nil:
 		return r.unseen(ctx, ordinal, p, "answers, but its process start could not be read: "+err.Error())
+	case !inc.Same(p.incarnation) && r.forgetReplaced(ctx, ordinal, p):
+		return true, nil
 	case !inc.Same(p.incarnation):
 		return false, p.failed(pod, fmt.Sprintf("restarted during the cool-down (etcd process started at %s, the one that passed at %s)", inc, p.incarnation), false)
 	}
@@ -156,6 +162,9 @@ func (r *run) unseen(ctx context.Context, ordinal int, p *passedMember, seen str
 	e := r.e
 	pod := podName(e.cfg.StatefulSet, ordinal)
 	if e.witnessPod(ctx, pod, &p.witness); p.witness.fell != "" {
+		if r.forgetReplaced(ctx, ordinal, p) {
+			return true, nil
+		}
 		return false, p.failed(pod, seen+"; and "+p.witness.fell, true)
 	}
 	if p.unseenSince.IsZero() {
@@ -173,6 +182,9 @@ func (r *run) unseen(ctx context.Context, ordinal int, p *passedMember, seen str
 // own failure it saw fails its gate, one it could not look at is held for until a look reaches it.
 func (r *run) holdUnseen(ctx context.Context, ordinal int, p *passedMember, m MemberState) error {
 	if !m.Unseen || !p.incarnation.Known() {
+		if r.forgetReplaced(ctx, ordinal, p) {
+			return nil // looked at again, as what it is now
+		}
 		r.e.witnessPod(ctx, m.Pod, &p.witness)
 		return p.failed(m.Pod, m.Problem, m.Unseen)
 	}

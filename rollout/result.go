@@ -58,6 +58,16 @@ func (r *Result) countElections() {
 	r.UnplannedElections = max(0, int(r.TermAfter)-int(r.TermBefore)-r.LeaderTransfers)
 }
 
+// reportRolled records a member that passed its gates on the new revision. A member rolled a second time in
+// one run (someone else deleted its pod after it passed, with the partition locked, so the controller brought
+// it back on the old revision) is reported once, where it was rolled last: MembersRolled names members, and
+// its length is what the summary counts.
+func (r *Result) reportRolled(t MemberTiming) {
+	r.unreport(t.Pod)
+	r.MembersRolled = append(r.MembersRolled, t.Pod)
+	r.Members = append(r.Members, t)
+}
+
 // unreport takes pod out of the members reported rolled: it did not stay up on the new revision.
 func (r *Result) unreport(pod string) {
 	r.MembersRolled = slices.DeleteFunc(r.MembersRolled, func(p string) bool { return p == pod })

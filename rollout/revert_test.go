@@ -481,10 +481,11 @@ func TestAGateWithoutAFailureOfTheMembersOwnIsNoVerdict(t *testing.T) {
 // A look at a member that passed which shows another pod than the one that passed, terminating, while the API
 // server still has the pod that passed alive, is a stale watch cache (its relist after an API server restart
 // brought back the pod the member replaced: TestAPIServerRestartMidRollout failed a member that had just
-// passed so). It fails nothing; a pod that really was replaced still fails the member.
+// passed so). It fails nothing; nor does a pod that really was replaced (by someone else: the run forgets the
+// pass and looks again, TestAMemberReplacedOnTheOldRevisionAfterItPassedIsRolledAgainAndReportedOnce).
 func TestAStaleViewOfAMemberThatPassedFailsNothing(t *testing.T) {
 	c := newFakeCluster(t, 3, 0)
-	r := &run{e: c.engine(t, nil), passed: map[int]*passedMember{}, downAfterPass: map[string]bool{}}
+	r := &run{e: c.engine(t, nil), passed: map[int]*passedMember{}, downAfterPass: map[string]bool{}, res: &Result{}}
 	r.passed[1] = r.newPassed(context.Background(), "etcd-1", Incarnation{}, false)
 	live, err := c.kube.CoreV1().Pods("db").Get(context.Background(), "etcd-1", metav1.GetOptions{})
 	require.NoError(t, err)
@@ -493,8 +494,13 @@ func TestAStaleViewOfAMemberThatPassedFailsNothing(t *testing.T) {
 	st := healthyState(3, 0, 1)
 	st.Members[1].Reachable, st.Members[1].Healthy, st.Members[1].PodUID = false, false, "the-pod-it-replaced"
 	st.Members[1].Problem, st.Members[1].Reason = "pod is terminating", ProblemPodTerminating
-	assert.NoError(t, r.refusedAfterPassing(r.withoutStaleViews(context.Background(), st)), "the pod that passed is alive: a stale view")
+	again, err := r.refusedAfterPassing(context.Background(), r.withoutStaleViews(context.Background(), st))
+	assert.NoError(t, err, "the pod that passed is alive: a stale view")
+	assert.False(t, again)
 
 	r.passed[1].witness.uid = "a-pod-since-replaced" // the pod that passed is not the live one any more
-	assert.Error(t, r.refusedAfterPassing(r.withoutStaleViews(context.Background(), st)), "the pod that passed is gone: it did not stay up")
+	again, err = r.refusedAfterPassing(context.Background(), r.withoutStaleViews(context.Background(), st))
+	assert.NoError(t, err, "someone else replaced the pod that passed: no failure of the revision")
+	assert.True(t, again, "the run looks again at what the member is now")
+	assert.NotContains(t, r.passed, 1, "the member is no longer taken for passed")
 }

@@ -208,8 +208,12 @@ func (r *run) execute(ctx context.Context) error {
 		}
 		st = r.withProven(st)
 		r.last = st
-		if err := r.refusedAfterPassing(st); err != nil {
+		again, err := r.refusedAfterPassing(ctx, st)
+		if err != nil {
 			return r.onMemberFailure(ctx, err)
+		}
+		if again {
+			continue
 		}
 		plan, ready, err := r.planOrHold(ctx, st)
 		if err != nil {
@@ -238,7 +242,7 @@ func (r *run) execute(ctx context.Context) error {
 			}
 			break
 		}
-		again, err := r.coolDown(ctx)
+		again, err = r.coolDown(ctx)
 		if err != nil {
 			return r.onMemberFailure(ctx, err)
 		}
@@ -371,6 +375,7 @@ func (r *run) observe(ctx context.Context) (ClusterState, error) {
 		r.memberIDs, r.downAfterPass = map[int]uint64{}, map[string]bool{}
 	}
 	st = r.withoutStaleViews(ctx, st)
+	r.withoutReplaced(ctx, st)
 	for _, m := range st.Members {
 		if m.Reachable && m.MemberID != 0 {
 			r.memberIDs[m.Ordinal] = m.MemberID
@@ -384,14 +389,20 @@ func (r *run) observe(ctx context.Context) (ClusterState, error) {
 
 // refusedAfterPassing is the failure of a member that passed its gates in this run and that st saw refuse a
 // look by its own answer (not one that never reached it): it did not stay up, whatever the plan would do next
-// (a blocked plan holds and would not look at it again).
-func (r *run) refusedAfterPassing(st ClusterState) error {
+// (a blocked plan holds and would not look at it again). One whose pod someone else replaced since the look
+// that took st is forgotten instead (forgetReplaced), and again says to look again.
+func (r *run) refusedAfterPassing(ctx context.Context, st ClusterState) (again bool, err error) {
 	for _, m := range st.Members {
-		if p, ok := r.passed[m.Ordinal]; ok && !m.Reachable && !m.Unseen {
-			return p.failed(m.Pod, m.Problem, false)
+		p, ok := r.passed[m.Ordinal]
+		if !ok || m.Reachable || m.Unseen {
+			continue
 		}
+		if r.forgetReplaced(ctx, m.Ordinal, p) {
+			return true, nil
+		}
+		return false, p.failed(m.Pod, m.Problem, false)
 	}
-	return nil
+	return false, nil
 }
 
 // withoutStaleViews is st with every member that passed, but that st shows on another pod than the one that
@@ -597,8 +608,7 @@ func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) error 
 	}
 	down := time.Since(start)
 	r.passed[step.Ordinal] = r.newPassed(ctx, pod, inc, oneLook)
-	r.res.MembersRolled = append(r.res.MembersRolled, pod)
-	r.res.Members = append(r.res.Members, MemberTiming{Pod: pod, Down: down, Finished: time.Now(), Process: inc.Name()})
+	r.res.reportRolled(MemberTiming{Pod: pod, Down: down, Finished: time.Now(), Process: inc.Name()})
 	e.announce(Event{Kind: EventMemberRolled, Step: Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, Pod: pod}, "%s rolled in %s", pod, down.Round(10*time.Millisecond))
 	e.record(ctx, r.uid, corev1.EventTypeNormal, ReasonMemberRolled, fmt.Sprintf("Rolled %s to revision %s; etcd healthy after %s", pod, st.UpdateRevision, down.Round(10*time.Millisecond)))
 	return nil

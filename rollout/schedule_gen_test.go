@@ -41,9 +41,18 @@ const (
 	// evKill is a SIGKILL: from then on every request of the run fails and its deferred exit writes nothing;
 	// a fresh Engine with another holder resumes.
 	evKill eventKind = "kill"
+	// evDelete is someone else deleting a member's pod (kubectl, a node drain, the StatefulSet controller
+	// acting on a stale view after an API server restart): the controller recreates it at once, at the
+	// update revision if its ordinal is at or above the partition, else at the current one, and its etcd is
+	// down for a while (a restart). It is drawn from a stream of its own (deleteStream), so adding it left
+	// every earlier seed's other events as they were.
+	evDelete eventKind = "delete"
 )
 
-var allEventKinds = []eventKind{evTemplate, evCrash, evCrashLoop, evUnreachable, evOutage, evSecond, evCancel, evKill}
+var allEventKinds = []eventKind{evTemplate, evCrash, evCrashLoop, evUnreachable, evOutage, evSecond, evCancel, evKill, evDelete}
+
+// deleteStream seeds the stream evDelete events are drawn from.
+const deleteStream = 0xde1
 
 // injectionPoint names a request boundary of one engine: a Kubernetes verb and resource, or an etcd call.
 type injectionPoint string
@@ -161,6 +170,8 @@ func (ev schedEvent) what() string {
 		return "the run's context is cancelled"
 	case evKill:
 		return "the run is SIGKILLed; a fresh engine resumes"
+	case evDelete:
+		return fmt.Sprintf("someone else deletes etcd-%d's pod; the controller recreates it, its etcd back after %s", ev.Pod, ev.For)
 	}
 	return string(ev.Kind)
 }
@@ -242,6 +253,8 @@ func generateSchedule(seed uint64, enabled []eventKind) schedule {
 	if rng.IntN(3) == 0 {
 		s.Cooldown = 100 * time.Millisecond
 	}
+	s.Events = drawDeletes(seed, enabled, s)
+	enabled = slices.DeleteFunc(slices.Clone(enabled), func(k eventKind) bool { return k == evDelete })
 	if len(enabled) == 0 {
 		return s
 	}
@@ -265,6 +278,20 @@ func generateSchedule(seed uint64, enabled []eventKind) schedule {
 	return s
 }
 
+// drawDeletes draws a schedule's evDelete events, one in three schedules, from their own stream.
+func drawDeletes(seed uint64, enabled []eventKind, s schedule) []schedEvent {
+	if !slices.Contains(enabled, evDelete) {
+		return nil
+	}
+	rng := rand.New(rand.NewPCG(seed, deleteStream))
+	if rng.IntN(3) > 0 {
+		return nil
+	}
+	ev := drawEvent(rng, evDelete, s)
+	ev.Run = 1
+	return []schedEvent{ev}
+}
+
 // drawEvent draws where and how an event of kind strikes.
 func drawEvent(rng *rand.Rand, kind eventKind, s schedule) schedEvent {
 	ev := schedEvent{Kind: kind, Run: 1 + rng.IntN(2), At: pointChoices[rng.IntN(len(pointChoices))], AfterEvent: rng.IntN(maxAfterEvent),
@@ -284,6 +311,8 @@ func drawEvent(rng *rand.Rand, kind eventKind, s schedule) schedEvent {
 		if rng.IntN(3) > 0 {
 			ev.For = time.Duration(200+rng.IntN(1500)) * time.Millisecond
 		}
+	case evDelete:
+		ev.For = time.Duration(100+rng.IntN(600)) * time.Millisecond
 	case evOutage:
 		ev.RunOnly = rng.IntN(2) == 0
 		ev.For = scheduleLease + time.Duration(50+rng.IntN(1200))*time.Millisecond

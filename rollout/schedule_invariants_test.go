@@ -67,9 +67,14 @@ func (w *world) judgePartition(se *schedEngine, pre, post worldSnapshot) {
 	case post.partition < pre.partition:
 		var targets []int
 		for i := post.partition; i < pre.replicas && i < len(pre.revs); i++ {
-			if i >= 0 && pre.revs[i] != pre.updateRev {
-				targets = append(targets, i)
+			if i < 0 || pre.revs[i] == pre.updateRev {
+				continue
 			}
+			if pod := podName("etcd", i); i != post.partition && w.replacedUnknownTo(se, pod) {
+				w.logf(se.name, "the lowering exposes %s too, whose pod someone else replaced after the run's last look at it: not judged", pod)
+				continue
+			}
+			targets = append(targets, i)
 		}
 		w.disruption(se, pre, post, fmt.Sprintf("lowered the partition %d → %d", pre.partition, post.partition), targets)
 		w.lowerer = se.name
@@ -81,6 +86,13 @@ func (w *world) judgePartition(se *schedEngine, pre, post worldSnapshot) {
 	default:
 		w.lowerer = se.name
 	}
+}
+
+// replacedUnknownTo says someone else replaced pod after se's last health look at it: se could not know the
+// member is back on another revision, or down; w.mu is held.
+func (w *world) replacedUnknownTo(se *schedEngine, pod string) bool {
+	at := w.replacedAt[pod]
+	return !at.IsZero() && at.After(se.lastStatus[pod].at)
 }
 
 // judgeDelete judges a pod delete: a disruption of that member.
@@ -303,8 +315,15 @@ func (w *world) checkBlame(se *schedEngine, err error) {
 	case errors.As(err, &gate):
 		pod = gate.Pod
 	}
-	if pod != "" && !w.touched[pod] && !w.touchedAll {
+	if pod == "" || w.touched[pod] || w.touchedAll {
+		return
+	}
+	replaced, passed := w.replacedAt[pod], se.passedAt[pod]
+	switch {
+	case replaced.IsZero():
 		w.violate("f", se, "failed %s as its own failure, though nothing happened to it or its revision: %v", pod, err)
+	case !passed.IsZero() && replaced.After(passed):
+		w.violate("f", se, "failed %s as its own failure, though someone else replaced its pod after it passed: %v", pod, err)
 	}
 }
 
@@ -354,7 +373,16 @@ func (w *world) checkReportedMembers(se *schedEngine, res Result, post worldSnap
 	if post.holder != "" && post.holder != se.name {
 		return
 	}
+	seen := map[string]bool{}
 	for _, pod := range res.MembersRolled {
+		if seen[pod] {
+			w.violate("e", se, "reported %s rolled more than once: %v", pod, res.MembersRolled)
+		}
+		seen[pod] = true
+		if w.replacedUnknownTo(se, pod) {
+			w.logf(se.name, "its report of %s is not judged: someone else replaced its pod after the run's last look at it", pod)
+			continue
+		}
 		ordinal, ok := ordinalOf("etcd", pod)
 		if !ok || ordinal >= len(post.revs) {
 			continue

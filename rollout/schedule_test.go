@@ -38,7 +38,7 @@ import (
 //	ROLLOUT_SCHEDULES=N          run N seeds (default 60, 15 with -short)
 //	ROLLOUT_SCHEDULE_FROM=F      starting at seed F (default 1), to explore beyond the default seeds
 //	ROLLOUT_SCHEDULE_SEED=S      run only seed S (a replay)
-//	ROLLOUT_SCHEDULE_EVENTS=k,.. inject only these kinds (template, crash, crashloop, unreachable, outage,
+//	ROLLOUT_SCHEDULE_EVENTS=k,.. inject only these kinds (template, crash, crashloop, unreachable, outage, delete,
 //	                             second, cancel, kill; "none" for none); default all
 //	ROLLOUT_SCHEDULE_PARALLEL=P  schedules at once (default 6: they mostly wait on short timers)
 //	ROLLOUT_SCHEDULE_VERBOSE=1   print the account of every schedule, not only of failing ones

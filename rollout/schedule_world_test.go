@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
@@ -74,6 +75,8 @@ type world struct {
 	// second engine): only those may a run fail as the member's own failure (invariant f).
 	touched    map[string]bool
 	touchedAll bool
+	// replacedAt is when someone else last deleted each member's pod (evDelete).
+	replacedAt map[string]time.Time
 
 	// disrupted are the members our writes restarted or deleted that have not been truly healthy since.
 	disrupted map[string]bool
@@ -125,7 +128,8 @@ func newWorld(t *testing.T, s schedule) *world {
 	w := &world{t: t, s: s, c: c, f: c.etcd, start: time.Now(), fired: map[int]bool{},
 		badRevs: map[string]bool{}, loops: map[string]crashLoop{}, lastInc: map[string]int{},
 		crashed: map[string]time.Time{}, revive: map[string]time.Time{}, unreachable: map[string]unreach{},
-		disrupted: map[string]bool{}, lastDisruption: map[string]time.Time{}, touched: map[string]bool{}}
+		disrupted: map[string]bool{}, lastDisruption: map[string]time.Time{}, touched: map[string]bool{},
+		replacedAt: map[string]time.Time{}}
 	w.f.crashUp, w.f.crashDown = fastLoopUp, fastLoopDown
 	if s.SlowLoop {
 		w.f.crashUp, w.f.crashDown = slowLoopUp, slowLoopDown
@@ -229,6 +233,8 @@ func (w *world) apply(se *schedEngine, ev schedEvent, member string) {
 	case evSecond:
 		w.touchedAll = true
 		w.startSecond()
+	case evDelete:
+		w.deleteByOther(pod, ev.For)
 	case evCancel:
 		se.cancel()
 	case evKill:
@@ -295,6 +301,25 @@ func (w *world) crash(pod string, lasting time.Duration) {
 	if lasting > 0 {
 		w.revive[pod] = time.Now().Add(lasting)
 	}
+}
+
+// deleteByOther is someone else's delete of a member's pod: the controller recreates it (fakeCluster.recreate
+// picks the revision from the partition) and its etcd is down for lasting, as after any restart. Like a
+// crash it leaves a majority up: one skipped is logged. A member replaced after it passed is no failure of
+// the revision (checkBlame); w.mu is held.
+func (w *world) deleteByOther(pod string, lasting time.Duration) {
+	if len(w.crashed) >= (w.s.Members-1)/2 {
+		w.logf("world", "delete of %s skipped: %d member(s) down by themselves already", pod, len(w.crashed))
+		return
+	}
+	if err := w.c.recreate(k8stesting.NewDeleteAction(podGVR, "db", pod)); err != nil {
+		w.logf("world", "delete of %s failed: %v", pod, err)
+		return
+	}
+	w.replacedAt[pod] = time.Now()
+	ordinal, _ := ordinalOf("etcd", pod)
+	w.logf("world", "%s's pod deleted by someone else; recreated at %s", pod, w.revisionsNow()[ordinal])
+	w.crash(pod, lasting)
 }
 
 // startCrashLoop makes the update revision crash-loop from now on, on the members running it too.

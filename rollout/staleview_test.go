@@ -349,3 +349,48 @@ func (c *fakeCluster) setPodReady(t *testing.T, ordinal int, ready bool) {
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}
 	require.NoError(t, c.kube.Tracker().Update(podGVR, p, "db"))
 }
+
+// Someone else deletes a member's pod after it passed (kubectl, or the StatefulSet controller acting on a
+// stale view after an API server restart, as CI saw): with the partition locked, the controller brings it
+// back on the old revision. That is no failure of the revision: the run forgets the pass, says why, rolls the
+// member again and reports it once. Before, it either reverted a healthy member and blamed the template (the
+// cool-down saw a new etcd process), or listed it twice and counted four members of three.
+func TestAMemberReplacedOnTheOldRevisionAfterItPassedIsRolledAgainAndReportedOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		cooldown time.Duration
+	}{
+		{name: "seen by the cool-down", cooldown: 200 * time.Millisecond},
+		{name: "seen by the check before the next disruption"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newFakeCluster(t, 3, 0)
+			var forgot []string
+			deleted := false
+			res, err := c.engine(t, func(cfg *Config, o *Options) {
+				cfg.Cooldown = tc.cooldown
+				o.OnEvent = func(ev Event) {
+					if strings.Contains(ev.Message, "someone else replaced its pod") {
+						forgot = append(forgot, ev.Message)
+					}
+					if ev.Kind == EventMemberRolled && ev.Pod == "etcd-1" && !deleted {
+						deleted = true
+						require.NoError(t, c.kube.CoreV1().Pods("db").Delete(context.Background(), "etcd-1", metav1.DeleteOptions{}))
+					}
+				}
+			}).Run(context.Background())
+
+			require.NoError(t, err)
+			require.True(t, deleted)
+			assert.Equal(t, []string{"etcd-2", "etcd-1", "etcd-0"}, res.MembersRolled, "etcd-1 is reported once")
+			require.Len(t, res.Members, 3)
+			require.Len(t, forgot, 1, "the run says why it rolls etcd-1 a second time")
+			assert.Contains(t, forgot[0], "etcd-1 passed its gates")
+			assert.Contains(t, forgot[0], "at revision "+oldRev)
+			assert.Equal(t, []string{"etcd-2", "etcd-1", "etcd-1", "etcd-0"}, c.restarted, "etcd-1 was rolled twice, nobody else was")
+			assert.Equal(t, []string{newRev, newRev, newRev}, c.revisions())
+			assert.Equal(t, 3, c.partition())
+			assert.Contains(t, res.Summary(), "3 members rolled")
+		})
+	}
+}

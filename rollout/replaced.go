@@ -1,0 +1,67 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// A member that passed its gates whose pod someone else deleted since (kubectl, a node drain, or the
+// StatefulSet controller acting on a stale view after an API server restart, which CI saw) runs a new etcd
+// process on a pod this run never restarted: with the partition locked, the controller brings it back on
+// the old revision. That says nothing against the new revision, so it is neither a failure nor a revert:
+// the run forgets that the member passed (its new process is unproven, and it is no longer reported
+// rolled), looks again, and rolls or proves it again before it disrupts anything else.
+
+// replacedSincePassing asks the API server, not the watch, whether the pod that passed is gone: a stale
+// cache shows an older pod too (withoutStaleViews), and that must not make the run forget a member. It
+// says no when the API server cannot be asked.
+func (r *run) replacedSincePassing(ctx context.Context, pod string, p *passedMember) (now string, replaced bool) {
+	if p.witness.uid == "" {
+		return "", false
+	}
+	live, err := r.e.kube.CoreV1().Pods(r.e.cfg.Namespace).Get(ctx, pod, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return "its pod was deleted", true
+	case err != nil:
+		return "", false
+	case string(live.UID) != p.witness.uid:
+		return fmt.Sprintf("it runs on pod %s now, at revision %s", live.UID, live.Labels[appsv1.ControllerRevisionHashLabelKey]), true
+	}
+	return "", false
+}
+
+// forgetReplaced forgets the member at ordinal when its pod was replaced since it passed; forgot says it
+// did, and the caller must look again before it decides anything on that member.
+func (r *run) forgetReplaced(ctx context.Context, ordinal int, p *passedMember) (forgot bool) {
+	pod := podName(r.e.cfg.StatefulSet, ordinal)
+	now, replaced := r.replacedSincePassing(ctx, pod, p)
+	if !replaced {
+		return false
+	}
+	delete(r.passed, ordinal)
+	delete(r.downAfterPass, pod)
+	r.res.unreport(pod)
+	r.e.emit(Step{Kind: StepWaitMember, Ordinal: ordinal},
+		"%s passed its gates %s ago, but someone else replaced its pod since (%s): not this run's doing and no failure of the revision; it is no longer counted rolled, and the run looks again before it rolls or proves it again",
+		pod, time.Since(p.at).Round(100*time.Millisecond), now)
+	return true
+}
+
+// withoutReplaced forgets every member of st that passed and that st shows on another pod than the one
+// that passed, once the API server confirms it; replaced says one was.
+func (r *run) withoutReplaced(ctx context.Context, st ClusterState) (replaced bool) {
+	for _, m := range st.Members {
+		p, ok := r.passed[m.Ordinal]
+		if !ok || m.Unseen || (m.PodExists && m.PodUID == p.witness.uid) {
+			continue
+		}
+		replaced = r.forgetReplaced(ctx, m.Ordinal, p) || replaced
+	}
+	return replaced
+}
