@@ -37,7 +37,7 @@ func main() {
 		}
 		return
 	}
-	runs := flag.Int("runs", 10, "rollouts per strategy per scenario (heavy and ten-clusters scale it down, see scenarios.go)")
+	runs := flag.Int("runs", 5, "rollouts per strategy per scenario (heavy and ten-clusters scale it down, see scenarios.go)")
 	names := flag.String("scenarios", "all", "comma-separated scenarios, or all")
 	cooldown := flag.Duration("cooldown", time.Second, "cool-down of the job-like and engine strategies (the engine's default is 30s)")
 	stableFor := flag.Duration("stable-for", 0, "override the engine strategies' canary stability window (default: the engine's own, 3s); only to measure what the window costs: such results are marked and their targets do not count")
@@ -145,7 +145,8 @@ func run(ctx context.Context, sel []Scenario, runs int, strats []Strategy, outDi
 					return ctx.Err()
 				}
 				st := strats[(k+r)%len(strats)]
-				ro := b.rollOnce(ctx, st, r, rollOpts{kubeconfig: kubeconfig, keepOps: r == plotRun})
+				ro := b.rollOnce(ctx, st, r, rollOpts{kubeconfig: kubeconfig, keepOps: r == plotRun,
+					profilePrefix: profilePrefix(outDir, sc, st, r)})
 				log.Printf("%s/%s run %d: %s", sc.Name, st.Name, r, oneLine(ro))
 				if err := json.NewEncoder(w).Encode(ro); err != nil {
 					return err

@@ -46,12 +46,32 @@ type Cell struct {
 	// Retry sums the retrying (production-like) client over the rollouts that had one; RetryRuns counts them.
 	Retry     RetryClientStats
 	RetryRuns int
+	// CPUPerCluster and CPUPerMember are the engine process's CPU seconds (user + system) per rollout,
+	// divided by the clusters it rolled and by the members they rolled.
+	CPUPerCluster, CPUPerMember []float64
 }
 
 var (
 	reReadyAfter = regexp.MustCompile(` is Ready at \S+ after ([0-9.]+m?s);`)
 	reRolledIn   = regexp.MustCompile(` rolled in ([0-9.]+m?s)$`)
 )
+
+// addCPU adds the engine process's CPU time of a rollout, per cluster and per member rolled.
+func (c *Cell) addCPU(r Rollout) {
+	if r.EngineCPU <= 0 || len(r.Clusters) == 0 {
+		return
+	}
+	members := 0
+	for _, cr := range r.Clusters {
+		if cr.Engine != nil {
+			members += len(cr.Engine.Result.MembersRolled)
+		}
+	}
+	c.CPUPerCluster = append(c.CPUPerCluster, r.EngineCPU.Seconds()/float64(len(r.Clusters)))
+	if members > 0 {
+		c.CPUPerMember = append(c.CPUPerMember, r.EngineCPU.Seconds()/float64(members))
+	}
+}
 
 // balancedTransfers is the mean of the per-starting-ordinal means.
 func (c *Cell) balancedTransfers() float64 {
@@ -80,6 +100,7 @@ func (c *Cell) add(r Rollout) {
 	c.Gaps = append(c.Gaps, ms(r.Client.WorstGap))
 	c.P99 = append(c.P99, ms(r.Client.P99Write))
 	c.MaxRSSMB = max(c.MaxRSSMB, float64(r.MaxRSSKB)/1024)
+	c.addCPU(r)
 	c.addRetry(r.RetryClient)
 	lost := false
 	for i, cr := range r.Clusters {
@@ -360,7 +381,7 @@ func renderMarkdown(meta *Meta, cells map[string]map[string]*Cell, plots []strin
 	p("\n%s\n", howMeasured)
 	retryClientTable(&b, meta, cells)
 	extras(&b, meta, cells)
-	p("\n## Targets (issues #14 and #6)\n\n")
+	p("\n## Targets (issues #24, #14 and #6)\n\n")
 	p("Reported, not asserted. A target whose data this run lacks (a scenario not run, a number not recorded) is NOT MEASURED, never met.\n\n")
 	overridden := overriddenWindow(meta) != ""
 	for _, t := range evaluateTargets(cells) {
@@ -375,6 +396,9 @@ func renderMarkdown(meta *Meta, cells map[string]map[string]*Cell, plots []strin
 			mark = "NOT COUNTED (stability window overridden)"
 		}
 		p("- **%s**: %s — %s\n", mark, t.Name, t.Detail)
+	}
+	for _, r := range retiredTargets {
+		p("- **RETIRED**: %s\n", r)
 	}
 	if len(plots) > 0 {
 		p("\n## Plots\n\nWrite latency of the background client over one rollout per strategy (the run with the leader first on the last ordinal, the first member every strategy restarts); failed writes at the top in red; shaded: a member out (process stopped or not yet answering /livez); vertical lines: leader changes (blue planned, green hand-over on SIGTERM, red election).\n\n")
@@ -453,14 +477,29 @@ func extras(b *strings.Builder, meta *Meta, cells map[string]map[string]*Cell) {
 			p("- %s\n", c)
 		}
 	}
-	if m := cells["ten-clusters"]; m != nil {
-		p("\nTen clusters at once: peak RSS of the process that ran the ten engines (a separate process, getrusage):")
-		for _, s := range strategyOrder(meta) {
-			if c := m[s]; c != nil && c.MaxRSSMB > 0 {
-				p(" %s %.0f MB;", s, c.MaxRSSMB)
+	engineCost(b, meta, cells)
+}
+
+// engineCost reports what the engine process cost the machine that ran it, per scenario and strategy.
+func engineCost(b *strings.Builder, meta *Meta, cells map[string]map[string]*Cell) {
+	var rows []string
+	for _, sc := range meta.Scenarios {
+		for _, st := range strategyOrder(meta) {
+			c := cells[sc.Name][st]
+			if c == nil || len(c.CPUPerCluster) == 0 {
+				continue
 			}
+			rows = append(rows, fmt.Sprintf("| %s | %s | %.2f | %.3f (max %.3f) | %.0f |", sc.Name, st,
+				mean(c.CPUPerCluster), mean(c.CPUPerMember), maxOf(c.CPUPerMember), c.MaxRSSMB))
 		}
-		p(" (the default roll is done by kube-controller-manager, shared with everything else).\n")
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\nWhat the engine costs the machine that runs it: the engine process alone (the engines run in a child process; the background clients and the monitor stay in the bench's), getrusage user + system CPU and peak RSS. The default rolls are done by kube-controller-manager, shared with everything else.\n\n")
+	fmt.Fprintf(b, "| scenario | strategy | CPU s per cluster rollout | CPU s per member rolled | peak RSS MB |\n|---|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintln(b, r)
 	}
 }
 

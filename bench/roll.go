@@ -57,6 +57,8 @@ type EngineRun struct {
 	Wall     time.Duration   `json:"wall"`
 	// MaxRSSKB is the peak resident set of the process that ran the engines (getrusage), in KiB.
 	MaxRSSKB int64 `json:"maxRSSKB"`
+	// CPU is that process's user + system time, from its start (set by the parent, which reaps it).
+	CPU time.Duration `json:"cpu"`
 }
 
 // tlsFiles are the client certificate paths inside the etcd container of the mTLS manifests.
@@ -121,7 +123,7 @@ func maxRSSKB() int64 {
 
 // rollWithEnginesInChild runs rollWithEngines in a fresh process (this binary's "roll" command), so the peak
 // RSS is that of a process that did nothing but the rollouts.
-func rollWithEnginesInChild(ctx context.Context, kubeconfig string, targets []Target, st Strategy) (EngineRun, error) {
+func rollWithEnginesInChild(ctx context.Context, kubeconfig string, targets []Target, st Strategy, profilePrefix string) (EngineRun, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return EngineRun{}, fmt.Errorf("finding the bench binary: %w", err)
@@ -131,7 +133,8 @@ func rollWithEnginesInChild(ctx context.Context, kubeconfig string, targets []Ta
 		return EngineRun{}, err
 	}
 	cmd := exec.CommandContext(ctx, self, "roll", "-kubeconfig", kubeconfig, "-policy", string(st.Policy),
-		"-cooldown", st.Cooldown.String(), "-stable-for", st.StableFor.String(), "-targets", string(spec))
+		"-cooldown", st.Cooldown.String(), "-stable-for", st.StableFor.String(), "-targets", string(spec),
+		"-profile", profilePrefix)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -141,6 +144,7 @@ func rollWithEnginesInChild(ctx context.Context, kubeconfig string, targets []Ta
 	if err := json.Unmarshal(stdout.Bytes(), &run); err != nil {
 		return EngineRun{}, fmt.Errorf("decoding the child's answer: %w", err)
 	}
+	run.CPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	return run, nil
 }
 
@@ -152,6 +156,7 @@ func rollCommand(args []string) error {
 	cooldown := fs.Duration("cooldown", 0, "cool-down between members")
 	stableFor := fs.Duration("stable-for", 0, "the canary's stability window (0: the engine's default)")
 	targets := fs.String("targets", "", "JSON list of targets")
+	profile := fs.String("profile", "", "write <prefix>.cpu.pprof and <prefix>.heap.pprof")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -166,7 +171,14 @@ func rollCommand(args []string) error {
 	rc.QPS, rc.Burst = 50, 100
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
+	stop, err := startProfiles(*profile)
+	if err != nil {
+		return err
+	}
 	run := rollWithEngines(ctx, rc, ts, Strategy{Policy: rollout.LeaderPolicy(*policy), Cooldown: *cooldown, StableFor: *stableFor})
+	if err := stop(); err != nil {
+		return err
+	}
 	return json.NewEncoder(os.Stdout).Encode(run)
 }
 

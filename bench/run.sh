@@ -5,7 +5,8 @@
 # bench/out/ (ignored by git).
 #
 # Knobs (environment):
-#   BENCH_RUNS=10          rollouts per strategy per scenario (heavy and ten-clusters ×0.25, rounded, at least 1)
+#   BENCH_RUNS=5           rollouts per strategy per scenario (heavy and ten-clusters ×0.4, rounded, at least 1):
+#                          five strategies × seven scenarios fit in about 40 minutes on 2 cores
 #   BENCH_SCENARIOS=all    comma-separated: easy,heavy-immediate,heavy-probe,hung,five,mtls,ten-clusters
 #   BENCH_COOLDOWN=1s      cool-down of the job-like and engine strategies (the engine's default is 30s)
 #   BENCH_RESULTS=results.md   where the table goes (relative to bench/); a smoke run can write elsewhere
@@ -24,7 +25,7 @@ if [ -n "${BENCH_STABLE_FOR:-}" ] && [ "${BENCH_RESULTS:-results.md}" = results.
 fi
 mkdir -p out
 go build -o out/bench .
-args=(-runs "${BENCH_RUNS:-10}" -scenarios "${BENCH_SCENARIOS:-all}" -cooldown "${BENCH_COOLDOWN:-1s}"
+args=(-runs "${BENCH_RUNS:-5}" -scenarios "${BENCH_SCENARIOS:-all}" -cooldown "${BENCH_COOLDOWN:-1s}"
   -results "${BENCH_RESULTS:-results.md}" -out "${BENCH_OUT:-out}")
 if [ -n "${BENCH_DEADLINE:-}" ]; then args+=(-deadline "$BENCH_DEADLINE"); fi
 if [ -n "${BENCH_STABLE_FOR:-}" ]; then args+=(-stable-for "$BENCH_STABLE_FOR"); fi

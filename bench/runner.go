@@ -27,7 +27,10 @@ type Rollout struct {
 	Wall        time.Duration `json:"wall"`
 	Err         string        `json:"err,omitempty"`
 	MaxRSSKB    int64         `json:"maxRSSKB,omitempty"`
-	Clusters    []ClusterRoll `json:"clusters"`
+	// EngineCPU is the user + system CPU time of the process that ran the engines (getrusage of the child);
+	// zero for the default rolls and in data from before it.
+	EngineCPU time.Duration `json:"engineCPU,omitempty"`
+	Clusters  []ClusterRoll `json:"clusters"`
 	// Client sums the background clients of all clusters.
 	Client ClientStats `json:"client"`
 	// RetryClient sums the retrying (production-like) clients of all clusters; nil in data from before it.
@@ -226,6 +229,9 @@ func (b *bed) tearDown() {
 type rollOpts struct {
 	kubeconfig string
 	keepOps    bool
+	// profilePrefix, when set, makes the engine process write its CPU and heap profiles there
+	// (<prefix>.cpu.pprof, <prefix>.heap.pprof).
+	profilePrefix string
 }
 
 // rollOnce measures one rollout of strategy st (run number run) on every cluster of the bed.
@@ -253,7 +259,7 @@ func (b *bed) rollOnce(ctx context.Context, st Strategy, run int, o rollOpts) (r
 		if err := e.WaitHealthy(ctx); err != nil {
 			return err
 		}
-		if _, err := e.SetTemplateAnnotation(ctx, "bench.etcd-rollout.test/run", value); err != nil {
+		if err := writeTemplate(ctx, b.c.Kube, e, st, "bench.etcd-rollout.test/run", value); err != nil {
 			return err
 		}
 		return e.MoveLeader(ctx, (run+i)%e.Spec.Replicas)
@@ -309,14 +315,11 @@ func (b *bed) rollOnce(ctx context.Context, st Strategy, run int, o rollOpts) (r
 		for _, e := range b.clusters {
 			targets = append(targets, targetOf(e))
 		}
-		var er EngineRun
-		if len(b.clusters) > 1 {
-			er, rollErr = rollWithEnginesInChild(ctx, o.kubeconfig, targets, st)
-		} else {
-			er = rollWithEngines(ctx, b.c.Config, targets, st)
-			er.MaxRSSKB = 0 // this process does far more than roll; only the child's peak means something
-		}
-		r.Wall, r.MaxRSSKB = er.Wall, er.MaxRSSKB
+		// The engines run in a process of their own, every scenario: its CPU time and peak RSS are the
+		// engine's, not the background clients' or the monitor's, which stay in this one.
+		er, err := rollWithEnginesInChild(ctx, o.kubeconfig, targets, st, o.profilePrefix)
+		rollErr = err
+		r.Wall, r.MaxRSSKB, r.EngineCPU = er.Wall, er.MaxRSSKB, er.CPU
 		var errs []error
 		for i := range er.Outcomes {
 			out := er.Outcomes[i]

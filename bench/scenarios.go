@@ -14,7 +14,11 @@ import (
 type Strategy struct {
 	Name string
 	// Default is the StatefulSet controller's own roll: partition 0, OrderedReady, nothing else.
-	Default  bool
+	Default bool
+	// Hardened is the default roll as a careful user configures it (with Default): the new template carries
+	// a readinessProbe on etcd's /readyz (period 1 s, failureThreshold 1) and the StatefulSet waits
+	// minReadySeconds (hardenedMinReady) on every member.
+	Hardened bool
 	Policy   rollout.LeaderPolicy
 	Cooldown time.Duration
 	// StableFor overrides the engine's canary stability window (rollout.Options.StableFor) when set: not
@@ -29,6 +33,8 @@ type Strategy struct {
 func strategies(cooldown, stableFor time.Duration) []Strategy {
 	all := []Strategy{
 		{Name: "default", Default: true, About: "StatefulSet RollingUpdate, partition 0, OrderedReady: what users get without us"},
+		{Name: "default-hardened", Default: true, Hardened: true,
+			About: fmt.Sprintf("the default roll as a careful user configures it: partition 0, OrderedReady, readinessProbe on /readyz (period 1 s, failureThreshold 1), minReadySeconds %d", hardenedMinReady)},
 		{Name: "job-like", Policy: rollout.LeaderJobLike, Cooldown: cooldown,
 			About: fmt.Sprintf("the engine as the old Job behaved: leader to member 0 first, to member N-1 before member 0; cool-down %s (the Job's 30 s, scaled down)", cooldown)},
 		{Name: "engine", Policy: rollout.LeaderLazy, Cooldown: cooldown,
@@ -36,9 +42,12 @@ func strategies(cooldown, stableFor time.Duration) []Strategy {
 		{Name: "engine-cd0", Policy: rollout.LeaderLazy, Cooldown: 0, About: "the engine's defaults with cool-down 0"},
 	}
 	if stableFor > 0 {
-		for i := range all[1:] {
-			all[i+1].StableFor = stableFor
-			all[i+1].About += fmt.Sprintf("; NOT A DEFAULT: the canary's stability window set to %s (-stable-for)", stableFor)
+		for i := range all {
+			if all[i].Default {
+				continue
+			}
+			all[i].StableFor = stableFor
+			all[i].About += fmt.Sprintf("; NOT A DEFAULT: the canary's stability window set to %s (-stable-for)", stableFor)
 		}
 	}
 	return all
@@ -76,12 +85,12 @@ func scenarios() []Scenario {
 			LoadInterval: 10 * time.Millisecond, RunsFactor: 1},
 		{Name: "heavy-immediate", Title: "heavy, no readiness probe: 3 members, large keyspace, steady write load",
 			Spec: base, Clusters: 1, PreloadKeys: 400_000, ValueSize: 512, Pressure: 300,
-			LoadInterval: 10 * time.Millisecond, RunsFactor: 0.25},
+			LoadInterval: 10 * time.Millisecond, RunsFactor: 0.4},
 		{Name: "heavy-probe", Title: "heavy, readiness probe on /readyz: 3 members, large keyspace, steady write load",
 			Spec: with(func(s *harness.EtcdSpec) { s.Readiness = memberapi.ReadyOnProbe }), Clusters: 1,
-			PreloadKeys: 400_000, ValueSize: 512, Pressure: 300, LoadInterval: 10 * time.Millisecond, RunsFactor: 0.25},
+			PreloadKeys: 400_000, ValueSize: 512, Pressure: 300, LoadInterval: 10 * time.Millisecond, RunsFactor: 0.4},
 		{Name: "ten-clusters", Title: "10 clusters × 3 members rolled at once by one process",
-			Spec: base, Clusters: 10, LoadInterval: 20 * time.Millisecond, RunsFactor: 0.25},
+			Spec: base, Clusters: 10, LoadInterval: 20 * time.Millisecond, RunsFactor: 0.4},
 		{Name: "mtls", Title: "mTLS (client and peer), the keyspace-etcd-group shape",
 			Spec: harness.EtcdSpec{Name: "keyspace-etcd-group-0", ServiceName: "keyspace-etcd-group-0-peer", TLS: true,
 				GracePeriod: 30 * time.Second}, Clusters: 1, LoadInterval: 10 * time.Millisecond, RunsFactor: 1},

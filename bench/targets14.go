@@ -5,14 +5,24 @@ import (
 	"strings"
 )
 
-// Issue #14's bounds. Issue #6 allowed the engine with cool-down 0 1.2× the default roll's wall time; issue
-// #14 (watch-driven gates) asks for 1.05×.
+// The bounds of issues #14 and #24. Issue #14's 1.05× (the engine with cool-down 0 against the bare default
+// roll) is retired by issue #24 (retiredTargets); its ten-cluster wall-time ratio is reported, no target.
 const (
-	wallBound           = 1.05
-	tenClustersBound    = 1.5
-	tenClustersMaxRSSMB = 150.0
-	apiRequestsShare    = 5 // at most 1/5 of apiRequestsBefore
+	hardenedBound       = 1.0   // engine-cd0 against default-hardened, easy and mtls (issue #24)
+	tenClustersMaxRSSMB = 100.0 // issue #24 (issue #14 allowed 150)
+	cpuPerMemberBound   = 0.1   // engine CPU s per member rolled, ten clusters at once (issue #24)
+	apiRequestsShare    = 5     // at most 1/5 of apiRequestsBefore
 )
+
+// retiredTargets are targets an earlier issue set that a later one withdrew, each with one line saying why,
+// rather than a NOT MET forever.
+var retiredTargets = []string{
+	"engine with cool-down 0, easy scenario: wall time ≤ 1.05× the bare default roll's (issue #14): retired by issue #24. " +
+		"It compared a roll that waits for etcd with one that waits for nothing and lost quorum in most easy rollouts; " +
+		"nobody who cares about their etcd picks the bare default, so the engine is held against default-hardened instead.",
+	"engine: 10 clusters rolled at once in ≤ 1.5× the time of one (issue #14): retired by issue #24 as a target on this " +
+		"2-core machine (busy 98–100 % for every strategy, the bare default roll included); the ratio stays reported below.",
+}
 
 // apiRequestsBefore is the engine's API-server requests per 3-member rollout before issue #14's work, a
 // constant because no make bench run measured it: the count exists since 2af7742, and before the next run
@@ -23,58 +33,72 @@ var apiRequestsBefore = struct {
 	Source         string
 }{450, 445, 458, "tests/engine TestRollThreeMembersHTTP on this local cluster, as commit d1fe641's message records; 180–185 after that commit"}
 
-// wallGoal: the engine with cool-down 0 against the default roll, easy scenario (issue #14).
-func wallGoal(cell cellOf) Goal {
+// hardenedGoal: the engine with cool-down 0 against the default roll as a careful user hardens it, easy and
+// mtls, with 0 real elections and no quorum loss of its own; default-hardened's own leader changes, elections
+// and quorum losses are reported next to it, hung shutdown included (issue #24).
+func hardenedGoal(cell cellOf) Goal {
 	var v verdict
-	d, c := cell("easy", "default"), cell("easy", "engine-cd0")
-	if d == nil {
-		v.miss("easy/default")
+	for _, sc := range []string{"easy", "mtls"} {
+		h, c := cell(sc, "default-hardened"), cell(sc, "engine-cd0")
+		if h == nil {
+			v.miss(sc + "/default-hardened")
+		}
+		if c == nil {
+			v.miss(sc + "/engine-cd0")
+		}
+		if h == nil || c == nil {
+			continue
+		}
+		ratio := mean(c.Wall) / mean(h.Wall)
+		v.add(fmt.Sprintf("%s %.2f s vs %.2f s = %.2f×, %d elections, %d rollouts with quorum lost", sc,
+			mean(c.Wall), mean(h.Wall), ratio, c.Elections, c.QuorumLossRuns), ratio <= hardenedBound && c.Elections == 0 && c.QuorumLossRuns == 0)
 	}
-	if c == nil {
-		v.miss("easy/engine-cd0")
+	for _, sc := range []string{"easy", "mtls", "hung"} {
+		if h := cell(sc, "default-hardened"); h != nil {
+			v.detail = append(v.detail, fmt.Sprintf("(default-hardened, %s: per rollout %.2f planned, %.2f hand-over, %.2f elections; %d of %d rollouts lost quorum)",
+				sc, h.Planned, h.Handover, h.Election, h.QuorumLossRuns, h.Runs))
+		}
 	}
-	if d != nil && c != nil {
-		ratio := mean(c.Wall) / mean(d.Wall)
-		v.add(fmt.Sprintf("%.2f s vs %.2f s = %.2f×", mean(c.Wall), mean(d.Wall), ratio), ratio <= wallBound)
-	}
-	return v.goal(fmt.Sprintf("engine with cool-down 0, easy scenario: wall time ≤ %.2f× the default's (issue #14; issue #6 asked 1.2×)", wallBound), "")
+	return v.goal(fmt.Sprintf("engine with cool-down 0, easy and mtls: wall time ≤ %.1f× default-hardened's, 0 real elections, no quorum loss (issue #24)", hardenedBound), "")
 }
 
-// tenClustersGoal: ten clusters rolled at once by one process, against one cluster (the easy scenario, same
-// strategy), and that process's peak RSS (issue #14).
+// tenClustersGoal: ten clusters rolled at once by one engine process: its peak RSS and its CPU per member
+// rolled (issue #24). The wall-time ratio to one cluster is reported, no target (retiredTargets).
 func tenClustersGoal(cell cellOf) Goal {
 	var v verdict
 	for _, st := range engineStrategies {
-		one, many := cell("easy", st), cell("ten-clusters", st)
+		many := cell("ten-clusters", st)
 		if many == nil {
 			v.miss("ten-clusters/" + st)
 			continue
 		}
 		var parts []string
 		ok := true
-		if one != nil {
-			ratio := mean(many.Wall) / mean(one.Wall)
-			parts = append(parts, fmt.Sprintf("%.2f s vs %.2f s (easy) = %.2f×", mean(many.Wall), mean(one.Wall), ratio))
-			ok = ratio <= tenClustersBound
-		} else {
-			v.miss("easy/" + st + " (the one-cluster time)")
-		}
 		if many.MaxRSSMB > 0 {
 			parts = append(parts, fmt.Sprintf("peak RSS %.0f MB", many.MaxRSSMB))
-			ok = ok && many.MaxRSSMB <= tenClustersMaxRSSMB
+			ok = many.MaxRSSMB <= tenClustersMaxRSSMB
 		} else {
 			v.miss("ten-clusters/" + st + " peak RSS")
+		}
+		if len(many.CPUPerMember) > 0 {
+			parts = append(parts, fmt.Sprintf("CPU %.3f s per member (max %.3f)", mean(many.CPUPerMember), maxOf(many.CPUPerMember)))
+			ok = ok && mean(many.CPUPerMember) <= cpuPerMemberBound
+		} else {
+			v.miss("ten-clusters/" + st + " CPU")
+		}
+		if one := cell("easy", st); one != nil {
+			parts = append(parts, fmt.Sprintf("wall %.2f s vs %.2f s for one cluster (easy) = %.2f×, no target", mean(many.Wall), mean(one.Wall), mean(many.Wall)/mean(one.Wall)))
 		}
 		if len(parts) > 0 {
 			v.add(st+" "+strings.Join(parts, ", "), ok)
 		}
 	}
 	if d1, dn := cell("easy", "default"), cell("ten-clusters", "default"); d1 != nil && dn != nil {
-		v.detail = append(v.detail, fmt.Sprintf("(default roll for comparison: %.2f s vs %.2f s = %.2f×)",
+		v.detail = append(v.detail, fmt.Sprintf("(bare default roll for comparison: %.2f s vs %.2f s = %.2f×)",
 			mean(dn.Wall), mean(d1.Wall), mean(dn.Wall)/mean(d1.Wall)))
 	}
-	return v.goal(fmt.Sprintf("engine: 10 clusters rolled at once by one process in ≤ %.1f× the time of one, peak RSS ≤ %.0f MB (issue #14)",
-		tenClustersBound, tenClustersMaxRSSMB), "")
+	return v.goal(fmt.Sprintf("engine: 10 clusters rolled at once by one process with peak RSS ≤ %.0f MB and CPU ≤ %.1f s per member rolled (issue #24)",
+		tenClustersMaxRSSMB, cpuPerMemberBound), "")
 }
 
 // apiRequestsGoal: the engine's mean API-server requests per 3-member cluster rollout, per cell, against

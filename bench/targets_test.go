@@ -8,8 +8,8 @@ import (
 )
 
 const (
-	wallName      = "engine with cool-down 0, easy scenario: wall time ≤ 1.05× the default's (issue #14; issue #6 asked 1.2×)"
-	tenName       = "engine: 10 clusters rolled at once by one process in ≤ 1.5× the time of one, peak RSS ≤ 150 MB (issue #14)"
+	hardenedName  = "engine with cool-down 0, easy and mtls: wall time ≤ 1.0× default-hardened's, 0 real elections, no quorum loss (issue #24)"
+	tenName       = "engine: 10 clusters rolled at once by one process with peak RSS ≤ 100 MB and CPU ≤ 0.1 s per member rolled (issue #24)"
 	apiName       = "engine: API-server requests per 3-member rollout ≤ 90, 1/5 of the 450 before issue #14 (issue #14)"
 	retryName     = "engine, every scenario, hung shutdown included: 0 failed writes for the production-like (retrying) client (issue #14)"
 	electionsName = "engine, every scenario: 0 real elections (issues #6, #14)"
@@ -29,14 +29,15 @@ func goodCells() map[string]map[string]*Cell {
 	out := map[string]map[string]*Cell{}
 	for _, sc := range benchScenarios(0) {
 		out[sc] = map[string]*Cell{
-			"default":    {Runs: 2, Wall: []float64{4, 4}, Gaps: []float64{1200}, Elections: 3},
-			"engine":     engine(6),
-			"engine-cd0": engine(4.1),
+			"default":          {Runs: 2, Wall: []float64{4, 4}, Gaps: []float64{1200}, Elections: 3},
+			"default-hardened": {Runs: 2, Wall: []float64{12, 12}, Gaps: []float64{900}, Planned: 0, Handover: 2, Election: 0.5},
+			"engine":           engine(6),
+			"engine-cd0":       engine(4.1),
 		}
 	}
 	ten := out["ten-clusters"]
-	ten["engine"].Wall, ten["engine"].MaxRSSMB = []float64{8, 8}, 120         // 8 s vs 6 s: 1.33×
-	ten["engine-cd0"].Wall, ten["engine-cd0"].MaxRSSMB = []float64{6, 6}, 110 // 6 s vs 4.1 s: 1.46×
+	ten["engine"].Wall, ten["engine"].MaxRSSMB, ten["engine"].CPUPerMember = []float64{8, 8}, 90, []float64{0.05, 0.07}
+	ten["engine-cd0"].Wall, ten["engine-cd0"].MaxRSSMB, ten["engine-cd0"].CPUPerMember = []float64{6, 6}, 80, []float64{0.04}
 	return out
 }
 
@@ -65,20 +66,25 @@ func TestEvaluateTargets(t *testing.T) {
 		met     bool
 		unknown bool
 	}{
-		// Issue #14: wall time.
-		{"cool-down 0 at 1.05× the default's", func(c cells) { c["easy"]["engine-cd0"].Wall = []float64{4.2} }, wallName, true, false},
-		{"1.1×: within issue #6's 1.2×, not issue #14's 1.05×", func(c cells) { c["easy"]["engine-cd0"].Wall = []float64{4.4} }, wallName, false, false},
-		{"no default roll in easy", func(c cells) { delete(c["easy"], "default") }, wallName, false, true},
-		{"no easy scenario", func(c cells) { delete(c, "easy") }, wallName, false, true},
-		// Issue #14: ten clusters.
-		{"ten clusters 1.6× one", func(c cells) { c["ten-clusters"]["engine"].Wall = []float64{9.6} }, tenName, false, false},
-		{"ten clusters at 151 MB", func(c cells) { c["ten-clusters"]["engine-cd0"].MaxRSSMB = 151 }, tenName, false, false},
+		// Issue #24: against default-hardened.
+		{"cool-down 0 at 1.0× default-hardened's", func(c cells) { c["mtls"]["engine-cd0"].Wall = []float64{12} }, hardenedName, true, false},
+		{"1.01× default-hardened's in mtls", func(c cells) { c["mtls"]["engine-cd0"].Wall = []float64{12.1} }, hardenedName, false, false},
+		{"faster, but an election", func(c cells) { c["easy"]["engine-cd0"].Elections = 1 }, hardenedName, false, false},
+		{"faster, but quorum lost once", func(c cells) { c["easy"]["engine-cd0"].QuorumLossRuns = 1 }, hardenedName, false, false},
+		{"the hardened default's own elections do not count", func(c cells) { c["easy"]["default-hardened"].Elections = 4 }, hardenedName, true, false},
+		{"no default-hardened in mtls", func(c cells) { delete(c["mtls"], "default-hardened") }, hardenedName, false, true},
+		{"no easy scenario", func(c cells) { delete(c, "easy") }, hardenedName, false, true},
+		// Issue #24: ten clusters.
+		{"ten clusters 1.6× one is no target", func(c cells) { c["ten-clusters"]["engine"].Wall = []float64{9.6} }, tenName, true, false},
+		{"ten clusters at 101 MB", func(c cells) { c["ten-clusters"]["engine-cd0"].MaxRSSMB = 101 }, tenName, false, false},
+		{"0.11 s CPU per member", func(c cells) { c["ten-clusters"]["engine"].CPUPerMember = []float64{0.11} }, tenName, false, false},
 		{"peak RSS not recorded", func(c cells) { c["ten-clusters"]["engine"].MaxRSSMB = 0 }, tenName, false, true},
-		{"peak RSS not recorded, time over", func(c cells) {
-			c["ten-clusters"]["engine"].MaxRSSMB, c["ten-clusters"]["engine"].Wall = 0, []float64{10}
+		{"CPU not recorded", func(c cells) { c["ten-clusters"]["engine-cd0"].CPUPerMember = nil }, tenName, false, true},
+		{"peak RSS not recorded, CPU over", func(c cells) {
+			c["ten-clusters"]["engine"].MaxRSSMB, c["ten-clusters"]["engine"].CPUPerMember = 0, []float64{0.2}
 		}, tenName, false, false},
 		{"no ten-clusters scenario", func(c cells) { delete(c, "ten-clusters") }, tenName, false, true},
-		{"no one-cluster time to compare with", func(c cells) { delete(c, "easy") }, tenName, false, true},
+		{"no one-cluster time to compare with is no miss", func(c cells) { delete(c, "easy") }, tenName, true, false},
 		// Issue #14: API requests.
 		{"90 requests per rollout", func(c cells) { c["hung"]["engine"].APIRequests = []float64{85, 95} }, apiName, true, false},
 		{"91 requests per rollout", func(c cells) { c["hung"]["engine"].APIRequests = []float64{90, 92} }, apiName, false, false},
@@ -162,9 +168,12 @@ func TestTargetDetails(t *testing.T) {
 			"ten-clusters/engine 65 (max 70) = 0.14× before; ten-clusters/engine-cd0 65 (max 70) = 0.14× before; " +
 			"not measured: hung/engine, hung/engine-cd0, heavy-immediate/engine, heavy-immediate/engine-cd0, " +
 			"heavy-probe/engine, heavy-probe/engine-cd0, mtls/engine, mtls/engine-cd0"},
-		{tenName, "engine 8.00 s vs 6.00 s (easy) = 1.33×, peak RSS 120 MB; engine-cd0 6.00 s vs 4.10 s (easy) = 1.46×; " +
-			"(default roll for comparison: 10.00 s vs 4.00 s = 2.50×); not measured: ten-clusters/engine-cd0 peak RSS"},
-		{wallName, "4.10 s vs 4.00 s = 1.02×"},
+		{tenName, "engine peak RSS 90 MB, CPU 0.060 s per member (max 0.070), wall 8.00 s vs 6.00 s for one cluster (easy) = 1.33×, no target; " +
+			"engine-cd0 CPU 0.040 s per member (max 0.040), wall 6.00 s vs 4.10 s for one cluster (easy) = 1.46×, no target; " +
+			"(bare default roll for comparison: 10.00 s vs 4.00 s = 2.50×); not measured: ten-clusters/engine-cd0 peak RSS"},
+		{hardenedName, "easy 4.10 s vs 12.00 s = 0.34×, 0 elections, 0 rollouts with quorum lost; " +
+			"(default-hardened, easy: per rollout 0.00 planned, 2.00 hand-over, 0.50 elections; 0 of 2 rollouts lost quorum); " +
+			"not measured: mtls/default-hardened, mtls/engine-cd0"},
 		{electionsName, "0 in all 4 engine cells; not measured: hung/engine, hung/engine-cd0, heavy-immediate/engine, " +
 			"heavy-immediate/engine-cd0, heavy-probe/engine, heavy-probe/engine-cd0, mtls/engine, mtls/engine-cd0, " +
 			"five/engine, five/engine-cd0"},
