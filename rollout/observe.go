@@ -59,28 +59,26 @@ func (e *Engine) settledStatefulSet(ctx context.Context) (*appsv1.StatefulSet, e
 	if sts, err := e.settledFromWatch(ctx, deadline); sts != nil || err != nil {
 		return sts, err
 	}
-	for {
+	// Past the deadline the last read is the answer, settled or not: the look says done then.
+	sts, err := waitFor(ctx, time.Time{}, 100*time.Millisecond, func(ctx context.Context) (*appsv1.StatefulSet, bool, error) {
 		var sts *appsv1.StatefulSet
 		err := withAPIRetry(ctx, func(ctx context.Context) (err error) {
 			sts, err = e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Get(ctx, e.cfg.StatefulSet, metav1.GetOptions{})
 			return err
 		})
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%w: StatefulSet %s/%s not found", ErrBlocked, e.cfg.Namespace, e.cfg.StatefulSet)
+			return nil, false, fmt.Errorf("%w: StatefulSet %s/%s not found", ErrBlocked, e.cfg.Namespace, e.cfg.StatefulSet)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading StatefulSet %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err)
+			return nil, false, fmt.Errorf("reading StatefulSet %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err)
 		}
 		e.startWatch(sts)
-		if sts.Status.ObservedGeneration >= sts.Generation || time.Now().After(deadline) {
-			return sts, nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+		return sts, sts.Status.ObservedGeneration >= sts.Generation || time.Now().After(deadline), nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return sts, nil
 }
 
 // settledFromWatch is settledStatefulSet from the watch's cache: it waits for events until the cache has
