@@ -317,8 +317,8 @@ func (b *bed) rollOnce(ctx context.Context, st Strategy, run int, o rollOpts) (r
 		}
 		// The engines run in a process of their own, every scenario: its CPU time and peak RSS are the
 		// engine's, not the background clients' or the monitor's, which stay in this one.
-		er, err := rollWithEnginesInChild(ctx, o.kubeconfig, targets, st, o.profilePrefix)
-		rollErr = err
+		var er EngineRun
+		er, rollErr = rollWithEnginesInChild(ctx, o.kubeconfig, targets, st, o.profilePrefix)
 		r.Wall, r.MaxRSSKB, r.EngineCPU = er.Wall, er.MaxRSSKB, er.CPU
 		var errs []error
 		for i := range er.Outcomes {

@@ -54,14 +54,11 @@ func (r *run) forgetReplaced(ctx context.Context, ordinal int, p *passedMember) 
 }
 
 // withoutReplaced forgets every member of st that passed and that st shows on another pod than the one
-// that passed, once the API server confirms it; replaced says one was.
-func (r *run) withoutReplaced(ctx context.Context, st ClusterState) (replaced bool) {
+// that passed, once the API server confirms it.
+func (r *run) withoutReplaced(ctx context.Context, st ClusterState) {
 	for _, m := range st.Members {
-		p, ok := r.passed[m.Ordinal]
-		if !ok || m.Unseen || (m.PodExists && m.PodUID == p.witness.uid) {
-			continue
+		if p, ok := r.passed[m.Ordinal]; ok && !m.Unseen && (!m.PodExists || m.PodUID != p.witness.uid) {
+			r.forgetReplaced(ctx, m.Ordinal, p)
 		}
-		replaced = r.forgetReplaced(ctx, m.Ordinal, p) || replaced
 	}
-	return replaced
 }

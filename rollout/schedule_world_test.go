@@ -275,8 +275,7 @@ func (w *world) writeTemplate(bad bool) {
 // crash takes a member down by itself; if it led, the others elect (an election nobody planned). At most a
 // minority is down by itself at once, so the fakes always have someone to elect.
 func (w *world) crash(pod string, lasting time.Duration) {
-	if len(w.crashed) >= (w.s.Members-1)/2 {
-		w.logf("world", "crash of %s skipped: %d member(s) down by themselves already", pod, len(w.crashed))
+	if w.minorityDown("crash", pod) {
 		return
 	}
 	f := w.f
@@ -303,13 +302,22 @@ func (w *world) crash(pod string, lasting time.Duration) {
 	}
 }
 
+// minorityDown says as many members are down by themselves as the world lets be, so that the fakes always
+// have a majority to elect from; it then logs that the crash or delete of pod is skipped. w.mu is held.
+func (w *world) minorityDown(what, pod string) bool {
+	if len(w.crashed) < (w.s.Members-1)/2 {
+		return false
+	}
+	w.logf("world", "%s of %s skipped: %d member(s) down by themselves already", what, pod, len(w.crashed))
+	return true
+}
+
 // deleteByOther is someone else's delete of a member's pod: the controller recreates it (fakeCluster.recreate
 // picks the revision from the partition) and its etcd is down for lasting, as after any restart. Like a
 // crash it leaves a majority up: one skipped is logged. A member replaced after it passed is no failure of
 // the revision (checkBlame); w.mu is held.
 func (w *world) deleteByOther(pod string, lasting time.Duration) {
-	if len(w.crashed) >= (w.s.Members-1)/2 {
-		w.logf("world", "delete of %s skipped: %d member(s) down by themselves already", pod, len(w.crashed))
+	if w.minorityDown("delete", pod) {
 		return
 	}
 	if err := w.c.recreate(k8stesting.NewDeleteAction(podGVR, "db", pod)); err != nil {
