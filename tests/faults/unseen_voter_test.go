@@ -173,10 +173,11 @@ func revertedOf(err error) *rollout.RevertedError {
 	return nil
 }
 
-// firstFailedPut describes the first put of unknown outcome in ops, for a failure message.
+// firstFailedPut describes the first put the cluster failed in ops (not one cut short by the recorder's
+// stop), for a failure message.
 func firstFailedPut(ops []harness.HistoryOp) string {
 	for _, op := range ops {
-		if op.Kind == harness.OpPut && op.Outcome == harness.OutcomeUnknown {
+		if op.Kind == harness.OpPut && op.Outcome == harness.OutcomeUnknown && !op.Stopped {
 			return op.Key + " at +" + op.Call.Round(time.Millisecond).String() + ": " + op.Err
 		}
 	}

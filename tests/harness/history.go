@@ -33,6 +33,9 @@ type HistoryOp struct {
 	Return  time.Duration `json:"return"` // meaningless for an unknown outcome
 	Outcome Outcome       `json:"outcome"`
 	Err     string        `json:"err,omitempty"`
+	// Stopped marks an unknown put that failed only because the recorder was stopped while it was in
+	// flight: the cluster did not fail it, so a test asserting "no put failed" must not count it.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // RecorderOptions shape a Recorder. Zero fields take the defaults.
@@ -96,7 +99,7 @@ func (r *Recorder) client(ctx context.Context, cli *clientv3.Client, opts Record
 			op.Outcome = OutcomeOK
 			if err != nil {
 				// Even a put cut short by Stop may have been proposed: keep it, as unknown.
-				op.Outcome, op.Err = OutcomeUnknown, err.Error()
+				op.Outcome, op.Err, op.Stopped = OutcomeUnknown, err.Error(), ctx.Err() != nil
 			}
 		} else {
 			op.Kind = OpGet
@@ -149,11 +152,16 @@ func (r *Recorder) Ops() []HistoryOp {
 
 // HistorySummary counts a history, for a test log line.
 type HistorySummary struct {
-	Puts, Gets, Unknown int
+	Puts, Gets int
+	// Unknown counts the puts the cluster failed or left unanswered within the op timeout.
+	Unknown int
+	// Stopped counts the puts in flight when the recorder stopped: unknown too, but not the cluster's doing.
+	Stopped int
 }
 
 func (s HistorySummary) String() string {
-	return fmt.Sprintf("%d acknowledged puts, %d linearizable gets, %d puts of unknown outcome", s.Puts, s.Gets, s.Unknown)
+	return fmt.Sprintf("%d acknowledged puts, %d linearizable gets, %d puts of unknown outcome, %d cut short by the recorder's stop",
+		s.Puts, s.Gets, s.Unknown, s.Stopped)
 }
 
 // SummarizeHistory counts acknowledged puts and gets and puts of unknown outcome.
@@ -161,6 +169,8 @@ func SummarizeHistory(ops []HistoryOp) HistorySummary {
 	var s HistorySummary
 	for _, op := range ops {
 		switch {
+		case op.Outcome == OutcomeUnknown && op.Stopped:
+			s.Stopped++
 		case op.Outcome == OutcomeUnknown:
 			s.Unknown++
 		case op.Kind == OpPut:
