@@ -30,15 +30,9 @@ import (
 func main() {
 	// client-go's port-forward reports every stream a stopping member cuts; that is the roll, not news.
 	klog.SetLogger(logr.Discard())
-	if len(os.Args) > 1 && os.Args[1] == "roll" {
-		if err := rollCommand(os.Args[2:]); err != nil {
-			fmt.Fprintln(os.Stderr, "bench roll:", err)
-			os.Exit(1)
-		}
-		return
-	}
 	runs := flag.Int("runs", 5, "rollouts per strategy per scenario (heavy and ten-clusters scale it down, see scenarios.go)")
 	names := flag.String("scenarios", "all", "comma-separated scenarios, or all")
+	strategyNames := flag.String("strategies", "all", "comma-separated strategies, or all (a selection is for measuring one strategy's cost: it compares nothing)")
 	cooldown := flag.Duration("cooldown", time.Second, "cool-down of the job-like and engine strategies (the engine's default is 30s)")
 	stableFor := flag.Duration("stable-for", 0, "override the engine strategies' canary stability window (default: the engine's own, 3s); only to measure what the window costs: such results are marked and their targets do not count")
 	outDir := flag.String("out", "out", "raw data directory")
@@ -65,7 +59,11 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := run(ctx, sel, *runs, strategies(*cooldown, *stableFor), *outDir, *results, *runDir, deadline); err != nil {
+	strats, err := selectStrategies(strategies(*cooldown, *stableFor), *strategyNames)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := run(ctx, sel, *runs, strats, *outDir, *results, *runDir, deadline); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -16,6 +16,9 @@
 #   BENCH_STABLE_FOR=      override the engine strategies' canary stability window (default: the engine's 3s),
 #                          only to measure what it costs; refused with the committed results.md, and such results
 #                          say so at the top and count no target
+#   BENCH_STRATEGIES=all   comma-separated: default,default-hardened,job-like,engine,engine-cd0; a selection only
+#                          measures those strategies (an engine's cost while changing it): refused with the
+#                          committed results.md, which compares them all
 # Only the report from existing raw data: BENCH_REPORT_ONLY=1.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -23,10 +26,14 @@ if [ -n "${BENCH_STABLE_FOR:-}" ] && [ "${BENCH_RESULTS:-results.md}" = results.
   echo "BENCH_STABLE_FOR measures a setting that is not the engine's default: write the results elsewhere (BENCH_RESULTS=...)" >&2
   exit 2
 fi
+if [ "${BENCH_STRATEGIES:-all}" != all ] && [ "${BENCH_RESULTS:-results.md}" = results.md ]; then
+  echo "BENCH_STRATEGIES measures some strategies only: write the results elsewhere (BENCH_RESULTS=...)" >&2
+  exit 2
+fi
 mkdir -p out
-go build -o out/bench .
+go build -o out/bench . && go build -o out/bench-engine ./cmd/bench-engine
 args=(-runs "${BENCH_RUNS:-5}" -scenarios "${BENCH_SCENARIOS:-all}" -cooldown "${BENCH_COOLDOWN:-1s}"
-  -results "${BENCH_RESULTS:-results.md}" -out "${BENCH_OUT:-out}")
+  -results "${BENCH_RESULTS:-results.md}" -out "${BENCH_OUT:-out}" -strategies "${BENCH_STRATEGIES:-all}")
 if [ -n "${BENCH_DEADLINE:-}" ]; then args+=(-deadline "$BENCH_DEADLINE"); fi
 if [ -n "${BENCH_STABLE_FOR:-}" ]; then args+=(-stable-for "$BENCH_STABLE_FOR"); fi
 if [ "${BENCH_REPORT_ONLY:-0}" = 1 ]; then args+=(-report-only); fi

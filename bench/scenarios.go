@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -121,6 +122,29 @@ func selectScenarios(names string) ([]Scenario, error) {
 			}
 			return nil, fmt.Errorf("unknown scenario %q (known: %s)", n, strings.Join(known, ", "))
 		}
+	}
+	return out, nil
+}
+
+// selectStrategies keeps the strategies named in names (comma-separated), or all of them for "" or "all": a
+// run measuring one strategy's cost need not roll the others. Such results compare nothing, so run.sh refuses
+// a selection with the committed results.md.
+func selectStrategies(all []Strategy, names string) ([]Strategy, error) {
+	if names == "" || names == "all" {
+		return all, nil
+	}
+	var out []Strategy
+	for _, n := range strings.Split(names, ",") {
+		n = strings.TrimSpace(n)
+		i := slices.IndexFunc(all, func(s Strategy) bool { return s.Name == n })
+		if i < 0 {
+			known := make([]string, len(all))
+			for j, s := range all {
+				known[j] = s.Name
+			}
+			return nil, fmt.Errorf("unknown strategy %q (known: %s)", n, strings.Join(known, ", "))
+		}
+		out = append(out, all[i])
 	}
 	return out, nil
 }

@@ -1,4 +1,4 @@
-package main
+package engineroll
 
 import (
 	"bytes"
@@ -9,18 +9,6 @@ import (
 	"runtime/pprof"
 	"time"
 )
-
-// profiledScenario is the scenario whose engine process is profiled: ten clusters at once is where a fleet's
-// cost shows.
-const profiledScenario = "ten-clusters"
-
-// profilePrefix names the profiles of one engine rollout of the profiled scenario ("" for the others).
-func profilePrefix(outDir string, sc Scenario, st Strategy, run int) string {
-	if sc.Name != profiledScenario || st.Default || run != 0 {
-		return "" // one profiled rollout per strategy: profiling costs CPU of its own
-	}
-	return filepath.Join(outDir, "pprof", fmt.Sprintf("%s-%s-run%d", sc.Name, st.Name, run))
-}
 
 // startProfiles starts a CPU profile at <prefix>.cpu.pprof; the returned stop ends it and writes at
 // <prefix>.heap.pprof the heap profile taken when the heap in use was largest (sampled every second: the

@@ -1,0 +1,151 @@
+// Package engineroll is the process the benchmark measures: it rolls some StatefulSets at once with the
+// engine, as the provider does when a stack holds several Rollouts, and reports what that took. It imports
+// the engine and client-go and nothing of the benchmark's own (plots, fonts, the harness), so the CPU time
+// and peak RSS of the bench-engine binary built from it are what a process running the engine pays.
+package engineroll
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
+)
+
+// Settings are the engine settings of one benchmark strategy.
+type Settings struct {
+	Policy    rollout.LeaderPolicy
+	Cooldown  time.Duration
+	StableFor time.Duration // 0: the engine's default
+}
+
+// Target is one StatefulSet for the engine to roll.
+type Target struct {
+	Namespace   string `json:"namespace"`
+	StatefulSet string `json:"statefulSet"`
+	Service     string `json:"service"`
+	TLS         bool   `json:"tls"`
+	// TLSFiles are the client certificate paths inside the member's container when TLS is set.
+	TLSFiles *rollout.TLSFiles `json:"tlsFiles,omitempty"`
+}
+
+// EngineOutcome is one engine run: the engine's own account and its transfer steps with their times.
+type EngineOutcome struct {
+	Target    Target         `json:"target"`
+	Result    rollout.Result `json:"result"`
+	Err       string         `json:"err,omitempty"`
+	Transfers []time.Time    `json:"transfers"`
+	// Events is the engine's progress, kept to explain where a slow rollout spent its time.
+	Events []TimedEvent `json:"events"`
+}
+
+// TimedEvent is one progress line of the engine.
+type TimedEvent struct {
+	Time    time.Time `json:"time"`
+	Message string    `json:"message"`
+}
+
+// EngineRun is what rolling some targets at once in one process did.
+type EngineRun struct {
+	Outcomes []EngineOutcome `json:"outcomes"`
+	Wall     time.Duration   `json:"wall"`
+	// MaxRSSKB is the peak resident set of the process that ran the engines (getrusage), in KiB.
+	MaxRSSKB int64 `json:"maxRSSKB"`
+	// CPU is that process's user + system time, from its start (set by the parent, which reaps it).
+	CPU time.Duration `json:"cpu"`
+}
+
+// Roll runs one engine per target, all at once, through the product's own path (port-forward to
+// each member), and waits for all of them.
+func Roll(ctx context.Context, rc *rest.Config, targets []Target, st Settings) EngineRun {
+	run := EngineRun{Outcomes: make([]EngineOutcome, len(targets))}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out := &run.Outcomes[i]
+			out.Target = t
+			cfg := rollout.NewConfig(t.StatefulSet, t.Namespace, t.Service)
+			cfg.LeaderPolicy, cfg.Cooldown = st.Policy, st.Cooldown
+			cfg.ReadyTimeout, cfg.HealthTimeout = 2*time.Minute, time.Minute
+			if t.TLS {
+				cfg.TLS = t.TLSFiles
+			}
+			var mu sync.Mutex
+			eng, err := rollout.New(cfg, rollout.Options{RestConfig: rc, StableFor: st.StableFor, OnEvent: func(ev rollout.Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				out.Events = append(out.Events, TimedEvent{Time: ev.Time, Message: ev.Message})
+				if ev.Step.Kind == rollout.StepTransferLeader {
+					out.Transfers = append(out.Transfers, ev.Time)
+				}
+			}})
+			if err != nil {
+				out.Err = err.Error()
+				return
+			}
+			defer eng.Close()
+			res, err := eng.Run(ctx)
+			out.Result = res
+			if err != nil {
+				out.Err = err.Error()
+			}
+		}()
+	}
+	wg.Wait()
+	run.Wall = time.Since(start)
+	run.MaxRSSKB = maxRSSKB()
+	return run
+}
+
+func maxRSSKB() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Maxrss
+}
+
+// Command is the bench-engine binary: roll the given targets at once and print the EngineRun as JSON.
+func Command(args []string) error {
+	fs := flag.NewFlagSet("bench-engine", flag.ContinueOnError)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster")
+	policy := fs.String("policy", string(rollout.LeaderLazy), "leader policy")
+	cooldown := fs.Duration("cooldown", 0, "cool-down between members")
+	stableFor := fs.Duration("stable-for", 0, "the canary's stability window (0: the engine's default)")
+	targets := fs.String("targets", "", "JSON list of targets")
+	profile := fs.String("profile", "", "write <prefix>.cpu.pprof and <prefix>.heap.pprof")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var ts []Target
+	if err := json.Unmarshal([]byte(*targets), &ts); err != nil {
+		return fmt.Errorf("-targets: %w", err)
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return fmt.Errorf("loading %s: %w", *kubeconfig, err)
+	}
+	rc.QPS, rc.Burst = 50, 100
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	stop, err := startProfiles(*profile)
+	if err != nil {
+		return err
+	}
+	run := Roll(ctx, rc, ts, Settings{Policy: rollout.LeaderPolicy(*policy), Cooldown: *cooldown, StableFor: *stableFor})
+	if err := stop(); err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(run)
+}
