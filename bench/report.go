@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
 )
 
 // Cell aggregates the rollouts of one strategy in one scenario. Leader-change counts are per cluster
@@ -51,10 +52,23 @@ type Cell struct {
 	CPUPerCluster, CPUPerMember []float64
 }
 
-var (
-	reReadyAfter = regexp.MustCompile(` is Ready at \S+ after ([0-9.]+m?s);`)
-	reRolledIn   = regexp.MustCompile(` rolled in ([0-9.]+m?s)$`)
-)
+// addGateTimes adds, for every member the engine rolled, how long its pod took to turn Ready and how long
+// its etcd gate took after that, from the engine's typed member events.
+func (c *Cell) addGateTimes(events []TimedEvent) {
+	ready := map[string]time.Duration{}
+	for _, ev := range events {
+		switch ev.Kind {
+		case rollout.EventMemberReady:
+			ready[ev.Pod] = ev.Elapsed
+			c.ReadyAfter = append(c.ReadyAfter, ev.Elapsed.Seconds())
+		case rollout.EventMemberRolled:
+			if r, ok := ready[ev.Pod]; ok {
+				c.GateAfter = append(c.GateAfter, (ev.Elapsed - r).Seconds())
+			}
+			delete(ready, ev.Pod)
+		}
+	}
+}
 
 // addCPU adds the engine process's CPU time of a rollout, per cluster and per member rolled.
 func (c *Cell) addCPU(r Rollout) {
@@ -116,18 +130,7 @@ func (c *Cell) add(r Rollout) {
 			if n := cr.Engine.Result.APIRequests; n > 0 {
 				c.APIRequests = append(c.APIRequests, float64(n))
 			}
-			var ready time.Duration
-			for _, ev := range cr.Engine.Events {
-				if m := reReadyAfter.FindStringSubmatch(ev.Message); m != nil {
-					ready, _ = time.ParseDuration(m[1])
-					c.ReadyAfter = append(c.ReadyAfter, ready.Seconds())
-				} else if m := reRolledIn.FindStringSubmatch(ev.Message); m != nil {
-					if total, err := time.ParseDuration(m[1]); err == nil && ready > 0 {
-						c.GateAfter = append(c.GateAfter, (total - ready).Seconds())
-					}
-					ready = 0
-				}
-			}
+			c.addGateTimes(cr.Engine.Events)
 		}
 		c.Planned += float64(cr.Raft.Count(ChangePlanned))
 		c.Handover += float64(cr.Raft.Count(ChangeHandover))

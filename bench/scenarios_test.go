@@ -2,9 +2,12 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
 )
 
 func TestSelectStrategies(t *testing.T) {
@@ -35,4 +38,23 @@ func TestSelectStrategies(t *testing.T) {
 			assert.Equal(t, tt.want, names)
 		})
 	}
+}
+
+// The report's pod-Ready and etcd-gate times come from the engine's typed member events, paired by pod; a
+// member that was Ready but never rolled (the run stopped) adds no gate time.
+func TestAddGateTimes(t *testing.T) {
+	s := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+	events := []TimedEvent{
+		{Kind: rollout.EventMemberReady, Pod: "etcd-2", Elapsed: s(1.5)},
+		{Kind: rollout.EventProgress, Message: "etcd-2 is Ready at rev after 1.5s"},
+		{Kind: rollout.EventMemberRolled, Pod: "etcd-2", Elapsed: s(4.5)},
+		{Kind: rollout.EventMemberReady, Pod: "etcd-1", Elapsed: s(1)},
+		{Kind: rollout.EventMemberRolled, Pod: "etcd-1", Elapsed: s(1.25)},
+		{Kind: rollout.EventMemberRolled, Pod: "etcd-0", Elapsed: s(2)}, // no Ready seen: no gate time
+		{Kind: rollout.EventMemberReady, Pod: "etcd-0", Elapsed: s(0.5)},
+	}
+	var c Cell
+	c.addGateTimes(events)
+	assert.Equal(t, []float64{1.5, 1, 0.5}, c.ReadyAfter)
+	assert.Equal(t, []float64{3, 0.25}, c.GateAfter)
 }

@@ -260,8 +260,12 @@ type Event struct {
 	Time time.Time
 	Kind EventKind
 	Step Step
-	// Pod is the member an EventMemberPassed, EventMemberRolled or EventMemberReverted is about.
+	// Pod is the member an EventMemberReady, EventMemberPassed, EventMemberRolled or EventMemberReverted is
+	// about.
 	Pod string
+	// Elapsed is how long the member has been down since its step began: until its pod was Ready on
+	// EventMemberReady, until it passed its gates on EventMemberRolled (MemberTiming.Down).
+	Elapsed time.Duration
 	// Plan is the run's plan, on EventPlanned.
 	Plan *Plan
 	// Summary is the run's one-line account (Result.Summary), on EventDone.
@@ -280,6 +284,9 @@ const (
 	EventProgress EventKind = ""
 	// EventPlanned carries the run's plan (once per run, before its first step).
 	EventPlanned EventKind = "Planned"
+	// EventMemberReady is a restarted member's pod Ready on the revision it should run: its etcd gate
+	// begins. Elapsed is the time since its step began.
+	EventMemberReady EventKind = "MemberReady"
 	// EventMemberPassed is a member this step did not restart (already on the update revision) that passed
 	// its gates.
 	EventMemberPassed EventKind = "MemberPassed"

@@ -56,7 +56,9 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 	if e.proven.has(rev) && !want.FullWindow {
 		stable.stableFor, window = 0, "one healthy look: "+rev+" proved itself on an earlier member"
 	}
-	e.emit(Step{Kind: StepWaitMember, Ordinal: ordinal}, "%s is Ready at %s after %s; checking etcd health (%s)", pod, rev, time.Since(since).Round(10*time.Millisecond), window)
+	readyAfter := time.Since(since)
+	e.announce(Event{Kind: EventMemberReady, Step: Step{Kind: StepWaitMember, Ordinal: ordinal}, Pod: pod, Elapsed: readyAfter},
+		"%s is Ready at %s after %s; checking etcd health (%s)", pod, rev, readyAfter.Round(10*time.Millisecond), window)
 	etcdGate := gateWait{pod: pod, ordinal: ordinal, gate: GateEtcdHealth, timeout: e.cfg.HealthTimeout, since: time.Now()}
 	var last look
 	err := e.poll(ctx, etcdGate, func(ctx context.Context) (bool, string, error) {

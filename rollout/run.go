@@ -609,7 +609,7 @@ func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) error 
 	down := time.Since(start)
 	r.passed[step.Ordinal] = r.newPassed(ctx, pod, inc, oneLook)
 	r.res.reportRolled(MemberTiming{Pod: pod, Down: down, Finished: time.Now(), Process: inc.Name()})
-	e.announce(Event{Kind: EventMemberRolled, Step: Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, Pod: pod}, "%s rolled in %s", pod, down.Round(10*time.Millisecond))
+	e.announce(Event{Kind: EventMemberRolled, Step: Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, Pod: pod, Elapsed: down}, "%s rolled in %s", pod, down.Round(10*time.Millisecond))
 	e.record(ctx, r.uid, corev1.EventTypeNormal, ReasonMemberRolled, fmt.Sprintf("Rolled %s to revision %s; etcd healthy after %s", pod, st.UpdateRevision, down.Round(10*time.Millisecond)))
 	return nil
 }

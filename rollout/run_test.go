@@ -23,8 +23,16 @@ func TestRunRollsEveryMemberWithoutElections(t *testing.T) {
 				c := newFakeCluster(t, n, leader)
 				var mu sync.Mutex
 				var lines []string
+				var member []Event // the typed member events, in order
 				e := c.engine(t, func(_ *Config, o *Options) {
-					o.OnEvent = func(ev Event) { mu.Lock(); lines = append(lines, ev.Message); mu.Unlock() }
+					o.OnEvent = func(ev Event) {
+						mu.Lock()
+						defer mu.Unlock()
+						lines = append(lines, ev.Message)
+						if ev.Kind == EventMemberReady || ev.Kind == EventMemberRolled {
+							member = append(member, ev)
+						}
+					}
 				})
 				res, err := e.Run(context.Background())
 				require.NoError(t, err)
@@ -49,6 +57,16 @@ func TestRunRollsEveryMemberWithoutElections(t *testing.T) {
 				assert.Equal(t, order, c.restarted)
 				assert.Equal(t, order, c.etcd.forgotten, "connections to each member closed before it restarts")
 				assert.Len(t, res.Members, n)
+				// Each member: Ready, then rolled, each with the time since its step began (the bench reads these).
+				require.Len(t, member, 2*n)
+				for i, pod := range order {
+					ready, rolled := member[2*i], member[2*i+1]
+					assert.Equal(t, []EventKind{EventMemberReady, EventMemberRolled}, []EventKind{ready.Kind, rolled.Kind})
+					assert.Equal(t, []string{pod, pod}, []string{ready.Pod, rolled.Pod})
+					assert.Positive(t, ready.Elapsed)
+					assert.GreaterOrEqual(t, rolled.Elapsed, ready.Elapsed)
+					assert.Equal(t, res.Members[i].Down, rolled.Elapsed)
+				}
 				assert.Equal(t, newRev, res.UpdateRevision)
 				reasons := c.eventReasons()
 				assert.Equal(t, n, reasons[ReasonMemberRolled])

@@ -47,10 +47,13 @@ type EngineOutcome struct {
 	Events []TimedEvent `json:"events"`
 }
 
-// TimedEvent is one progress line of the engine.
+// TimedEvent is one progress line of the engine, with the typed fields the report reads.
 type TimedEvent struct {
-	Time    time.Time `json:"time"`
-	Message string    `json:"message"`
+	Time    time.Time         `json:"time"`
+	Kind    rollout.EventKind `json:"kind,omitempty"`
+	Pod     string            `json:"pod,omitempty"`
+	Elapsed time.Duration     `json:"elapsed,omitempty"`
+	Message string            `json:"message"`
 }
 
 // EngineRun is what rolling some targets at once in one process did.
@@ -85,7 +88,7 @@ func Roll(ctx context.Context, rc *rest.Config, targets []Target, st Settings) E
 			eng, err := rollout.New(cfg, rollout.Options{RestConfig: rc, StableFor: st.StableFor, OnEvent: func(ev rollout.Event) {
 				mu.Lock()
 				defer mu.Unlock()
-				out.Events = append(out.Events, TimedEvent{Time: ev.Time, Message: ev.Message})
+				out.Events = append(out.Events, TimedEvent{Time: ev.Time, Kind: ev.Kind, Pod: ev.Pod, Elapsed: ev.Elapsed, Message: ev.Message})
 				if ev.Step.Kind == rollout.StepTransferLeader {
 					out.Transfers = append(out.Transfers, ev.Time)
 				}

@@ -4,7 +4,6 @@ package faults_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -28,7 +27,7 @@ func TestCancelledRunResumesWithTheRemainingMembers(t *testing.T) {
 		log := o.OnEvent
 		o.OnEvent = func(ev rollout.Event) {
 			log(ev)
-			if strings.HasPrefix(ev.Message, "etcd-2 rolled") {
+			if rolled(ev, "etcd-2") {
 				cancel()
 			}
 		}

@@ -36,7 +36,7 @@ func TestLeaderCrashIsCountedAsUnplanned(t *testing.T) {
 			if strings.HasPrefix(e.Message, "leader moved ") {
 				transfers++
 			}
-			if strings.HasPrefix(e.Message, "etcd-2 rolled") && !crashed {
+			if rolled(e, "etcd-2") && !crashed {
 				crashed = true
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()

@@ -53,7 +53,7 @@ func TestMemberDownHoldsThenResumes(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			switch {
-			case strings.HasPrefix(e.Message, "etcd-2 rolled"):
+			case rolled(e, "etcd-2"):
 				require.NoError(t, f.etcd.Freeze(ctx, 0))
 			case strings.HasPrefix(e.Message, "holding:"):
 				go func() {
@@ -89,7 +89,7 @@ func TestMemberDownPastTheLimitFails(t *testing.T) {
 		log := o.OnEvent
 		o.OnEvent = func(e rollout.Event) {
 			log(e)
-			if strings.HasPrefix(e.Message, "etcd-2 rolled") {
+			if rolled(e, "etcd-2") {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
 				require.NoError(t, f.etcd.Freeze(ctx, 0))

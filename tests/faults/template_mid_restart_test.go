@@ -4,7 +4,6 @@ package faults_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -46,7 +45,7 @@ func TestTemplateWrittenWhileAMemberLoadsCostsNoQuorum(t *testing.T) {
 		log := o.OnEvent
 		o.OnEvent = func(e rollout.Event) {
 			log(e)
-			if wrote || !strings.HasPrefix(e.Message, "etcd-2 is Ready at") {
+			if wrote || !etcd2Ready(e) {
 				return
 			}
 			wrote = true

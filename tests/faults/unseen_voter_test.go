@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,8 +19,15 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness"
 )
 
-// etcd2Ready is the progress line of a run whose restarted etcd-2 is Ready and about to face its etcd gate.
-const etcd2Ready = "etcd-2 is Ready at"
+// rolled says e is the run's report that pod passed its gates on the new revision.
+func rolled(e rollout.Event, pod string) bool {
+	return e.Kind == rollout.EventMemberRolled && e.Pod == pod
+}
+
+// etcd2Ready says e is the run's restarted etcd-2 Ready and about to face its etcd gate.
+func etcd2Ready(e rollout.Event) bool {
+	return e.Kind == rollout.EventMemberReady && e.Pod == "etcd-2"
+}
 
 // A member that does not answer us is not out of the cluster (issue 21, item 2). The new revision's etcd-2
 // refuses our clients on its client port while its peer port votes (clients-refused): to the engine it never
@@ -52,7 +58,7 @@ func TestUnseenVoterIsNotDeletedWhileAnotherMemberIsDown(t *testing.T) {
 		log := o.OnEvent
 		o.OnEvent = func(e rollout.Event) {
 			log(e)
-			if frozen || !strings.HasPrefix(e.Message, etcd2Ready) {
+			if frozen || !etcd2Ready(e) {
 				return
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -118,7 +124,7 @@ func TestMemberUnseenForItsWholeGateIsNotBlamedOnTheTemplate(t *testing.T) {
 		log := o.OnEvent
 		o.OnEvent = func(e rollout.Event) {
 			log(e)
-			if readyUID == "" && strings.HasPrefix(e.Message, etcd2Ready) {
+			if readyUID == "" && etcd2Ready(e) {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
 				pod, err := f.etcd.Pod(ctx, 2)
