@@ -72,6 +72,12 @@ type Clients struct {
 type memberClient struct {
 	endpoint string
 	cli      *clientv3.Client
+	// status asks Status over cli's own connection. clientv3's Maintenance.Status dials a new gRPC connection
+	// for every call: through a port-forward that is a new stream through the API server and the kubelet per
+	// look (five a second per member while a gate polls), with a TLS handshake for mTLS members. In make bench
+	// ten-clusters it was most of the engine's CPU, and every closed stream kwok never ended held two
+	// goroutines and 64 KB until the forward closed (400 of them at the peak).
+	status clientv3.Maintenance
 	http     *memberHTTP
 	// ended closes when the address stops serving (memberdial.Ending); nil when the dialer cannot tell.
 	ended <-chan struct{}
@@ -160,7 +166,8 @@ func (m *Clients) client(ctx context.Context, pod string) (*memberClient, error)
 	if err != nil {
 		return nil, fmt.Errorf("etcd client for %s: %w", pod, err)
 	}
-	c := &memberClient{endpoint: endpoint, cli: cli, http: newMemberHTTP(endpoint, cfg.TLS)}
+	c := &memberClient{endpoint: endpoint, cli: cli, http: newMemberHTTP(endpoint, cfg.TLS),
+		status: clientv3.NewMaintenanceFromMaintenanceClient(clientv3.RetryMaintenanceClient(cli, cli.ActiveConnection()), cli)}
 	if ending, ok := m.dialer.(memberdial.Ending); ok {
 		c.ended = ending.Ended(endpoint)
 	}
@@ -171,7 +178,7 @@ func (m *Clients) client(ctx context.Context, pod string) (*memberClient, error)
 func (m *Clients) Status(ctx context.Context, pod string) (Status, error) {
 	var resp *clientv3.StatusResponse
 	err := m.read(ctx, pod, func(ctx context.Context, c *memberClient) (err error) {
-		if resp, err = c.cli.Status(ctx, c.cli.Endpoints()[0]); err != nil {
+		if resp, err = c.status.Status(ctx, c.endpoint); err != nil {
 			return fmt.Errorf("status of %s: %w", pod, m.explainTLS(pod, explain(ctx, err)))
 		}
 		return nil
