@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/etcd-rollout/pulumi-etcd-rollout/bench/engineroll"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness"
 )
 
@@ -27,6 +28,11 @@ type Rollout struct {
 	Wall        time.Duration `json:"wall"`
 	Err         string        `json:"err,omitempty"`
 	MaxRSSKB    int64         `json:"maxRSSKB,omitempty"`
+	// Profiled says the engine process wrote CPU and heap profiles: that costs CPU and memory of its own, so
+	// the cost table leaves such a rollout out.
+	Profiled bool `json:"profiled,omitempty"`
+	// GoMemory is the engine process's Go runtime memory at its largest (engine strategies).
+	GoMemory *engineroll.GoMemory `json:"goMemory,omitempty"`
 	// EngineCPU is the user + system CPU time of the process that ran the engines (getrusage of the child);
 	// zero for the default rolls and in data from before it.
 	EngineCPU time.Duration `json:"engineCPU,omitempty"`
@@ -319,7 +325,8 @@ func (b *bed) rollOnce(ctx context.Context, st Strategy, run int, o rollOpts) (r
 		// engine's, not the background clients' or the monitor's, which stay in this one.
 		var er EngineRun
 		er, rollErr = rollWithEnginesInChild(ctx, o.kubeconfig, targets, st, o.profilePrefix)
-		r.Wall, r.MaxRSSKB, r.EngineCPU = er.Wall, er.MaxRSSKB, er.CPU
+		r.Wall, r.MaxRSSKB, r.EngineCPU, r.GoMemory = er.Wall, er.MaxRSSKB, er.CPU, &er.GoMemory
+		r.Profiled = o.profilePrefix != ""
 		var errs []error
 		for i := range er.Outcomes {
 			out := er.Outcomes[i]

@@ -91,7 +91,7 @@ func scenarios() []Scenario {
 			Spec: with(func(s *harness.EtcdSpec) { s.Readiness = memberapi.ReadyOnProbe }), Clusters: 1,
 			PreloadKeys: 400_000, ValueSize: 512, Pressure: 300, LoadInterval: 10 * time.Millisecond, RunsFactor: 0.4},
 		{Name: "ten-clusters", Title: "10 clusters × 3 members rolled at once by one process",
-			Spec: base, Clusters: 10, LoadInterval: 20 * time.Millisecond, RunsFactor: 0.4},
+			Spec: base, Clusters: 10, LoadInterval: 20 * time.Millisecond, RunsFactor: 0.6},
 		{Name: "mtls", Title: "mTLS (client and peer), the keyspace-etcd-group shape",
 			Spec: harness.EtcdSpec{Name: "keyspace-etcd-group-0", ServiceName: "keyspace-etcd-group-0-peer", TLS: true,
 				GracePeriod: 30 * time.Second}, Clusters: 1, LoadInterval: 10 * time.Millisecond, RunsFactor: 1},

@@ -62,6 +62,9 @@ type EngineRun struct {
 	Wall     time.Duration   `json:"wall"`
 	// MaxRSSKB is the peak resident set of the process that ran the engines (getrusage), in KiB.
 	MaxRSSKB int64 `json:"maxRSSKB"`
+	// GoMemory is the Go runtime's own account at the moment its memory was largest: what of the peak RSS is
+	// heap, goroutine stacks and the runtime's other memory (the rest is the binary's pages and the like).
+	GoMemory GoMemory `json:"goMemory"`
 	// CPU is that process's user + system time, from its start (set by the parent, which reaps it).
 	CPU time.Duration `json:"cpu"`
 }
@@ -70,6 +73,7 @@ type EngineRun struct {
 // each member), and waits for all of them.
 func Roll(ctx context.Context, rc *rest.Config, targets []Target, st Settings) EngineRun {
 	run := EngineRun{Outcomes: make([]EngineOutcome, len(targets))}
+	stopSampling := sampleGoMemory()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i, t := range targets {
@@ -108,6 +112,7 @@ func Roll(ctx context.Context, rc *rest.Config, targets []Target, st Settings) E
 	wg.Wait()
 	run.Wall = time.Since(start)
 	run.MaxRSSKB = maxRSSKB()
+	run.GoMemory = stopSampling()
 	return run
 }
 
