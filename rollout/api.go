@@ -260,8 +260,8 @@ type Event struct {
 	Time time.Time
 	Kind EventKind
 	Step Step
-	// Pod is the member an EventMemberReady, EventMemberPassed, EventMemberRolled or EventMemberReverted is
-	// about.
+	// Pod is the member an EventMemberRestarting, EventMemberReady, EventMemberPassed, EventMemberRolled or
+	// EventMemberReverted is about.
 	Pod string
 	// Elapsed is how long the member has been down since its step began: until its pod was Ready on
 	// EventMemberReady, until it passed its gates on EventMemberRolled (MemberTiming.Down).
@@ -284,6 +284,9 @@ const (
 	EventProgress EventKind = ""
 	// EventPlanned carries the run's plan (once per run, before its first step).
 	EventPlanned EventKind = "Planned"
+	// EventMemberRestarting is a member about to be restarted onto the update revision (its step begins: the
+	// lease is confirmed and the partition lowered next).
+	EventMemberRestarting EventKind = "MemberRestarting"
 	// EventMemberReady is a restarted member's pod Ready on the revision it should run: its etcd gate
 	// begins. Elapsed is the time since its step began.
 	EventMemberReady EventKind = "MemberReady"

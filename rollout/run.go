@@ -567,7 +567,7 @@ func (r *run) finish(ctx context.Context) error {
 // second member while this one is still catching up. Then it waits for the member's gates.
 func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) error {
 	e, pod := r.e, st.Members[step.Ordinal].Pod
-	e.emit(step, "restarting %s (partition %d)", pod, step.Ordinal)
+	e.announce(Event{Kind: EventMemberRestarting, Step: step, Pod: pod}, "restarting %s (partition %d)", pod, step.Ordinal)
 	start := time.Now()
 	if err := e.lease.confirm(ctx); err != nil {
 		return fmt.Errorf("rolling %s: not lowering the partition: %w", pod, err)

@@ -29,7 +29,7 @@ func TestRunRollsEveryMemberWithoutElections(t *testing.T) {
 						mu.Lock()
 						defer mu.Unlock()
 						lines = append(lines, ev.Message)
-						if ev.Kind == EventMemberReady || ev.Kind == EventMemberRolled {
+						if ev.Kind == EventMemberRestarting || ev.Kind == EventMemberReady || ev.Kind == EventMemberRolled {
 							member = append(member, ev)
 						}
 					}
@@ -57,12 +57,14 @@ func TestRunRollsEveryMemberWithoutElections(t *testing.T) {
 				assert.Equal(t, order, c.restarted)
 				assert.Equal(t, order, c.etcd.forgotten, "connections to each member closed before it restarts")
 				assert.Len(t, res.Members, n)
-				// Each member: Ready, then rolled, each with the time since its step began (the bench reads these).
-				require.Len(t, member, 2*n)
+				// Each member: restarting, Ready, then rolled; the last two with the time since its step began (the
+				// bench reads these).
+				require.Len(t, member, 3*n)
 				for i, pod := range order {
-					ready, rolled := member[2*i], member[2*i+1]
-					assert.Equal(t, []EventKind{EventMemberReady, EventMemberRolled}, []EventKind{ready.Kind, rolled.Kind})
-					assert.Equal(t, []string{pod, pod}, []string{ready.Pod, rolled.Pod})
+					restarting, ready, rolled := member[3*i], member[3*i+1], member[3*i+2]
+					assert.Equal(t, []EventKind{EventMemberRestarting, EventMemberReady, EventMemberRolled}, []EventKind{restarting.Kind, ready.Kind, rolled.Kind})
+					assert.Equal(t, []string{pod, pod, pod}, []string{restarting.Pod, ready.Pod, rolled.Pod})
+					assert.Equal(t, Step{Kind: StepLowerPartition, Ordinal: n - 1 - i}, restarting.Step)
 					assert.Positive(t, ready.Elapsed)
 					assert.GreaterOrEqual(t, rolled.Elapsed, ready.Elapsed)
 					assert.Equal(t, res.Members[i].Down, rolled.Elapsed)

@@ -4,7 +4,6 @@ package faults_test
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -48,9 +47,9 @@ func TestCrashLoopingRevisionFailsAtTheFirstMember(t *testing.T) {
 		log := o.OnEvent
 		o.OnEvent = func(e rollout.Event) {
 			log(e)
-			if pod, ok := strings.CutPrefix(e.Message, "restarting "); ok {
+			if e.Kind == rollout.EventMemberRestarting {
 				mu.Lock()
-				restartedPods = append(restartedPods, strings.Fields(pod)[0])
+				restartedPods = append(restartedPods, e.Pod)
 				mu.Unlock()
 			}
 		}

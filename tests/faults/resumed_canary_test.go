@@ -76,14 +76,14 @@ func TestResumedRunReprovesTheCanaryItDidNotWatch(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
-			case strings.HasPrefix(e.Message, "plan:"):
+			case e.Kind == rollout.EventPlanned:
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
 				if m, err := f.etcd.Member(ctx, 2); err == nil {
 					startsAtPlan = m.Starts
 				}
-			case strings.HasPrefix(e.Message, "restarting "):
-				restartedByB = append(restartedByB, strings.Fields(strings.TrimPrefix(e.Message, "restarting "))[0])
+			case e.Kind == rollout.EventMemberRestarting:
+				restartedByB = append(restartedByB, e.Pod)
 			case strings.HasPrefix(e.Message, "moving leader ") && strings.HasSuffix(e.Message, "→ etcd-2"):
 				movesOntoCanary = append(movesOntoCanary, e.Message)
 			}
