@@ -78,7 +78,7 @@ type memberClient struct {
 	// ten-clusters it was most of the engine's CPU, and every closed stream kwok never ended held two
 	// goroutines and 64 KB until the forward closed (400 of them at the peak).
 	status clientv3.Maintenance
-	http     *memberHTTP
+	http   *memberHTTP
 	// ended closes when the address stops serving (memberdial.Ending); nil when the dialer cannot tell.
 	ended <-chan struct{}
 	// answered says a call through this address succeeded: its end is then the forward's, not the member's

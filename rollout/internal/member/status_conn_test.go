@@ -38,9 +38,11 @@ func (l *countingListener) Accept() (net.Conn, error) {
 // fixedDialer hands out one address for every member.
 type fixedDialer struct{ addr string }
 
-func (d fixedDialer) Endpoint(context.Context, string, string, int) (string, error) { return d.addr, nil }
-func (fixedDialer) Release(string, string, int)                                    {}
-func (fixedDialer) Close() error                                                   { return nil }
+func (d fixedDialer) Endpoint(context.Context, string, string, int) (string, error) {
+	return d.addr, nil
+}
+func (fixedDialer) Release(string, string, int) {}
+func (fixedDialer) Close() error                { return nil }
 
 // Every look asks Status, five times a second per member while a gate polls. Each must travel over the member
 // client's one connection: through a port-forward a new connection is a new stream through the API server and
