@@ -29,8 +29,8 @@ type (
 )
 
 func targetOf(e *harness.Etcd) Target {
-	t := Target{Namespace: e.Namespace, StatefulSet: e.Spec.Name, Service: e.Spec.ServiceName, TLS: e.TLS != nil}
-	if t.TLS {
+	t := Target{Namespace: e.Namespace, StatefulSet: e.Spec.Name, Service: e.Spec.ServiceName}
+	if e.TLS != nil {
 		t.TLSFiles = tlsFiles
 	}
 	return t

@@ -32,8 +32,7 @@ type Target struct {
 	Namespace   string `json:"namespace"`
 	StatefulSet string `json:"statefulSet"`
 	Service     string `json:"service"`
-	TLS         bool   `json:"tls"`
-	// TLSFiles are the client certificate paths inside the member's container when TLS is set.
+	// TLSFiles are the client certificate paths inside the member's container; nil for plain HTTP.
 	TLSFiles *rollout.TLSFiles `json:"tlsFiles,omitempty"`
 }
 
@@ -69,11 +68,13 @@ type EngineRun struct {
 	CPU time.Duration `json:"cpu"`
 }
 
-// Roll runs one engine per target, all at once, through the product's own path (port-forward to
+// roll runs one engine per target, all at once, through the product's own path (port-forward to
 // each member), and waits for all of them.
-func Roll(ctx context.Context, rc *rest.Config, targets []Target, st Settings) EngineRun {
+// The memory is sampled throughout (with the profiles of the heap's peak when profiles is set), and
+// returned for the profiles to be written.
+func roll(ctx context.Context, rc *rest.Config, targets []Target, st Settings, profiles bool) (EngineRun, memorySamples) {
 	run := EngineRun{Outcomes: make([]EngineOutcome, len(targets))}
-	stopSampling := sampleGoMemory()
+	stopSampling := sampleMemory(profiles)
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i, t := range targets {
@@ -84,10 +85,7 @@ func Roll(ctx context.Context, rc *rest.Config, targets []Target, st Settings) E
 			out.Target = t
 			cfg := rollout.NewConfig(t.StatefulSet, t.Namespace, t.Service)
 			cfg.LeaderPolicy, cfg.Cooldown = st.Policy, st.Cooldown
-			cfg.ReadyTimeout, cfg.HealthTimeout = 2*time.Minute, time.Minute
-			if t.TLS {
-				cfg.TLS = t.TLSFiles
-			}
+			cfg.ReadyTimeout, cfg.HealthTimeout, cfg.TLS = 2*time.Minute, time.Minute, t.TLSFiles
 			var mu sync.Mutex
 			eng, err := rollout.New(cfg, rollout.Options{RestConfig: rc, StableFor: st.StableFor, OnEvent: func(ev rollout.Event) {
 				mu.Lock()
@@ -112,8 +110,9 @@ func Roll(ctx context.Context, rc *rest.Config, targets []Target, st Settings) E
 	wg.Wait()
 	run.Wall = time.Since(start)
 	run.MaxRSSKB = maxRSSKB()
-	run.GoMemory = stopSampling()
-	return run
+	samples := stopSampling()
+	run.GoMemory = samples.peak
+	return run, samples
 }
 
 func maxRSSKB() int64 {
@@ -132,7 +131,7 @@ func Command(args []string) error {
 	cooldown := fs.Duration("cooldown", 0, "cool-down between members")
 	stableFor := fs.Duration("stable-for", 0, "the canary's stability window (0: the engine's default)")
 	targets := fs.String("targets", "", "JSON list of targets")
-	profile := fs.String("profile", "", "write <prefix>.cpu.pprof and <prefix>.heap.pprof")
+	profile := fs.String("profile", "", "write <prefix>.cpu.pprof, <prefix>.heap.pprof and <prefix>.goroutine.pprof")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -151,8 +150,8 @@ func Command(args []string) error {
 	if err != nil {
 		return err
 	}
-	run := Roll(ctx, rc, ts, Settings{Policy: rollout.LeaderPolicy(*policy), Cooldown: *cooldown, StableFor: *stableFor})
-	if err := stop(); err != nil {
+	run, samples := roll(ctx, rc, ts, Settings{Policy: rollout.LeaderPolicy(*policy), Cooldown: *cooldown, StableFor: *stableFor}, *profile != "")
+	if err := stop(samples); err != nil {
 		return err
 	}
 	return json.NewEncoder(os.Stdout).Encode(run)

@@ -49,7 +49,7 @@ func TestTemplateWrittenBeforeThePartitionIsLoweredRestartsNothing(t *testing.T)
 			if wrote && strings.HasPrefix(e.Message, "leader moved ") {
 				transfersAfter++
 			}
-			if wrote || e.Kind != rollout.EventMemberRestarting || e.Pod != "etcd-1" {
+			if wrote || !memberEvent(e, rollout.EventMemberRestarting, "etcd-1") {
 				return
 			}
 			wrote = true

@@ -19,15 +19,16 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness"
 )
 
-// rolled says e is the run's report that pod passed its gates on the new revision.
-func rolled(e rollout.Event, pod string) bool {
-	return e.Kind == rollout.EventMemberRolled && e.Pod == pod
+// memberEvent says e is the run's event of kind about pod: a hook on the engine's typed events, not its prose.
+func memberEvent(e rollout.Event, kind rollout.EventKind, pod string) bool {
+	return e.Kind == kind && e.Pod == pod
 }
 
+// rolled says e is the run's report that pod passed its gates on the new revision.
+func rolled(e rollout.Event, pod string) bool { return memberEvent(e, rollout.EventMemberRolled, pod) }
+
 // etcd2Ready says e is the run's restarted etcd-2 Ready and about to face its etcd gate.
-func etcd2Ready(e rollout.Event) bool {
-	return e.Kind == rollout.EventMemberReady && e.Pod == "etcd-2"
-}
+func etcd2Ready(e rollout.Event) bool { return memberEvent(e, rollout.EventMemberReady, "etcd-2") }
 
 // A member that does not answer us is not out of the cluster (issue 21, item 2). The new revision's etcd-2
 // refuses our clients on its client port while its peer port votes (clients-refused): to the engine it never
@@ -183,7 +184,7 @@ func revertedOf(err error) *rollout.RevertedError {
 // stop), for a failure message.
 func firstFailedPut(ops []harness.HistoryOp) string {
 	for _, op := range ops {
-		if op.Kind == harness.OpPut && op.Outcome == harness.OutcomeUnknown && !op.Stopped {
+		if op.FailedByCluster() {
 			return op.Key + " at +" + op.Call.Round(time.Millisecond).String() + ": " + op.Err
 		}
 	}

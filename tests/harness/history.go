@@ -38,6 +38,12 @@ type HistoryOp struct {
 	Stopped bool `json:"stopped,omitempty"`
 }
 
+// FailedByCluster says op is a put the cluster failed or left unanswered: of unknown outcome, and not only
+// because the recorder stopped while it was in flight.
+func (op HistoryOp) FailedByCluster() bool {
+	return op.Kind == OpPut && op.Outcome == OutcomeUnknown && !op.Stopped
+}
+
 // RecorderOptions shape a Recorder. Zero fields take the defaults.
 type RecorderOptions struct {
 	Prefix   string        // keys are Prefix+"0".."Keys-1"; default "history/"
@@ -169,10 +175,10 @@ func SummarizeHistory(ops []HistoryOp) HistorySummary {
 	var s HistorySummary
 	for _, op := range ops {
 		switch {
-		case op.Outcome == OutcomeUnknown && op.Stopped:
-			s.Stopped++
-		case op.Outcome == OutcomeUnknown:
+		case op.FailedByCluster():
 			s.Unknown++
+		case op.Outcome == OutcomeUnknown:
+			s.Stopped++
 		case op.Kind == OpPut:
 			s.Puts++
 		default:
