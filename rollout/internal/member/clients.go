@@ -119,6 +119,12 @@ func (m *Clients) identity(pod string) memberIdentity {
 // memberReconnectMax bounds gRPC's reconnect back-off for a member client.
 const memberReconnectMax = time.Second
 
+// etcdServiceConfig is the balancing policy clientv3's resolver sets in its first update. Named as the
+// default too, gRPC starts with it: otherwise it starts with pick_first, connects, and drops that connection
+// for round_robin's own once the update arrives, a second connection per member client, which through a
+// port-forward is another upgrade request to the API server and another connection to the member.
+const etcdServiceConfig = `{"loadBalancingPolicy": "round_robin"}`
+
 // client returns the member's client, re-created when the dialer hands out a new address (a new forward).
 func (m *Clients) client(ctx context.Context, pod string) (*memberClient, error) {
 	endpoint, err := m.dialer.Endpoint(ctx, m.namespace, pod, m.port)
@@ -150,7 +156,7 @@ func (m *Clients) client(ctx context.Context, pod string) (*memberClient, error)
 		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: memberReconnectMax},
 			MinConnectTimeout: 2 * time.Second,
-		})},
+		}), grpc.WithDefaultServiceConfig(etcdServiceConfig)},
 	}
 	if base != nil {
 		// Verification stays on: the member must present a certificate from the CA for one of its own DNS

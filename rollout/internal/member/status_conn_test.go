@@ -44,7 +44,7 @@ func (d fixedDialer) Endpoint(context.Context, string, string, int) (string, err
 func (fixedDialer) Release(string, string, int) {}
 func (fixedDialer) Close() error                { return nil }
 
-// Every look asks Status, five times a second per member while a gate polls. Each must travel over the member
+// A member client holds one connection (etcdServiceConfig). Every look asks Status, five times a second per member while a gate polls. Each must travel over the member
 // client's one connection: through a port-forward a new connection is a new stream through the API server and
 // the kubelet (and a TLS handshake with an mTLS member), which clientv3's own Status opens per call.
 func TestStatusReusesTheMemberConnection(t *testing.T) {
@@ -64,8 +64,9 @@ func TestStatusReusesTheMemberConnection(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, Status{ID: 7, Leader: 9, RaftTerm: 3}, st)
 		if i == 0 {
-			afterFirst = counting.accepted.Load() // clientv3.New's own connections
+			afterFirst = counting.accepted.Load()
 		}
 	}
+	assert.Equal(t, int32(1), afterFirst, "connections the member accepted for the client and its first Status call")
 	assert.Equal(t, afterFirst, counting.accepted.Load(), "connections the member accepted for four more Status calls")
 }
