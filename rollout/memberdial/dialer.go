@@ -24,9 +24,10 @@ type Dialer interface {
 }
 
 // Ending is implemented by Dialers whose addresses can stop serving on their own. A port-forward ends for
-// good when one forwarded connection fails: client-go closes the whole stream ("lost connection to pod")
-// when the pod refuses a connection, as a member does right after its restart, before it listens. A call
-// still waiting on that address would wait out its whole deadline (3 s per gate look, make bench's stalls).
+// good when one forwarded connection fails (client-go's forwarder closes its whole stream, "lost connection
+// to pod", and channelForward does the same), as when the pod refuses a connection, which a member does right
+// after its restart, before it listens. A call still waiting on that address would wait out its whole
+// deadline (3 s per gate look, make bench's stalls).
 type Ending interface {
 	// Ended returns a channel that is closed once endpoint stops serving, or nil when that is not known.
 	Ended(endpoint string) <-chan struct{}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,8 +21,8 @@ import (
 	"k8s.io/client-go/transport/spdy"
 )
 
-// PortForward opens client-go port-forwards through the API server, one per pod and port, as
-// `kubectl port-forward` does: websocket first, SPDY when the server does not upgrade websockets.
+// PortForward opens port-forwards through the API server, one per pod and port: the kubelet's websocket
+// channel protocol (channelForward), or client-go's SPDY forwarder where that is not served.
 type PortForward struct {
 	cfg  *rest.Config
 	kube kubernetes.Interface
@@ -38,6 +40,8 @@ type PortForward struct {
 	now func() time.Time
 	// lookup, when set, tells a pod's UID without a GET (WithPodLookup).
 	lookup PodLookup
+	// spdyOnly is set once the API server refused the channel protocol where it upgraded SPDY.
+	spdyOnly atomic.Bool
 }
 
 // PodLookup tells a pod as the caller already knows it (an informer's cache); found is false when it cannot
@@ -219,8 +223,29 @@ func (p *PortForward) openAs(ctx context.Context, key, namespace, pod string, po
 	return f.addr, nil
 }
 
+// open opens a channelForward, or client-go's SPDY forwarder where the channel protocol is not served. Only
+// a SPDY forward that opened where a channel forward could not makes the dialer keep to SPDY: a pod that is
+// not running refuses both.
 func (p *PortForward) open(ctx context.Context, namespace, pod string, port int) (*forward, error) {
 	url := p.kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(pod).SubResource("portforward").URL()
+	if !p.spdyOnly.Load() {
+		f, err := openChannelForward(ctx, channelDialer(p.cfg, url, port))
+		if err == nil || !needsSPDY(err) {
+			return f, upgradeCause(err)
+		}
+		f, spdyErr := p.openSPDY(ctx, url, port)
+		if spdyErr != nil {
+			return nil, spdyErr
+		}
+		p.spdyOnly.Store(true)
+		return f, nil
+	}
+	return p.openSPDY(ctx, url, port)
+}
+
+// openSPDY opens client-go's forwarder, as `kubectl port-forward` does: SPDY in a websocket first, bare SPDY
+// when the server does not upgrade websockets.
+func (p *PortForward) openSPDY(ctx context.Context, url *url.URL, port int) (*forward, error) {
 	transport, upgrader, err := spdy.RoundTripperFor(p.cfg)
 	if err != nil {
 		return nil, err

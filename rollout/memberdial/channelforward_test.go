@@ -1,0 +1,228 @@
+package memberdial
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	gwebsocket "github.com/gorilla/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/rest"
+)
+
+// fakeKubelet serves the channel protocol as the kubelet does: the port on both channels first, then the pod's
+// bytes on channel 0; a refusing pod gets its error on channel 1 and the websocket closed.
+type fakeKubelet struct {
+	podAddr  string
+	refuse   atomic.Bool
+	upgrades atomic.Int32
+	// ports is the ports query of every upgrade.
+	mu    sync.Mutex
+	ports []string
+}
+
+func (k *fakeKubelet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	k.upgrades.Add(1)
+	k.mu.Lock()
+	k.ports = append(k.ports, r.URL.Query().Get("ports"))
+	k.mu.Unlock()
+	up := gwebsocket.Upgrader{Subprotocols: []string{channelProtocol}}
+	ws, err := up.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	defer ws.Close()
+	for _, ch := range []byte{dataChannel, errorChannel} {
+		_ = ws.WriteMessage(gwebsocket.BinaryMessage, []byte{ch, 0x4f, 0x09}) // 2383, little-endian
+	}
+	pod, err := net.Dial("tcp", k.podAddr)
+	if err != nil || k.refuse.Load() {
+		_ = ws.WriteMessage(gwebsocket.BinaryMessage, append([]byte{errorChannel}, "dial tcp: connection refused"...))
+		return
+	}
+	defer pod.Close()
+	go func() {
+		buf := make([]byte, 1024)
+		for {
+			n, err := pod.Read(buf[1:])
+			if n > 0 {
+				buf[0] = dataChannel
+				_ = ws.WriteMessage(gwebsocket.BinaryMessage, buf[:1+n])
+			}
+			if err != nil {
+				_ = ws.Close()
+				return
+			}
+		}
+	}()
+	for {
+		_, msg, err := ws.ReadMessage()
+		if err != nil {
+			return
+		}
+		if len(msg) > 1 && msg[0] == dataChannel {
+			_, _ = pod.Write(msg[1:])
+		}
+	}
+}
+
+// echoPod answers every line with the same line.
+func echoPod(t *testing.T) string {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = lis.Close() })
+	go func() {
+		for {
+			conn, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				_, _ = io.Copy(conn, conn)
+			}()
+		}
+	}()
+	return lis.Addr().String()
+}
+
+// openFakeChannelForward opens a forward to an echoPod through a fakeKubelet; stop stops it (once, also at
+// the test's end).
+func openFakeChannelForward(t *testing.T) (kubelet *fakeKubelet, f *forward, stop func()) {
+	kubelet = &fakeKubelet{podAddr: echoPod(t)}
+	srv := httptest.NewServer(kubelet)
+	t.Cleanup(srv.Close)
+	sub, err := url.Parse(srv.URL + "/api/v1/namespaces/db/pods/etcd-0/portforward")
+	require.NoError(t, err)
+	// The context ends once the forward is open, as openAs's does.
+	ctx, cancel := context.WithCancel(context.Background())
+	f, err = openChannelForward(ctx, channelDialer(&rest.Config{Host: srv.URL}, sub, 2383))
+	cancel()
+	require.NoError(t, err)
+	var once sync.Once
+	stop = func() { once.Do(func() { close(f.stop) }) }
+	t.Cleanup(stop)
+	return kubelet, f, stop
+}
+
+// echo sends line over conn and returns what came back.
+func echo(t *testing.T, conn net.Conn, line string) string {
+	require.NoError(t, conn.SetDeadline(time.Now().Add(stuck)))
+	_, err := fmt.Fprintln(conn, line)
+	require.NoError(t, err)
+	got, err := bufio.NewReader(conn).ReadString('\n')
+	require.NoError(t, err)
+	return got
+}
+
+func TestChannelForwardCarriesEachConnectionOverItsOwnWebsocket(t *testing.T) {
+	kubelet, f, _ := openFakeChannelForward(t)
+	assert.Equal(t, int32(1), kubelet.upgrades.Load(), "upgrades to open the forward")
+
+	first, err := net.Dial("tcp", f.addr)
+	require.NoError(t, err)
+	defer first.Close()
+	assert.Equal(t, "one\n", echo(t, first, "one"))
+	assert.Equal(t, int32(1), kubelet.upgrades.Load(), "upgrades once the first connection took the forward's own websocket")
+
+	second, err := net.Dial("tcp", f.addr)
+	require.NoError(t, err)
+	defer second.Close()
+	assert.Equal(t, "two\n", echo(t, second, "two"))
+	assert.Equal(t, "one again\n", echo(t, first, "one again"))
+	assert.Equal(t, int32(2), kubelet.upgrades.Load(), "upgrades for two connections")
+	assert.Equal(t, []string{"2383", "2383"}, kubelet.ports)
+	assert.True(t, f.alive(), "a forward whose connections work stays")
+}
+
+func TestChannelForwardEndsWhenThePodRefusesAConnection(t *testing.T) {
+	kubelet, f, _ := openFakeChannelForward(t)
+	first, err := net.Dial("tcp", f.addr)
+	require.NoError(t, err)
+	defer first.Close()
+	assert.Equal(t, "one\n", echo(t, first, "one"))
+
+	kubelet.refuse.Store(true)
+	refused, err := net.Dial("tcp", f.addr)
+	require.NoError(t, err)
+	defer refused.Close()
+	select {
+	case <-f.done:
+	case <-time.After(stuck):
+		t.Fatal("the forward did not end when the kubelet reported an error")
+	}
+	f.errMu.Lock()
+	assert.ErrorContains(t, f.err, "connection refused")
+	f.errMu.Unlock()
+	require.NoError(t, first.SetReadDeadline(time.Now().Add(stuck)))
+	_, err = first.Read(make([]byte, 1))
+	assert.Error(t, err, "the forward's other connection is closed with it")
+	_, err = net.DialTimeout("tcp", f.addr, time.Second)
+	assert.Error(t, err, "the forward's local port is closed")
+}
+
+func TestChannelForwardStopClosesItsConnections(t *testing.T) {
+	_, f, stop := openFakeChannelForward(t)
+	conn, err := net.Dial("tcp", f.addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	assert.Equal(t, "one\n", echo(t, conn, "one"))
+
+	stop()
+	select {
+	case <-f.done:
+	case <-time.After(stuck):
+		t.Fatal("the forward did not end when stopped")
+	}
+	f.errMu.Lock()
+	assert.NoError(t, f.err, "a stopped forward did not fail")
+	f.errMu.Unlock()
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(stuck)))
+	_, err = conn.Read(make([]byte, 1))
+	assert.Error(t, err, "an open connection is closed")
+}
+
+func TestNeedsSPDYOnlyWhereTheProtocolIsNotServed(t *testing.T) {
+	pods := schema.GroupResource{Resource: "pods"}
+	upgrade := func(cause error) error { return &httpstream.UpgradeFailureError{Cause: cause} }
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"a kubelet or proxy that does not know the protocol", upgrade(apierrors.NewBadRequest("unsupported")), true},
+		{"an upgrade refused without a status", upgrade(errors.New("bad handshake")), true},
+		{"an HTTPS proxy gorilla cannot use", errors.New("proxy: unknown scheme: https"), true},
+		{"credentials that may not forward", upgrade(apierrors.NewForbidden(pods, "etcd-0", errors.New("no"))), false},
+		{"credentials the API server does not know", upgrade(apierrors.NewUnauthorized("who")), false},
+		{"a pod that is gone", upgrade(apierrors.NewNotFound(pods, "etcd-0")), false},
+		{"an API server we cannot reach", errors.New("dial tcp: connection refused"), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, needsSPDY(tc.err))
+		})
+	}
+}
+
+func TestUpgradeCauseLetsApierrorsSeeTheStatus(t *testing.T) {
+	refused := &httpstream.UpgradeFailureError{Cause: apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "etcd-0", errors.New("no"))}
+	assert.False(t, apierrors.IsForbidden(refused), "client-go's upgrade error hides the status")
+	assert.True(t, apierrors.IsForbidden(upgradeCause(refused)))
+	other := errors.New("dial tcp: connection refused")
+	assert.Equal(t, other, upgradeCause(other))
+}
