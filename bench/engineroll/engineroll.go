@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -113,14 +112,6 @@ func roll(ctx context.Context, rc *rest.Config, targets []Target, st Settings, p
 	samples := stopSampling()
 	run.GoMemory = samples.peak
 	return run, samples
-}
-
-func maxRSSKB() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Maxrss
 }
 
 // Command is the bench-engine binary: roll the given targets at once and print the EngineRun as JSON.
