@@ -260,9 +260,14 @@ type Event struct {
 	Time time.Time
 	Kind EventKind
 	Step Step
-	// Pod is the member an EventMemberRestarting, EventMemberReady, EventMemberPassed, EventMemberRolled or
-	// EventMemberReverted is about.
+	// Pod is the member an EventMemberRestarting, EventPartitionLowered, EventMemberRecreated,
+	// EventMemberReady, EventMemberPassed, EventMemberRolled or EventMemberReverted is about.
 	Pod string
+	// From and To are the members an EventLeaderMoving or EventLeaderMoved moves the leader between (Step
+	// has their ordinals).
+	From, To string
+	// Blocked is what holds the run, on EventHolding.
+	Blocked *BlockedError
 	// Elapsed is how long the member has been down since its step began: until its pod was Ready on
 	// EventMemberReady, until it passed its gates on EventMemberRolled (MemberTiming.Down).
 	Elapsed time.Duration
@@ -287,6 +292,16 @@ const (
 	// EventMemberRestarting is a member about to be restarted onto the update revision (its step begins: the
 	// lease is confirmed and the partition lowered next).
 	EventMemberRestarting EventKind = "MemberRestarting"
+	// EventLeaderMoving is a leader transfer about to be asked for (the lease is confirmed first).
+	EventLeaderMoving EventKind = "LeaderMoving"
+	// EventLeaderMoved is a leader transfer done: To reports itself leader.
+	EventLeaderMoved EventKind = "LeaderMoved"
+	// EventPartitionLowered is the partition lowered to a restarting member's ordinal: the StatefulSet
+	// controller recreates its pod next.
+	EventPartitionLowered EventKind = "PartitionLowered"
+	// EventMemberRecreated is that member's pod recreated at the update revision and the partition locked
+	// again: the member's wait for Ready and its etcd gates begin.
+	EventMemberRecreated EventKind = "MemberRecreated"
 	// EventMemberReady is a restarted member's pod Ready on the revision it should run: its etcd gate
 	// begins. Elapsed is the time since its step began.
 	EventMemberReady EventKind = "MemberReady"
@@ -297,6 +312,16 @@ const (
 	EventMemberRolled EventKind = "MemberRolled"
 	// EventMemberReverted is a member brought back on the current revision after it failed the new one.
 	EventMemberReverted EventKind = "MemberReverted"
+	// EventCoolingDown is the cool-down after a restarted member passed its gates.
+	EventCoolingDown EventKind = "CoolingDown"
+	// EventHolding is a run that cannot take its next step yet (Blocked says why) and waits, up to its ready
+	// or health timeout, for the cluster to allow it.
+	EventHolding EventKind = "Holding"
+	// EventUnblocked is the end of a hold: the run takes its next step.
+	EventUnblocked EventKind = "Unblocked"
+	// EventDowngradeReady is etcd's downgrade enabled and waited for (Step.Version): the cluster version and
+	// every member's storage version are the older minor, so a member may restart on it next.
+	EventDowngradeReady EventKind = "DowngradeReady"
 	// EventTookOver is the stale lease of a run that died taken over (Run, and Unlock).
 	EventTookOver EventKind = "TookOver"
 	// EventDone is a complete run: every member on the update revision and healthy, the partition locked.

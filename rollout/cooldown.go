@@ -58,7 +58,7 @@ func (r *run) coolDown(ctx context.Context) (again bool, err error) {
 	if e.cfg.Cooldown <= 0 {
 		return r.checkPassed(ctx)
 	}
-	e.emit(Step{Kind: StepCooldown}, "cooling down %s", e.cfg.Cooldown)
+	e.announce(Event{Kind: EventCoolingDown, Step: Step{Kind: StepCooldown}}, "cooling down %s", e.cfg.Cooldown)
 	end := time.Now().Add(e.cfg.Cooldown)
 	for {
 		// The last round also asks whether the same processes serve: a restart between two looks answers both.

@@ -150,7 +150,8 @@ func (e *Engine) awaitDowngradeReady(ctx context.Context, st ClusterState, step 
 	case err != nil:
 		return fmt.Errorf("waiting for the cluster version to reach %s (last seen: %s): %w", step.Version, last, err)
 	}
-	e.emit(step, "cluster version and every member's storage version are %s (%s after enabling)", step.Version, time.Since(start).Round(100*time.Millisecond))
+	e.announce(Event{Kind: EventDowngradeReady, Step: step}, "cluster version and every member's storage version are %s (%s after enabling)",
+		step.Version, time.Since(start).Round(100*time.Millisecond))
 	return nil
 }
 

@@ -3,7 +3,7 @@ package rollout
 import (
 	"context"
 	"fmt"
-	"strings"
+	"slices"
 	"testing"
 	"time"
 
@@ -87,18 +87,17 @@ func TestPlanPutsTheDowngradeAPIBeforeTheFirstRestart(t *testing.T) {
 func TestRunDowngradesThroughEtcdsDowngradeAPI(t *testing.T) {
 	c := newDowngradeCluster(t, 1)
 	c.etcd.storageLagsDowngrade = 3
-	var said []string
-	res, err := c.engine(t, func(_ *Config, o *Options) { o.OnEvent = func(ev Event) { said = append(said, ev.Message) } }).Run(context.Background())
+	var said []Event
+	res, err := c.engine(t, func(_ *Config, o *Options) { o.OnEvent = func(ev Event) { said = append(said, ev) } }).Run(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, []string{"validate 3.5", "enable 3.5", "cancel 3.5"}, c.etcd.downgradeCalls, "the job ended once every member runs 3.5")
 	assert.Equal(t, []string{"etcd-2", "etcd-1", "etcd-0"}, res.MembersRolled)
 	assert.Equal(t, "3.5.0", res.ClusterVersion)
 	assert.Zero(t, res.UnplannedElections)
-	log := strings.Join(said, "\n")
-	enabled, firstRestart := strings.Index(log, "enabling etcd's downgrade to 3.5"), strings.Index(log, "restarting etcd-2")
-	require.GreaterOrEqual(t, enabled, 0, log)
-	assert.Less(t, enabled, firstRestart, "enabled before the first restart")
-	assert.Less(t, strings.Index(log, "every member's storage version are 3.5"), firstRestart, "and the storage versions waited for")
+	ready := slices.IndexFunc(said, func(ev Event) bool { return ev.Kind == EventDowngradeReady && ev.Step.Version == "3.5" })
+	firstRestart := slices.IndexFunc(said, func(ev Event) bool { return ev.Kind == EventMemberRestarting })
+	require.GreaterOrEqual(t, ready, 0, "etcd's downgrade enabled and waited for")
+	assert.Less(t, ready, firstRestart, "enabled, and the storage versions waited for, before the first restart")
 	assert.Equal(t, 1, c.eventReasons()[ReasonDowngradeEnabled])
 }
 
@@ -153,7 +152,7 @@ func TestRunCancelsTheDowngradeItEnabledWhenItStopsBeforeARestart(t *testing.T) 
 			e = c.engine(t, func(cfg *Config, o *Options) {
 				cfg.HealthTimeout = 200 * time.Millisecond
 				o.OnEvent = func(ev Event) {
-					if tt.cancel && strings.Contains(ev.Message, "enabling etcd's downgrade") {
+					if tt.cancel && ev.Step.Kind == StepEnableDowngrade { // about to enable it
 						cancel()
 					}
 				}

@@ -331,7 +331,7 @@ func (r *run) planOrHold(ctx context.Context, st ClusterState) (plan Plan, ready
 			return plan, false, fmt.Errorf("rolling %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err)
 		}
 		if !r.blockedSince.IsZero() {
-			e.emit(Step{}, "unblocked after %s", time.Since(r.blockedSince).Round(100*time.Millisecond))
+			e.announce(Event{Kind: EventUnblocked}, "unblocked after %s", time.Since(r.blockedSince).Round(100*time.Millisecond))
 			r.blockedSince = time.Time{}
 		}
 		if r.res.TermBefore == 0 {
@@ -353,7 +353,9 @@ func (r *run) planOrHold(ctx context.Context, st ClusterState) (plan Plan, ready
 	}
 	if r.blockedSince.IsZero() {
 		r.blockedSince = time.Now()
-		e.emit(Step{}, "holding: %v (waiting up to the %s, %s)", err, what, limit)
+		var blocked *BlockedError
+		errors.As(err, &blocked)
+		e.announce(Event{Kind: EventHolding, Blocked: blocked}, "holding: %v (waiting up to the %s, %s)", err, what, limit)
 	}
 	if time.Since(r.blockedSince) > limit {
 		return plan, false, fmt.Errorf("rolling %s/%s: still blocked after %s (the %s): %w", e.cfg.Namespace, e.cfg.StatefulSet, limit, what, err)
@@ -462,7 +464,7 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 		return r.lock(ctx, st.Replicas)
 	case StepTransferLeader:
 		from, to := st.Members[step.From].Pod, st.Members[step.To].Pod
-		e.emit(step, "moving leader %s → %s", from, to)
+		e.announce(Event{Kind: EventLeaderMoving, Step: step, From: from, To: to}, "moving leader %s → %s", from, to)
 		r.disrupted = true
 		if err := e.lease.confirm(ctx); err != nil {
 			return fmt.Errorf("not moving the leader %s → %s: %w", from, to, err)
@@ -475,7 +477,7 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 			return nil
 		}
 		r.res.LeaderTransfers++
-		e.emit(step, "leader moved %s → %s", from, to)
+		e.announce(Event{Kind: EventLeaderMoved, Step: step, From: from, To: to}, "leader moved %s → %s", from, to)
 		e.record(ctx, r.uid, corev1.EventTypeNormal, ReasonLeaderTransferred, fmt.Sprintf("Moved the etcd leader from %s to %s before restarting a member", from, to))
 	case StepLowerPartition:
 		isLeader, err := e.leaderIs(ctx, st, step.Ordinal)
@@ -593,14 +595,16 @@ func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) error 
 			return fmt.Errorf("rolling %s: %w", pod, err)
 		}
 	}
-	e.emit(Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, "partition lowered to %d; waiting for the controller to recreate %s at %s", step.Ordinal, pod, st.UpdateRevision)
+	e.announce(Event{Kind: EventPartitionLowered, Step: Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, Pod: pod},
+		"partition lowered to %d; waiting for the controller to recreate %s at %s", step.Ordinal, pod, st.UpdateRevision)
 	if err := e.waitPodRecreated(ctx, st, step.Ordinal, expectedSpec{Partition: step.Ordinal, Generation: gen}, start); err != nil {
 		return fmt.Errorf("rolling %s: %w", pod, err)
 	}
 	if err := r.lock(ctx, st.Replicas); err != nil {
 		return err
 	}
-	e.emit(Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, "%s recreated at %s, partition locked again; waiting for it to be Ready, etcd healthy and caught up", pod, st.UpdateRevision)
+	e.announce(Event{Kind: EventMemberRecreated, Step: Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, Pod: pod},
+		"%s recreated at %s, partition locked again; waiting for it to be Ready, etcd healthy and caught up", pod, st.UpdateRevision)
 	oneLook := e.proven.has(st.UpdateRevision)
 	inc, err := e.waitMember(ctx, st, step.Ordinal, expectedSpec{Partition: st.Replicas, Generation: r.gen}, start)
 	if err != nil {

@@ -5,6 +5,7 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,12 +29,12 @@ func TestMinorDowngradeGoesThroughEtcdsDowngradeAPI(t *testing.T) {
 	before := f.must.Term()
 	rev := f.must.ChangeVersion("3.5", harness.StartFaults{})
 
-	var said []string
+	var said []rollout.Event
 	res, err := f.engine(func(_ *rollout.Config, o *rollout.Options) {
 		log := o.OnEvent
 		o.OnEvent = func(ev rollout.Event) {
 			log(ev)
-			said = append(said, ev.Message)
+			said = append(said, ev)
 		}
 	}).Run(ctx)
 	require.NoError(t, err)
@@ -46,8 +47,10 @@ func TestMinorDowngradeGoesThroughEtcdsDowngradeAPI(t *testing.T) {
 		require.NoError(t, err)
 		assert.Regexp(t, `^3\.5\.`, st.Version, "etcd-%d runs 3.5 by its own word", i)
 	}
-	log := strings.Join(said, "\n")
-	assert.Less(t, strings.Index(log, "enabling etcd's downgrade to 3.5"), strings.Index(log, "restarting "), "enabled before the first restart:\n%s", log)
+	ready := slices.IndexFunc(said, func(ev rollout.Event) bool { return ev.Kind == rollout.EventDowngradeReady && ev.Step.Version == "3.5" })
+	firstRestart := slices.IndexFunc(said, func(ev rollout.Event) bool { return ev.Kind == rollout.EventMemberRestarting })
+	require.GreaterOrEqual(t, ready, 0, "etcd's downgrade to 3.5 enabled and waited for")
+	assert.Less(t, ready, firstRestart, "enabled before the first restart")
 	assert.Equal(t, before+uint64(res.LeaderTransfers), f.must.Term(), "raft term rose only by the transfers")
 	assert.Equal(t, keys, countKeys(ctx, t, f.etcd), "every key written before is there")
 
@@ -70,7 +73,7 @@ func TestDowngradeCancelledBeforeTheFirstRestartIsUndone(t *testing.T) {
 		log := o.OnEvent
 		o.OnEvent = func(ev rollout.Event) {
 			log(ev)
-			if strings.Contains(ev.Message, "cluster version and every member's storage version are 3.5") {
+			if ev.Kind == rollout.EventDowngradeReady && ev.Step.Version == "3.5" {
 				cancel() // enabled and waited for: the next step would disrupt a member
 			}
 		}

@@ -4,7 +4,6 @@ package faults_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -24,7 +23,7 @@ func TestAPIServerRestartMidRollout(t *testing.T) {
 	f := newFixture(t)
 	rev := f.must.ChangeTemplate("")
 	res, back, err := f.rollRestartingAPIServer(nil, func(e rollout.Event) bool {
-		return strings.HasPrefix(e.Message, "partition lowered to 1;") // etcd-1 in flight
+		return memberEvent(e, rollout.EventPartitionLowered, "etcd-1") // etcd-1 in flight
 	})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"etcd-2", "etcd-1", "etcd-0"}, res.MembersRolled)
@@ -51,7 +50,7 @@ func TestAPIServerRestartDuringCoolDown(t *testing.T) {
 	f := newFixture(t)
 	rev := f.must.ChangeTemplate("")
 	res, _, err := f.rollRestartingAPIServer(func(cfg *rollout.Config) { cfg.Cooldown = 15 * time.Second }, func(e rollout.Event) bool {
-		return strings.HasPrefix(e.Message, "cooling down") // etcd-2 passed its gates
+		return e.Kind == rollout.EventCoolingDown // etcd-2 passed its gates
 	})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"etcd-2", "etcd-1", "etcd-0"}, res.MembersRolled)

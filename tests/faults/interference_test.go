@@ -4,7 +4,6 @@ package faults_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,9 +14,13 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
 )
 
-// etcd1InFlight is the progress line of a run that has lowered the partition to 1 and waits for the
-// controller to recreate etcd-1 (it locks the partition again once etcd-1 exists at the update revision).
-const etcd1InFlight = "partition lowered to 1;"
+// etcd1InFlight is the event of a run that has lowered the partition to 1 and waits for the controller to
+// recreate etcd-1 (it locks the partition again once etcd-1 exists at the update revision).
+func etcd1InFlight(e rollout.Event) bool {
+	return memberEvent(e, rollout.EventPartitionLowered, "etcd-1")
+}
+
+func etcd2Rolled(e rollout.Event) bool { return rolled(e, "etcd-2") }
 
 // Someone else writes the StatefulSet while a rollout runs: the engine notices at its next look, stops
 // with an error that says what changed and what to do, re-locks, and never rolls another member.
@@ -25,15 +28,17 @@ func TestSomeoneElseChangesTheStatefulSet(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	cases := []struct {
-		name   string
-		when   string // the progress line after which someone else writes
-		change func(ctx context.Context) error
-		want   string
+		name string
+		when func(rollout.Event) bool // the event after which someone else writes
+		// etcd1Hangs makes etcd-1 hang on its SIGTERM, so that it is still in flight when someone writes.
+		etcd1Hangs bool
+		change     func(ctx context.Context) error
+		want       string
 	}{
-		{"the partition is lowered between two members", "etcd-2 rolled", func(ctx context.Context) error {
+		{"the partition is lowered between two members", etcd2Rolled, false, func(ctx context.Context) error {
 			return f.etcd.SetPartition(ctx, 2) // etcd-2 is already updated: nothing else restarts by it
 		}, ", partition 2; stopping rather than racing it"},
-		{"the template is edited between two members", "etcd-2 rolled", func(ctx context.Context) error {
+		{"the template is edited between two members", etcd2Rolled, false, func(ctx context.Context) error {
 			_, err := f.etcd.UpdateTemplate(ctx, func(tpl *corev1.PodTemplateSpec) {
 				tpl.Annotations["someone-else"] = time.Now().String()
 			})
@@ -42,7 +47,7 @@ func TestSomeoneElseChangesTheStatefulSet(t *testing.T) {
 		// etcd-1 hangs on its SIGTERM for the 5 s grace period, so it cannot be Ready again for that long,
 		// and the StatefulSet controller (OrderedReady) will not touch etcd-0 before it is: the run must
 		// notice the lowered partition and re-lock within that time, which it does at its next poll.
-		{"the partition is lowered to 0 while etcd-1 is in flight", etcd1InFlight, func(ctx context.Context) error {
+		{"the partition is lowered to 0 while etcd-1 is in flight", etcd1InFlight, true, func(ctx context.Context) error {
 			return f.etcd.SetPartition(ctx, 0)
 		}, "while waiting for etcd-1: partition 0 (this run set 1)"},
 	}
@@ -51,7 +56,7 @@ func TestSomeoneElseChangesTheStatefulSet(t *testing.T) {
 			f.t = t
 			f.must.ChangeTemplate("")
 			f.must.PlaceLeader(0)
-			if tc.when == etcd1InFlight {
+			if tc.etcd1Hangs {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
 				require.NoError(t, f.etcd.HangOnTerm(ctx, 1, true))
@@ -61,7 +66,7 @@ func TestSomeoneElseChangesTheStatefulSet(t *testing.T) {
 				log := o.OnEvent
 				o.OnEvent = func(e rollout.Event) {
 					log(e)
-					if strings.HasPrefix(e.Message, tc.when) {
+					if tc.when(e) {
 						ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 						defer cancel()
 						require.NoError(t, tc.change(ctx))
@@ -76,13 +81,13 @@ func TestSomeoneElseChangesTheStatefulSet(t *testing.T) {
 			require.Equal(t, 3, f.must.Partition(), "re-locked")
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			if tc.when == etcd1InFlight {
+			if tc.etcd1Hangs {
 				_, err := f.etcd.WaitPodRecreated(ctx, 1, uidsBefore[1]) // it was on its way already
 				require.NoError(t, err)
 			}
 			_, uidsAfter := f.must.Pods()
 			assert.NotContains(t, restarted(uidsBefore, uidsAfter), 0, "etcd-0 was never restarted")
-			if tc.when == "etcd-2 rolled" {
+			if !tc.etcd1Hangs { // etcd-1 was not in flight
 				assert.Equal(t, []int{2}, restarted(uidsBefore, uidsAfter), "no member rolled after the change")
 			}
 			require.NoError(t, f.etcd.WaitHealthy(ctx))

@@ -4,7 +4,6 @@ package faults_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -33,7 +32,7 @@ func TestLeaderCrashIsCountedAsUnplanned(t *testing.T) {
 		log := o.OnEvent
 		o.OnEvent = func(e rollout.Event) {
 			log(e)
-			if strings.HasPrefix(e.Message, "leader moved ") {
+			if e.Kind == rollout.EventLeaderMoved {
 				transfers++
 			}
 			if rolled(e, "etcd-2") && !crashed {

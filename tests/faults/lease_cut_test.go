@@ -59,7 +59,7 @@ func TestRunCutOffPastItsLeaseDisruptsNothingOnceBack(t *testing.T) {
 		logB := o.OnEvent
 		o.OnEvent = func(e rollout.Event) {
 			logB(rollout.Event{Time: e.Time, Message: "[run-b] " + e.Message})
-			if strings.HasPrefix(e.Message, "took over the stale lease of run-a") {
+			if e.Kind == rollout.EventTookOver && e.PreviousHolder == "run-a" {
 				once.Do(func() { close(tookOver) })
 			}
 		}
@@ -75,7 +75,7 @@ func TestRunCutOffPastItsLeaseDisruptsNothingOnceBack(t *testing.T) {
 		logA := o.OnEvent
 		o.OnEvent = func(e rollout.Event) {
 			logA(rollout.Event{Time: e.Time, Message: "[run-a] " + e.Message})
-			if cutUID != "" || !strings.HasPrefix(e.Message, "etcd-2 recreated at") {
+			if cutUID != "" || !memberEvent(e, rollout.EventMemberRecreated, "etcd-2") {
 				return
 			}
 			pod, err := f.etcd.Pod(ctx, 2)

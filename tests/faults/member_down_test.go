@@ -4,7 +4,7 @@ package faults_test
 
 import (
 	"context"
-	"strings"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -15,24 +15,24 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
 )
 
-// events collects a run's progress lines for assertions on their order.
+// events collects a run's events for assertions on their order.
 type events struct {
-	mu    sync.Mutex
-	lines []string
+	mu  sync.Mutex
+	all []rollout.Event
 }
 
-func (e *events) add(line string) { e.mu.Lock(); e.lines = append(e.lines, line); e.mu.Unlock() }
+func (e *events) add(ev rollout.Event) { e.mu.Lock(); e.all = append(e.all, ev); e.mu.Unlock() }
 
-// index is the position of the first line that starts with prefix, or -1.
-func (e *events) index(prefix string) int {
+// index is the position of the first event that matches, or -1.
+func (e *events) index(match func(rollout.Event) bool) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for i, l := range e.lines {
-		if strings.HasPrefix(l, prefix) {
-			return i
-		}
-	}
-	return -1
+	return slices.IndexFunc(e.all, match)
+}
+
+// ofKind matches the events of kind.
+func ofKind(kind rollout.EventKind) func(rollout.Event) bool {
+	return func(e rollout.Event) bool { return e.Kind == kind }
 }
 
 // A member that is not being rolled goes down (frozen: alive, answering nothing) right after the first
@@ -49,13 +49,13 @@ func TestMemberDownHoldsThenResumes(t *testing.T) {
 		log := o.OnEvent
 		o.OnEvent = func(e rollout.Event) {
 			log(e)
-			ev.add(e.Message)
+			ev.add(e)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			switch {
 			case rolled(e, "etcd-2"):
 				require.NoError(t, f.etcd.Freeze(ctx, 0))
-			case strings.HasPrefix(e.Message, "holding:"):
+			case e.Kind == rollout.EventHolding:
 				go func() {
 					time.Sleep(3 * time.Second) // several polls while held
 					thawed.Do(func() { assert.NoError(t, f.etcd.Thaw(context.Background(), 0)) })
@@ -65,9 +65,11 @@ func TestMemberDownHoldsThenResumes(t *testing.T) {
 	}).Run(runCtx(t))
 	thawed.Do(func() { require.NoError(t, f.etcd.Thaw(context.Background(), 0)) })
 	require.NoError(t, err)
-	held, unblocked, next := ev.index("holding: rollout blocked"), ev.index("unblocked after"), ev.index("restarting etcd-1")
+	held, unblocked := ev.index(ofKind(rollout.EventHolding)), ev.index(ofKind(rollout.EventUnblocked))
+	next := ev.index(func(e rollout.Event) bool { return memberEvent(e, rollout.EventMemberRestarting, "etcd-1") })
 	require.NotEqual(t, -1, held, "the engine held while etcd-0 was down")
-	assert.Contains(t, ev.lines[held], "etcd-0")
+	require.NotNil(t, ev.all[held].Blocked, "a hold says what blocks it")
+	assert.Contains(t, ev.all[held].Blocked.Reason, "etcd-0")
 	require.NotEqual(t, -1, unblocked)
 	assert.Less(t, held, unblocked)
 	assert.Less(t, unblocked, next, "etcd-1 restarted only after etcd-0 was back")

@@ -4,7 +4,6 @@ package faults_test
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -48,7 +47,7 @@ func TestResumedRunReprovesTheCanaryItDidNotWatch(t *testing.T) {
 		log := o.OnEvent
 		o.OnEvent = func(e rollout.Event) {
 			log(e)
-			if strings.HasPrefix(e.Message, "cooling down") && ctxA.Err() == nil {
+			if e.Kind == rollout.EventCoolingDown && ctxA.Err() == nil {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
 				if m, err := f.etcd.Member(ctx, 2); err == nil {
@@ -84,7 +83,7 @@ func TestResumedRunReprovesTheCanaryItDidNotWatch(t *testing.T) {
 				}
 			case e.Kind == rollout.EventMemberRestarting:
 				restartedByB = append(restartedByB, e.Pod)
-			case strings.HasPrefix(e.Message, "moving leader ") && strings.HasSuffix(e.Message, "→ etcd-2"):
+			case e.Kind == rollout.EventLeaderMoving && e.To == "etcd-2":
 				movesOntoCanary = append(movesOntoCanary, e.Message)
 			}
 		}

@@ -4,7 +4,6 @@ package faults_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -46,7 +45,7 @@ func TestTemplateWrittenBeforeThePartitionIsLoweredRestartsNothing(t *testing.T)
 		log := o.OnEvent
 		o.OnEvent = func(e rollout.Event) {
 			log(e)
-			if wrote && strings.HasPrefix(e.Message, "leader moved ") {
+			if wrote && e.Kind == rollout.EventLeaderMoved {
 				transfersAfter++
 			}
 			if wrote || !memberEvent(e, rollout.EventMemberRestarting, "etcd-1") {
