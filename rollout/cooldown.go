@@ -85,16 +85,15 @@ func (r *run) coolDown(ctx context.Context) (again bool, err error) {
 // stability window is still caught before another member goes down. A member no look reaches is held for, as
 // in a cool-down; again is set after such a hold.
 func (r *run) checkPassed(ctx context.Context) (again bool, err error) {
-	for {
+	_, err = waitFor(ctx, time.Time{}, r.e.pollEvery, func(ctx context.Context) (struct{}, bool, error) {
 		holding, err := r.lookAtPassed(ctx, true)
-		if err != nil || !holding {
-			return again, err
-		}
-		again = true
-		if err := sleep(ctx, r.e.pollEvery); err != nil {
-			return true, fmt.Errorf("checking the members that passed: %w", err)
-		}
+		again = again || holding
+		return struct{}{}, !holding, err
+	})
+	if err != nil && ctx.Err() != nil {
+		return true, fmt.Errorf("checking the members that passed: %w", err)
 	}
+	return again, err
 }
 
 // lookAtPassed looks at every member this run saw pass; holding says one of them could not be reached, or
@@ -191,15 +190,14 @@ func (r *run) holdUnseen(ctx context.Context, ordinal int, p *passedMember, m Me
 	if _, err := r.unseen(ctx, ordinal, p, m.Problem); err != nil {
 		return err
 	}
-	for {
+	_, err := waitFor(ctx, time.Time{}, r.e.pollEvery, func(ctx context.Context) (struct{}, bool, error) {
 		holding, err := r.stillUp(ctx, ordinal, p, false)
-		if err != nil || !holding {
-			return err
-		}
-		if err := sleep(ctx, r.e.pollEvery); err != nil {
-			return fmt.Errorf("waiting to look at %s again: %w", m.Pod, err)
-		}
+		return struct{}{}, !holding, err
+	})
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("waiting to look at %s again: %w", m.Pod, err)
 	}
+	return err
 }
 
 // stillAnswers is the light look at members this run already rolled, taken while it cools down. Only the
