@@ -160,17 +160,8 @@ func TestChannelForwardEndsWhenThePodRefusesAConnection(t *testing.T) {
 	refused, err := net.Dial("tcp", f.addr)
 	require.NoError(t, err)
 	defer refused.Close()
-	select {
-	case <-f.done:
-	case <-time.After(stuck):
-		t.Fatal("the forward did not end when the kubelet reported an error")
-	}
-	f.errMu.Lock()
-	assert.ErrorContains(t, f.err, "connection refused")
-	f.errMu.Unlock()
-	require.NoError(t, first.SetReadDeadline(time.Now().Add(stuck)))
-	_, err = first.Read(make([]byte, 1))
-	assert.Error(t, err, "the forward's other connection is closed with it")
+	assert.ErrorContains(t, waitEnded(t, f, "the kubelet reported an error"), "connection refused")
+	assertClosed(t, first, "the forward's other connection is closed with it")
 	_, err = net.DialTimeout("tcp", f.addr, time.Second)
 	assert.Error(t, err, "the forward's local port is closed")
 }
@@ -183,17 +174,29 @@ func TestChannelForwardStopClosesItsConnections(t *testing.T) {
 	assert.Equal(t, "one\n", echo(t, conn, "one"))
 
 	stop()
+	assert.NoError(t, waitEnded(t, f, "stopped"), "a stopped forward did not fail")
+	assertClosed(t, conn, "an open connection is closed")
+}
+
+// waitEnded waits for f to end, after what, and returns its error.
+func waitEnded(t *testing.T, f *forward, after string) error {
+	t.Helper()
 	select {
 	case <-f.done:
 	case <-time.After(stuck):
-		t.Fatal("the forward did not end when stopped")
+		t.Fatalf("the forward did not end when %s", after)
 	}
 	f.errMu.Lock()
-	assert.NoError(t, f.err, "a stopped forward did not fail")
-	f.errMu.Unlock()
+	defer f.errMu.Unlock()
+	return f.err
+}
+
+// assertClosed says conn was closed by the forward: a read fails rather than waits.
+func assertClosed(t *testing.T, conn net.Conn, msg string) {
+	t.Helper()
 	require.NoError(t, conn.SetReadDeadline(time.Now().Add(stuck)))
-	_, err = conn.Read(make([]byte, 1))
-	assert.Error(t, err, "an open connection is closed")
+	_, err := conn.Read(make([]byte, 1))
+	assert.Error(t, err, msg)
 }
 
 func TestNeedsSPDYOnlyWhereTheProtocolIsNotServed(t *testing.T) {
