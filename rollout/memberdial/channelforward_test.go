@@ -119,6 +119,15 @@ func openFakeChannelForward(t *testing.T) (kubelet *fakeKubelet, f *forward, sto
 	return kubelet, f, stop
 }
 
+// connect opens a connection to f's local port, closed at the test's end.
+func connect(t *testing.T, f *forward) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", f.addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
 // echo sends line over conn and returns what came back.
 func echo(t *testing.T, conn net.Conn, line string) string {
 	require.NoError(t, conn.SetDeadline(time.Now().Add(stuck)))
@@ -133,15 +142,11 @@ func TestChannelForwardCarriesEachConnectionOverItsOwnWebsocket(t *testing.T) {
 	kubelet, f, _ := openFakeChannelForward(t)
 	assert.Equal(t, int32(1), kubelet.upgrades.Load(), "upgrades to open the forward")
 
-	first, err := net.Dial("tcp", f.addr)
-	require.NoError(t, err)
-	defer first.Close()
+	first := connect(t, f)
 	assert.Equal(t, "one\n", echo(t, first, "one"))
 	assert.Equal(t, int32(1), kubelet.upgrades.Load(), "upgrades once the first connection took the forward's own websocket")
 
-	second, err := net.Dial("tcp", f.addr)
-	require.NoError(t, err)
-	defer second.Close()
+	second := connect(t, f)
 	assert.Equal(t, "two\n", echo(t, second, "two"))
 	assert.Equal(t, "one again\n", echo(t, first, "one again"))
 	assert.Equal(t, int32(2), kubelet.upgrades.Load(), "upgrades for two connections")
@@ -151,26 +156,20 @@ func TestChannelForwardCarriesEachConnectionOverItsOwnWebsocket(t *testing.T) {
 
 func TestChannelForwardEndsWhenThePodRefusesAConnection(t *testing.T) {
 	kubelet, f, _ := openFakeChannelForward(t)
-	first, err := net.Dial("tcp", f.addr)
-	require.NoError(t, err)
-	defer first.Close()
+	first := connect(t, f)
 	assert.Equal(t, "one\n", echo(t, first, "one"))
 
 	kubelet.refuse.Store(true)
-	refused, err := net.Dial("tcp", f.addr)
-	require.NoError(t, err)
-	defer refused.Close()
+	connect(t, f) // the kubelet refuses this one
 	assert.ErrorContains(t, waitEnded(t, f, "the kubelet reported an error"), "connection refused")
 	assertClosed(t, first, "the forward's other connection is closed with it")
-	_, err = net.DialTimeout("tcp", f.addr, time.Second)
+	_, err := net.DialTimeout("tcp", f.addr, time.Second)
 	assert.Error(t, err, "the forward's local port is closed")
 }
 
 func TestChannelForwardStopClosesItsConnections(t *testing.T) {
 	_, f, stop := openFakeChannelForward(t)
-	conn, err := net.Dial("tcp", f.addr)
-	require.NoError(t, err)
-	defer conn.Close()
+	conn := connect(t, f)
 	assert.Equal(t, "one\n", echo(t, conn, "one"))
 
 	stop()
