@@ -2,34 +2,34 @@ package rollout
 
 import (
 	"context"
+	"math"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // apiRetryFor is how long a Kubernetes API call is retried while the API server is unreachable or
 // overloaded: long enough to ride out an API server restart, short enough to fail while a person waits.
 const apiRetryFor = 30 * time.Second
 
+// apiBackoff paces withAPIRetry: quick at first, for a blip, then every 2 s while an API server restarts.
+var apiBackoff = wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Cap: 2 * time.Second, Steps: math.MaxInt32}
+
 // withAPIRetry runs call until it succeeds, fails with an error that retrying cannot fix (not found,
 // forbidden, invalid, conflict), ctx ends, or apiRetryFor passes; it returns the last error.
 func withAPIRetry(ctx context.Context, call func(context.Context) error) error {
-	deadline := time.Now().Add(apiRetryFor)
-	wait := 200 * time.Millisecond
-	for {
+	lastErr, err := waitFor(ctx, time.Now().Add(apiRetryFor), backingOff(apiBackoff), func(ctx context.Context) (error, bool, error) {
 		err := call(ctx)
-		if err == nil || permanent(err) || ctx.Err() != nil || time.Now().After(deadline) {
-			return err
+		if err != nil && permanent(err) {
+			return err, false, err
 		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(wait):
-		}
-		if wait < 2*time.Second {
-			wait *= 2
-		}
+		return err, err == nil, nil
+	})
+	if lastErr != nil {
+		return lastErr // what the API server said, not that the retries ran out
 	}
+	return err
 }
 
 func permanent(err error) bool {

@@ -12,7 +12,7 @@ import (
 // moves it on its own; the operator is told what it still is.
 func (e *Engine) awaitClusterVersion(ctx context.Context, st ClusterState, to EtcdVersion) string {
 	start, seen, first := time.Now(), st.ClusterVersion, true
-	seen, err := waitFor(ctx, start.Add(e.cfg.HealthTimeout), e.pollEvery, func(ctx context.Context) (string, bool, error) {
+	seen, err := waitFor(ctx, start.Add(e.cfg.HealthTimeout), every(e.pollEvery), func(ctx context.Context) (string, bool, error) {
 		if !first { // the first look is at the version the last observation read
 			if now := e.freshClusterVersion(ctx, st); now != "" {
 				seen = now

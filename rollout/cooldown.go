@@ -60,24 +60,27 @@ func (r *run) coolDown(ctx context.Context) (again bool, err error) {
 	}
 	e.announce(Event{Kind: EventCoolingDown, Step: Step{Kind: StepCooldown}}, "cooling down %s", e.cfg.Cooldown)
 	end := time.Now().Add(e.cfg.Cooldown)
-	for {
-		// The last round also asks whether the same processes serve: a restart between two looks answers both.
-		last := !time.Now().Before(end)
-		holding, err := r.lookAtPassed(ctx, last)
-		if err != nil {
-			return true, err
-		}
-		if last && !holding {
-			return true, nil
-		}
+	holding := false
+	// Between looks: the poll interval, shortened so the last look falls at the end, unless a member is
+	// held for, which keeps the cool-down going past it.
+	untilNextLook := func(ctx context.Context) error {
 		wait := e.pollEvery
 		if !holding {
 			wait = max(0, min(wait, time.Until(end)))
 		}
-		if err := sleep(ctx, wait); err != nil {
-			return true, fmt.Errorf("during cool-down: %w", err)
-		}
+		return sleep(ctx, wait)
 	}
+	_, err = waitFor(ctx, time.Time{}, untilNextLook, func(ctx context.Context) (struct{}, bool, error) {
+		// The last look also asks whether the same processes serve: a restart between two looks answers both.
+		last := !time.Now().Before(end)
+		var err error
+		holding, err = r.lookAtPassed(ctx, last)
+		return struct{}{}, last && !holding, err
+	})
+	if err != nil && ctx.Err() != nil {
+		return true, fmt.Errorf("during cool-down: %w", err)
+	}
+	return true, err
 }
 
 // checkPassed is what is left of the cool-down when there is none: before the next disruption, every member
@@ -85,7 +88,7 @@ func (r *run) coolDown(ctx context.Context) (again bool, err error) {
 // stability window is still caught before another member goes down. A member no look reaches is held for, as
 // in a cool-down; again is set after such a hold.
 func (r *run) checkPassed(ctx context.Context) (again bool, err error) {
-	_, err = waitFor(ctx, time.Time{}, r.e.pollEvery, func(ctx context.Context) (struct{}, bool, error) {
+	_, err = waitFor(ctx, time.Time{}, every(r.e.pollEvery), func(ctx context.Context) (struct{}, bool, error) {
 		holding, err := r.lookAtPassed(ctx, true)
 		again = again || holding
 		return struct{}{}, !holding, err
@@ -190,7 +193,7 @@ func (r *run) holdUnseen(ctx context.Context, ordinal int, p *passedMember, m Me
 	if _, err := r.unseen(ctx, ordinal, p, m.Problem); err != nil {
 		return err
 	}
-	_, err := waitFor(ctx, time.Time{}, r.e.pollEvery, func(ctx context.Context) (struct{}, bool, error) {
+	_, err := waitFor(ctx, time.Time{}, every(r.e.pollEvery), func(ctx context.Context) (struct{}, bool, error) {
 		holding, err := r.stillUp(ctx, ordinal, p, false)
 		return struct{}{}, !holding, err
 	})

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 )
@@ -56,18 +58,18 @@ func (e *Engine) downgradeCall(ctx context.Context, st ClusterState, action memb
 	if err != nil {
 		return "", err
 	}
-	for attempt := 1; ; attempt++ {
+	// A broken connection is forgotten, so the next attempt dials anew; an answer from etcd is final.
+	retryable := func(err error) bool { return member.Transient(err) && ctx.Err() == nil }
+	err = retry.OnError(wait.Backoff{Steps: downgradeAttempts, Duration: 200 * time.Millisecond}, retryable, func() error {
 		cctx, cancel := context.WithTimeout(ctx, downgradeCallTimeout)
-		_, err = e.etcd.Downgrade(cctx, pod, action, target)
-		cancel()
-		if err == nil || !member.Transient(err) || attempt == downgradeAttempts || ctx.Err() != nil {
-			return pod, err
+		defer cancel()
+		_, err := e.etcd.Downgrade(cctx, pod, action, target)
+		if err != nil && retryable(err) {
+			e.etcd.Forget(pod)
 		}
-		e.etcd.Forget(pod)
-		if serr := sleep(ctx, 200*time.Millisecond); serr != nil {
-			return pod, err
-		}
-	}
+		return err
+	})
+	return pod, err
 }
 
 // downgradeMember is the member the downgrade API is asked through: the leader, which serves enable and cancel
@@ -140,7 +142,7 @@ func downgradeEnabledFor(st ClusterState, target string) bool {
 // no member reports a newer storage version: the moment a member may restart on the older binary.
 func (e *Engine) awaitDowngradeReady(ctx context.Context, st ClusterState, step Step) error {
 	start := time.Now()
-	last, err := waitFor(ctx, start.Add(e.cfg.HealthTimeout), e.pollEvery, func(ctx context.Context) (string, bool, error) {
+	last, err := waitFor(ctx, start.Add(e.cfg.HealthTimeout), every(e.pollEvery), func(ctx context.Context) (string, bool, error) {
 		seen, ok := e.downgradeReady(ctx, st, step.Version)
 		return seen, ok, nil
 	})
@@ -215,7 +217,7 @@ func (e *Engine) clusterVersionAfterCancel(ctx context.Context, st ClusterState,
 // a cancel (it re-decides every few seconds). It returns the version seen last ("" when none was) and
 // whether it moved.
 func (e *Engine) versionAfterCancel(ctx context.Context, st ClusterState, target string) (seen string, raised bool) {
-	seen, err := waitFor(ctx, time.Time{}, e.pollEvery, func(ctx context.Context) (string, bool, error) {
+	seen, err := waitFor(ctx, time.Time{}, every(e.pollEvery), func(ctx context.Context) (string, bool, error) {
 		if now := e.freshClusterVersion(ctx, st); now != "" {
 			seen = now
 			return seen, !isMinor(now, target), nil

@@ -185,41 +185,50 @@ const stillWaitingEvery = 5 * time.Second
 // poll runs check until it passes, fails for good (its error), the gate's timeout passes (a
 // *GateTimeoutError carrying the last thing seen), or ctx ends.
 func (e *Engine) poll(ctx context.Context, g gateWait, check func(context.Context) (bool, string, error)) error {
-	deadline := g.since.Add(g.timeout)
 	lastSeen := "nothing yet"
-	started := time.Now()
-	nextReport := started.Add(e.stillWaitingEvery)
-	for {
-		var event <-chan struct{}
+	var (
+		event       <-chan struct{} // taken before each look, so an event during it is not missed
+		checkFailed bool
+	)
+	report := e.stillWaiting(g)
+	_, err := waitFor(ctx, g.since.Add(g.timeout), func(ctx context.Context) error {
+		report(lastSeen)
+		return e.waitForChange(ctx, event)
+	}, func(ctx context.Context) (struct{}, bool, error) {
 		if g.onEvents {
-			event = e.watch.changes() // taken before the look, so an event during it is not missed
+			event = e.watch.changes()
 		}
 		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+		defer cancel()
 		ok, seen, err := check(cctx)
-		cancel()
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
 		if seen != "" {
 			lastSeen = seen
 		}
-		if err := context.Cause(ctx); err != nil {
-			return fmt.Errorf("waiting for %s (%s gate, last seen: %s): %w", g.pod, g.gate, lastSeen, err)
+		checkFailed = err != nil
+		return struct{}{}, ok, err
+	})
+	switch {
+	case err == nil || checkFailed:
+		return err
+	case errors.Is(err, errWaitedOut):
+		return &GateTimeoutError{Pod: g.pod, Gate: g.gate, Timeout: g.timeout, LastSeen: lastSeen}
+	}
+	return fmt.Errorf("waiting for %s (%s gate, last seen: %s): %w", g.pod, g.gate, lastSeen, err)
+}
+
+// stillWaiting returns what poll calls between looks to say, every stillWaitingEvery, what the gate last saw.
+func (e *Engine) stillWaiting(g gateWait) func(lastSeen string) {
+	started := time.Now()
+	deadline := g.since.Add(g.timeout)
+	next := started.Add(e.stillWaitingEvery)
+	return func(lastSeen string) {
+		now := time.Now()
+		if now.Before(next) {
+			return
 		}
-		if time.Now().After(deadline) {
-			return &GateTimeoutError{Pod: g.pod, Gate: g.gate, Timeout: g.timeout, LastSeen: lastSeen}
-		}
-		if now := time.Now(); now.After(nextReport) {
-			e.emit(Step{Kind: StepWaitMember, Ordinal: g.ordinal}, "still waiting for %s (%s gate, %s so far, %s left): %s",
-				g.pod, g.gate, now.Sub(started).Round(time.Second), time.Until(deadline).Round(time.Second), lastSeen)
-			nextReport = now.Add(e.stillWaitingEvery)
-		}
-		if err := e.waitForChange(ctx, event); err != nil {
-			return fmt.Errorf("waiting for %s (%s gate, last seen: %s): %w", g.pod, g.gate, lastSeen, err)
-		}
+		e.emit(Step{Kind: StepWaitMember, Ordinal: g.ordinal}, "still waiting for %s (%s gate, %s so far, %s left): %s",
+			g.pod, g.gate, now.Sub(started).Round(time.Second), deadline.Sub(now).Round(time.Second), lastSeen)
+		next = now.Add(e.stillWaitingEvery)
 	}
 }
 

@@ -60,7 +60,7 @@ func (e *Engine) settledStatefulSet(ctx context.Context) (*appsv1.StatefulSet, e
 		return sts, err
 	}
 	// Past the deadline the last read is the answer, settled or not: the look says done then.
-	sts, err := waitFor(ctx, time.Time{}, 100*time.Millisecond, func(ctx context.Context) (*appsv1.StatefulSet, bool, error) {
+	sts, err := waitFor(ctx, time.Time{}, every(100*time.Millisecond), func(ctx context.Context) (*appsv1.StatefulSet, bool, error) {
 		var sts *appsv1.StatefulSet
 		err := withAPIRetry(ctx, func(ctx context.Context) (err error) {
 			sts, err = e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Get(ctx, e.cfg.StatefulSet, metav1.GetOptions{})
@@ -88,19 +88,18 @@ func (e *Engine) settledStatefulSet(ctx context.Context) (*appsv1.StatefulSet, e
 func (e *Engine) settledFromWatch(ctx context.Context, deadline time.Time) (*appsv1.StatefulSet, error) {
 	e.reportWatchRefusal()
 	lag := &watchLag{}
-	for {
-		event := e.watch.changes()
-		sts, pending := e.statefulSetFromWatch(0, lag)
-		switch {
-		case sts != nil && (sts.Status.ObservedGeneration >= sts.Generation || time.Now().After(deadline)):
-			return sts, nil
-		case sts == nil && !pending:
-			return nil, nil
-		}
-		if e.waitForChange(ctx, event) != nil {
-			return nil, ctx.Err()
-		}
+	var event <-chan struct{}
+	sts, err := waitFor(ctx, time.Time{}, func(ctx context.Context) error { return e.waitForChange(ctx, event) },
+		func(context.Context) (*appsv1.StatefulSet, bool, error) {
+			event = e.watch.changes() // taken before the look, so a change during it is not missed
+			sts, pending := e.statefulSetFromWatch(0, lag)
+			settled := sts != nil && (sts.Status.ObservedGeneration >= sts.Generation || time.Now().After(deadline))
+			return sts, settled || (sts == nil && !pending), nil
+		})
+	if err != nil {
+		return nil, ctx.Err()
 	}
+	return sts, nil
 }
 
 func stsState(sts *appsv1.StatefulSet) ClusterState {

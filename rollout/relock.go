@@ -18,7 +18,7 @@ const relockTimeout = 30 * time.Second
 func (e *Engine) relock(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), relockTimeout)
 	defer cancel()
-	last, err := waitFor(rctx, time.Time{}, time.Second, func(ctx context.Context) (error, bool, error) {
+	last, err := waitFor(rctx, time.Time{}, every(time.Second), func(ctx context.Context) (error, bool, error) {
 		sts, err := e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Get(ctx, e.cfg.StatefulSet, metav1.GetOptions{})
 		if err == nil {
 			replicas := 1

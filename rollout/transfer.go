@@ -29,7 +29,7 @@ func (e *Engine) transferLeader(ctx context.Context, st ClusterState, step Step)
 		}
 		return fmt.Errorf("moving leader %s → %s: %w", from.Pod, to.Pod, err)
 	}
-	if _, err := waitFor(cctx, time.Time{}, 50*time.Millisecond, func(ctx context.Context) (struct{}, bool, error) {
+	if _, err := waitFor(cctx, time.Time{}, every(50*time.Millisecond), func(ctx context.Context) (struct{}, bool, error) {
 		s, err := e.etcd.Status(ctx, to.Pod)
 		return struct{}{}, err == nil && s.Leader == to.MemberID, nil
 	}); err != nil {

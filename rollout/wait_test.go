@@ -35,7 +35,7 @@ func TestWaitForReturnsWhatItLastSaw(t *testing.T) {
 				deadline = time.Now().Add(tt.deadline)
 			}
 			looks := 0
-			seen, err := waitFor(tt.ctx, deadline, time.Millisecond, func(context.Context) (int, bool, error) {
+			seen, err := waitFor(tt.ctx, deadline, every(time.Millisecond), func(context.Context) (int, bool, error) {
 				looks++
 				if looks == tt.failAt {
 					return looks, false, boom
@@ -53,4 +53,24 @@ func TestWaitForReturnsWhatItLastSaw(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The API retry starts quick for a blip and settles at 2 s while an API server restarts, never below it.
+func TestAPIBackoffGrowsToItsCap(t *testing.T) {
+	next := apiBackoff.DelayFunc()
+	var got []time.Duration
+	for range 7 {
+		got = append(got, next())
+	}
+	ms := time.Millisecond
+	assert.Equal(t, []time.Duration{200 * ms, 400 * ms, 800 * ms, 1600 * ms, 2000 * ms, 2000 * ms, 2000 * ms}, got)
+}
+
+func TestWaitForReportsCancellationOverItsDeadline(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := waitFor(ctx, time.Now().Add(-time.Second), every(time.Millisecond), func(context.Context) (int, bool, error) {
+		cancel()
+		return 0, false, nil
+	})
+	assert.ErrorIs(t, err, context.Canceled)
 }
