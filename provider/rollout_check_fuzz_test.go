@@ -15,7 +15,7 @@ var rolloutInputs = map[string]bool{"stsName": true, "namespace": true, "service
 // FuzzValidateArgs checks the provider's input validation against the engine's own: whatever the inputs,
 // validateArgs never panics, each failure names an input and says why, and inputs it passes make an
 // engine Config that the engine accepts too. Otherwise a bad input would get through `pulumi preview` and
-// fail only in `pulumi up`, the moment the DEVELOPERS.md promise ("bad input gets a clear error before
+// fail only in `pulumi up`, the moment CONTRIBUTING.md's rule ("bad input gets a clear error before
 // anything is touched") is about.
 func FuzzValidateArgs(f *testing.F) {
 	f.Add("etcd", "default", "etcd-headless", 2379, true, "/tls/ca.crt", "/tls/client.crt", "/tls/client.key", "v1", 30, 300, 60, true)

@@ -377,7 +377,7 @@ type Failure struct {
 	RevertError string
 }
 
-// The executor's surface (engine.go, run.go and their neighbours):
+// The executor's surface (Engine: engine.go and engine_*.go; a run's steps: run.go and run_*.go):
 //
 //	func NewConfig(sts, namespace, service string) Config              // defaults filled, Holder = etcd-rollout@host/pid
 //	func (c Config) Validate() error                                    // every bad field, named as the user wrote it

@@ -9,9 +9,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
 
@@ -55,14 +57,14 @@ type Engine struct {
 	onEvent   func(Event)
 	pollEvery time.Duration
 	stableFor time.Duration
-	// stillWaitingEvery paces a waiting gate's progress lines (stillWaitingEvery in gates.go; tests shorten it).
+	// stillWaitingEvery paces a waiting gate's progress lines (stillWaitingEvery in engine_gates.go; tests shorten it).
 	stillWaitingEvery time.Duration
 	// proven are the revisions a member held healthy on for stableFor (see provenRevisions).
 	proven provenRevisions
 	lease  *rolloutLease
 	status *statusPublisher
 
-	// watch caches the StatefulSet and its pods while a run holds the lease (watch.go).
+	// watch caches the StatefulSet and its pods while a run holds the lease (memberwatch.go).
 	watch *memberWatch
 	// wroteGeneration is the StatefulSet generation of the engine's last partition write: a cache that has
 	// not seen it yet is behind, not evidence of interference.
@@ -204,7 +206,7 @@ func (e *Engine) anyPod(ctx context.Context) (*corev1.Pod, error) {
 	return nil, fmt.Errorf("no running pod of StatefulSet %s to read it from", e.cfg.StatefulSet)
 }
 
-// emit reports progress to the caller, and to the status published on the cluster (status.go).
+// emit reports progress to the caller, and to the status published on the cluster (status_publisher.go).
 func (e *Engine) emit(step Step, format string, args ...any) {
 	e.announce(Event{Step: step}, format, args...)
 }
@@ -217,4 +219,63 @@ func (e *Engine) announce(ev Event, format string, args ...any) {
 	if e.onEvent != nil {
 		e.onEvent(ev)
 	}
+}
+
+// LeaseHolder says who holds the StatefulSet's rollout Lease; "" when no rollout holds it (or it was never
+// created). expiresIn is an estimate for display only: the holder's renewTime plus the lease duration,
+// minus the local clock, so clocks that disagree skew it, and <= 0 means "looks stale". Whether a lease
+// may be taken over is decided by watching it (acquire, which Run and Unlock use), never by this.
+func (e *Engine) LeaseHolder(ctx context.Context) (holder string, expiresIn time.Duration, err error) {
+	l, err := e.kube.CoordinationV1().Leases(e.cfg.Namespace).Get(ctx, e.lease.name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", 0, nil
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("reading lease %s: %w", e.lease.id(), err)
+	}
+	d := recordDuration(l, e.lease.duration)
+	return ptr.Deref(l.Spec.HolderIdentity, ""), renewTime(l).Add(d).Sub(time.Now()), nil
+}
+
+// Run rolls every member that is not yet at the StatefulSet's updateRevision and healthy, one at a time,
+// and returns once all are, with the partition back at replicas. It re-observes the cluster before every
+// step, so it resumes wherever an earlier run stopped. On error it returns what it did so far; the
+// partition is re-locked on every exit path, including a cancelled ctx and a panic (which is re-raised).
+func (e *Engine) Run(ctx context.Context) (res Result, err error) {
+	defer func() { err = explainForbidden(err) }() // runs last: after the re-lock and the lease release
+	res.StartedAt = time.Now()
+	requestsBefore := e.requests.count()
+	defer func() { res.APIRequests = int(e.requests.count() - requestsBefore) }() // the lease release included
+	// A StatefulSet that is not there gets no Lease either: bad input leaves no trace.
+	if _, err := e.settledStatefulSet(ctx); err != nil {
+		res.FinishedAt = time.Now()
+		return res, err
+	}
+	lease, err := e.lease.acquire(ctx)
+	if err != nil {
+		res.FinishedAt = time.Now()
+		return res, err
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stopRenew := e.lease.keepRenewed(runCtx, cancel)
+
+	r := &run{e: e, res: &res, lease: lease, passed: map[int]*passedMember{}, rolledFrom: map[int]string{}, requestsBefore: requestsBefore}
+	defer func() {
+		p := recover()
+		if p != nil {
+			err = errors.Join(err, fmt.Errorf("panic during rollout: %v", p))
+		}
+		err = r.exit(ctx, err, stopRenew)
+		if p != nil {
+			panic(p)
+		}
+	}()
+
+	err = r.execute(runCtx)
+	if err != nil && context.Cause(runCtx) != nil && ctx.Err() == nil {
+		// The run's own context ended (lost lease): say so rather than "context canceled".
+		err = fmt.Errorf("%w (%v)", context.Cause(runCtx), err)
+	}
+	return res, err
 }

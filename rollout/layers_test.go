@@ -1,7 +1,11 @@
 package rollout
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -50,4 +54,60 @@ func TestOnlyMemberAccessTalksToEtcd(t *testing.T) {
 			assert.False(t, strings.HasPrefix(imp, f), "package rollout imports %s: reach etcd through internal/member", imp)
 		}
 	}
+}
+
+// A type's methods live in its type's file, or in files named <type>_<topic>.go when there are many
+// (docs/architecture.md): a newcomer finds Engine's in engine*.go and a run's steps in run*.go.
+func TestMethodsLiveInTheirTypesFiles(t *testing.T) {
+	for _, dir := range []string{".", "internal/member", "memberdial", "../provider"} {
+		t.Run(dir, func(t *testing.T) {
+			files := methodFilesByType(t, dir)
+			require.NotEmpty(t, files)
+			for typ, fs := range files {
+				if len(fs) < 2 {
+					continue
+				}
+				for f := range fs {
+					base, lower := strings.TrimSuffix(strings.ToLower(f), ".go"), strings.ToLower(typ)
+					assert.True(t, base == lower || strings.HasPrefix(base, lower+"_"),
+						"%s's methods are in %d files; %s is not named for it (%s.go or %s_<topic>.go)", typ, len(fs), f, lower, lower)
+				}
+			}
+		})
+	}
+}
+
+// methodFilesByType reads the non-test files of dir: for each receiver type, the files holding its methods.
+func methodFilesByType(t *testing.T, dir string) map[string]map[string]bool {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	require.NoError(t, err)
+	files := map[string]map[string]bool{}
+	fset := token.NewFileSet()
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		require.NoError(t, err)
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Recv == nil {
+				continue
+			}
+			typ := fn.Recv.List[0].Type
+			if star, ok := typ.(*ast.StarExpr); ok {
+				typ = star.X
+			}
+			if generic, ok := typ.(*ast.IndexExpr); ok {
+				typ = generic.X
+			}
+			name := typ.(*ast.Ident).Name
+			if files[name] == nil {
+				files[name] = map[string]bool{}
+			}
+			files[name][filepath.Base(path)] = true
+		}
+	}
+	return files
 }

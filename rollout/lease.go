@@ -396,22 +396,6 @@ func renewTime(l *coordinationv1.Lease) time.Time {
 	return l.CreationTimestamp.Time
 }
 
-// LeaseHolder says who holds the StatefulSet's rollout Lease; "" when no rollout holds it (or it was never
-// created). expiresIn is an estimate for display only: the holder's renewTime plus the lease duration,
-// minus the local clock, so clocks that disagree skew it, and <= 0 means "looks stale". Whether a lease
-// may be taken over is decided by watching it (acquire, which Run and Unlock use), never by this.
-func (e *Engine) LeaseHolder(ctx context.Context) (holder string, expiresIn time.Duration, err error) {
-	l, err := e.kube.CoordinationV1().Leases(e.cfg.Namespace).Get(ctx, e.lease.name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return "", 0, nil
-	}
-	if err != nil {
-		return "", 0, fmt.Errorf("reading lease %s: %w", e.lease.id(), err)
-	}
-	d := recordDuration(l, e.lease.duration)
-	return ptr.Deref(l.Spec.HolderIdentity, ""), renewTime(l).Add(d).Sub(time.Now()), nil
-}
-
 // heldSince says whether this process holds the lease now and since when (its acquireTime, which each run's
 // acquire sets anew and renewals keep).
 func (l *rolloutLease) heldSince() (string, bool) {

@@ -132,3 +132,61 @@ func (p Plan) names(ordinals []int) string {
 	}
 	return strings.Join(out, ", ")
 }
+
+// VersionLine is the version path in one line, as preview shows it next to the plan, e.g.
+//
+//	etcd 3.5.35 → 3.6.8 (cluster version 3.5 → 3.6 once etcd-0 is rolled)
+//	etcd 3.6.7 → 3.6.8 (cluster version stays 3.6)
+//
+// Empty when the plan changes no version.
+func (p Plan) VersionLine() string {
+	path, cluster := p.versionParts()
+	if cluster == "" {
+		return path
+	}
+	return path + " (" + cluster + ")"
+}
+
+// versionParts is the version path ("etcd 3.5.35 → 3.6.8") and what it does to the cluster version
+// ("cluster version 3.5 → 3.6 once etcd-0 is rolled"); the second is empty when nothing can be said.
+func (p Plan) versionParts() (path, cluster string) {
+	v := p.Versions
+	if v == nil {
+		return "", ""
+	}
+	from := make([]string, len(v.From))
+	for i, f := range v.From {
+		from[i] = f.String()
+	}
+	path = fmt.Sprintf("etcd %s → %s", strings.Join(from, ", "), v.To)
+	if len(v.ByTag) > 0 {
+		path = fmt.Sprintf("etcd %s (%s: by image tag) → %s", strings.Join(from, ", "), strings.Join(v.ByTag, ", "), v.To)
+	}
+	now := ""
+	if c, ok := ParseVersion(v.Cluster); ok {
+		now = c.minor()
+	}
+	move := p.VersionMove
+	switch {
+	case move != nil && move.From.less(move.To):
+		if now == "" {
+			// Not read: the cluster version is the lowest minor any member runs, the one the last old member has.
+			now = move.From.minor()
+		}
+		return path, fmt.Sprintf("cluster version %s → %s once %s is rolled", now, move.To.minor(), p.name(move.After))
+	case move != nil && p.Downgrade != nil:
+		return path, p.Downgrade.line(now, p.name)
+	case move != nil:
+		return path, "a minor downgrade: only etcd's downgrade API lowers the cluster version"
+	case now != "":
+		return path, "cluster version stays " + now
+	}
+	return path, ""
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}

@@ -1,12 +1,10 @@
 package rollout
 
 import (
-	"context"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // podWitness is the kubelet's account of one member's container across a wait. A look that never reaches a
@@ -65,15 +63,4 @@ func containerRestarts(p *corev1.Pod) int32 {
 		n += c.RestartCount
 	}
 	return n
-}
-
-// witnessPod gives w the member's pod as the engine's watch has it now; a read that fails is no reading.
-func (e *Engine) witnessPod(ctx context.Context, pod string, w *podWitness) {
-	p, err := e.readPod(ctx, pod)
-	switch {
-	case apierrors.IsNotFound(err):
-		w.observe(nil)
-	case err == nil:
-		w.observe(p)
-	}
 }

@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,26 +15,6 @@ import (
 // 3.5.26 fix several potential upgrade blockers" (https://etcd.io/docs/latest/upgrades/upgrade_3_6/; the
 // v3.6 copy of that page said 3.5.20 earlier, for the "too many learner member" error).
 const MinPatchBefore36 = 26
-
-// EtcdVersion is a release's major.minor.patch.
-type EtcdVersion struct{ Major, Minor, Patch int }
-
-func (v EtcdVersion) String() string { return fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch) }
-
-// imageTag matches the version at the start of an image tag: registry.k8s.io/etcd:3.6.8-0,
-// quay.io/coreos/etcd:v3.5.21, gcr.io/etcd-development/etcd:v3.6.0-rc.1.
-var imageTag = regexp.MustCompile(`:v?(\d+)\.(\d+)\.(\d+)[^:/]*$`)
-
-// ImageVersion reads the etcd version from an image reference's tag. An image pinned only by digest, or
-// tagged otherwise ("latest"), has no version to read.
-func ImageVersion(image string) (EtcdVersion, bool) {
-	m := imageTag.FindStringSubmatch(image)
-	if m == nil {
-		return EtcdVersion{}, false
-	}
-	n := func(s string) int { i, _ := strconv.Atoi(s); return i }
-	return EtcdVersion{n(m[1]), n(m[2]), n(m[3])}, true
-}
 
 // CheckVersionPath refuses a member version change that etcd does not support as a rolling change: skipping
 // a minor version either way, leaving 3.5 from a patch older than MinPatchBefore36, or going down a minor from

@@ -15,47 +15,49 @@ import (
 // that etcd aborted, a leader that came back to the member about to restart).
 const maxStepRetries = 3
 
-// Run rolls every member that is not yet at the StatefulSet's updateRevision and healthy, one at a time,
-// and returns once all are, with the partition back at replicas. It re-observes the cluster before every
-// step, so it resumes wherever an earlier run stopped. On error it returns what it did so far; the
-// partition is re-locked on every exit path, including a cancelled ctx and a panic (which is re-raised).
-func (e *Engine) Run(ctx context.Context) (res Result, err error) {
-	defer func() { err = explainForbidden(err) }() // runs last: after the re-lock and the lease release
-	res.StartedAt = time.Now()
-	requestsBefore := e.requests.count()
-	defer func() { res.APIRequests = int(e.requests.count() - requestsBefore) }() // the lease release included
-	// A StatefulSet that is not there gets no Lease either: bad input leaves no trace.
-	if _, err := e.settledStatefulSet(ctx); err != nil {
-		res.FinishedAt = time.Now()
-		return res, err
-	}
-	lease, err := e.lease.acquire(ctx)
-	if err != nil {
-		res.FinishedAt = time.Now()
-		return res, err
-	}
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stopRenew := e.lease.keepRenewed(runCtx, cancel)
+// run is the state of one Run.
+type run struct {
+	e     *Engine
+	res   *Result
+	lease leaseState
+	// touched is set once this run has written the partition, so exits re-lock; a run refused by its
+	// preconditions changes nothing.
+	touched bool
+	// disrupted is set once this run has moved a leader or restarted a member: from then on a blocked
+	// cluster is waited out for the health timeout, before it for the ready timeout.
+	disrupted bool
+	gen       int64
+	uid       string
+	// startRev is the updateRevision this run rolls to, once known.
+	startRev string
 
-	r := &run{e: e, res: &res, lease: lease, passed: map[int]*passedMember{}, rolledFrom: map[int]string{}, requestsBefore: requestsBefore}
-	defer func() {
-		p := recover()
-		if p != nil {
-			err = errors.Join(err, fmt.Errorf("panic during rollout: %v", p))
-		}
-		err = r.exit(ctx, err, stopRenew)
-		if p != nil {
-			panic(p)
-		}
-	}()
-
-	err = r.execute(runCtx)
-	if err != nil && context.Cause(runCtx) != nil && ctx.Err() == nil {
-		// The run's own context ended (lost lease): say so rather than "context canceled".
-		err = fmt.Errorf("%w (%v)", context.Cause(runCtx), err)
-	}
-	return res, err
+	// passed are the members this run restarted or waited for that passed their gates: such a member that is
+	// unhealthy again did not stay up on the new revision, and the run stops instead of waiting for it anew.
+	passed map[int]*passedMember
+	// rolledFrom is the image each member ran before this run restarted it: what the previous template
+	// applied by hand would bring back, once the controller made the failed revision current.
+	rolledFrom map[int]string
+	// versionMove is the first plan's minor-version change, if any: finish waits for the cluster version.
+	versionMove *VersionMove
+	// downgrade is set once this run enabled etcd's downgrade API: an exit before any restart cancels it.
+	downgrade *downgradeRun
+	// requestsBefore is the engine's API request count when the run started.
+	requestsBefore int64
+	// last is the latest observation: what an exit asks etcd through.
+	last ClusterState
+	// memberIDs are the etcd member IDs seen behind each ordinal in this run: a member keeps its ID across a
+	// restart, so the ID is known while the member does not answer us.
+	memberIDs map[int]uint64
+	// downAfterPass names members that refused a look after they passed their gates: they are not reported
+	// rolled by a run that fails.
+	downAfterPass map[string]bool
+	// planned is set once the plan has been reported.
+	planned     bool
+	cooldownDue bool
+	// finalCheck is set once the members that passed were checked before the run calls itself done.
+	finalCheck   bool
+	retries      int
+	blockedSince time.Time
 }
 
 // exit is every path out of a run, in order: re-lock the partition this run touched (unless another run
@@ -144,51 +146,6 @@ func (r *run) reword(ctx context.Context, err error, relocked bool) error {
 			e.cfg.Namespace, e.cfg.StatefulSet, plural(len(res.MembersRolled), "member", "members"), res.MembersRolled, err)
 	}
 	return err
-}
-
-// run is the state of one Run.
-type run struct {
-	e     *Engine
-	res   *Result
-	lease leaseState
-	// touched is set once this run has written the partition, so exits re-lock; a run refused by its
-	// preconditions changes nothing.
-	touched bool
-	// disrupted is set once this run has moved a leader or restarted a member: from then on a blocked
-	// cluster is waited out for the health timeout, before it for the ready timeout.
-	disrupted bool
-	gen       int64
-	uid       string
-	// startRev is the updateRevision this run rolls to, once known.
-	startRev string
-
-	// passed are the members this run restarted or waited for that passed their gates: such a member that is
-	// unhealthy again did not stay up on the new revision, and the run stops instead of waiting for it anew.
-	passed map[int]*passedMember
-	// rolledFrom is the image each member ran before this run restarted it: what the previous template
-	// applied by hand would bring back, once the controller made the failed revision current.
-	rolledFrom map[int]string
-	// versionMove is the first plan's minor-version change, if any: finish waits for the cluster version.
-	versionMove *VersionMove
-	// downgrade is set once this run enabled etcd's downgrade API: an exit before any restart cancels it.
-	downgrade *downgradeRun
-	// requestsBefore is the engine's API request count when the run started.
-	requestsBefore int64
-	// last is the latest observation: what an exit asks etcd through.
-	last ClusterState
-	// memberIDs are the etcd member IDs seen behind each ordinal in this run: a member keeps its ID across a
-	// restart, so the ID is known while the member does not answer us.
-	memberIDs map[int]uint64
-	// downAfterPass names members that refused a look after they passed their gates: they are not reported
-	// rolled by a run that fails.
-	downAfterPass map[string]bool
-	// planned is set once the plan has been reported.
-	planned     bool
-	cooldownDue bool
-	// finalCheck is set once the members that passed were checked before the run calls itself done.
-	finalCheck   bool
-	retries      int
-	blockedSince time.Time
 }
 
 func (r *run) execute(ctx context.Context) error {

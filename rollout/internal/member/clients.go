@@ -300,3 +300,26 @@ func explain(ctx context.Context, err error) error {
 	}
 	return err
 }
+
+// bound returns ctx, ended early when the address the client dials stops serving. gRPC keeps reconnecting to
+// a dead forward's closed port, and etcd's client retries the call meanwhile, so without this the call waited
+// out its whole deadline: a gate look that cost 3 s instead of one poll interval (make bench: 1 rollout in 5).
+func (c *memberClient) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.ended == nil {
+		return ctx, func() {}
+	}
+	bctx, cancel := context.WithCancelCause(ctx)
+	finished := make(chan struct{})
+	go func() {
+		select {
+		case <-c.ended:
+			cancel(ErrForwardEnded)
+		case <-finished:
+		case <-bctx.Done():
+		}
+	}()
+	return bctx, func() {
+		close(finished)
+		cancel(nil)
+	}
+}

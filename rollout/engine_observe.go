@@ -270,3 +270,16 @@ func maxTerm(st ClusterState) uint64 {
 	}
 	return t
 }
+
+// stillAnswers is the light look at members this run already rolled, taken while it cools down. Only the
+// member's own failure counts: one that stops answering did not stay up on the new revision. A member that
+// answers but sees no leader is waiting out an election elsewhere (a crashed leader), which the run holds
+// for like any blocked state.
+func (e *Engine) stillAnswers(ctx context.Context, pod string) look {
+	cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+	defer cancel()
+	if _, err := e.etcd.Status(cctx, pod); err != nil {
+		return failedLook(err)
+	}
+	return look{ok: true}
+}

@@ -28,7 +28,7 @@ import (
 // The cache is only an optimisation: whoever reads it falls back to a GET while it is not synced, when
 // list or watch is refused (an older Role grants only get), or while it is suspect (a list or watch failed,
 // or a stream ended, and no new stream has delivered since). A cache also lags the engine's own writes; the
-// readers in watchreads.go deal with that.
+// readers in engine_watchreads.go deal with that.
 type memberWatch struct {
 	kube      kubernetes.Interface
 	namespace string
@@ -47,7 +47,7 @@ type memberWatch struct {
 	refused  error
 	reported bool
 	// suspect is set when a list or watch failed or a watch stream ended (an API server restart): until a
-	// stream delivers again the cache may be behind, and readers GET instead (watchstream.go).
+	// stream delivers again the cache may be behind, and readers GET instead (memberwatch_stream.go).
 	suspect bool
 }
 

@@ -1,0 +1,51 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The pods the engine looks at and deletes itself, outside the StatefulSet controller.
+
+// deleteMemberPod deletes the member's pod with the given UID, and only that one (a UID precondition): a pod
+// the controller has already replaced is left alone. Gone already is fine. It is a disruption like any other:
+// the others must keep a quorum by etcd's word in st, a fresh look (podDeleteSafety), and this run must still
+// hold the lease.
+func (e *Engine) deleteMemberPod(ctx context.Context, st ClusterState, ordinal int, uid string) error {
+	pod := st.Members[ordinal].Pod
+	if err := podDeleteSafety(st, ordinal); err != nil {
+		return fmt.Errorf("not deleting pod %s/%s: %w", e.cfg.Namespace, pod, err)
+	}
+	if err := e.lease.confirm(ctx); err != nil {
+		return fmt.Errorf("not deleting pod %s/%s: %w", e.cfg.Namespace, pod, err)
+	}
+	opts := metav1.DeleteOptions{}
+	if uid != "" {
+		u := types.UID(uid)
+		opts.Preconditions = &metav1.Preconditions{UID: &u}
+	}
+	wctx, cancel := e.lease.withinLease(ctx)
+	defer cancel()
+	err := withAPIRetry(wctx, func(ctx context.Context) error {
+		return e.kube.CoreV1().Pods(e.cfg.Namespace).Delete(ctx, pod, opts)
+	})
+	if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return fmt.Errorf("deleting pod %s/%s: %w", e.cfg.Namespace, pod, err)
+}
+
+// witnessPod gives w the member's pod as the engine's watch has it now; a read that fails is no reading.
+func (e *Engine) witnessPod(ctx context.Context, pod string, w *podWitness) {
+	p, err := e.readPod(ctx, pod)
+	switch {
+	case apierrors.IsNotFound(err):
+		w.observe(nil)
+	case err == nil:
+		w.observe(p)
+	}
+}
