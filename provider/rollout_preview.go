@@ -9,6 +9,7 @@ import (
 	p "github.com/pulumi/pulumi-go-provider"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
 )
@@ -28,56 +29,77 @@ const pendingRevision = "(new pod template)"
 // input, otherwise the same update may create it. It returns failures only for bad input; a cluster that
 // cannot be read is a warning and an empty plan. Nothing here writes to the cluster.
 func (r *Rollout) previewPlan(ctx context.Context, in RolloutArgs, templateChanges, mustExist bool) ([]string, []p.CheckFailure) {
-	log := p.GetLogger(ctx)
 	ctx, cancel := context.WithTimeout(ctx, observeTimeout)
 	defer cancel()
-	target := in.Namespace + "/" + in.StsName
-
 	restConfig, err := r.deps.RestConfig(in.access())
 	if err != nil {
 		return nil, []p.CheckFailure{{Property: "kubeconfig", Reason: fmt.Sprintf("cannot build cluster access: %v", err)}}
 	}
-	var pending *corev1.Container
+	pv := preview{templateChanges: templateChanges}
 	if templateChanges && in.EtcdContainer != nil && *in.EtcdContainer != "" {
 		// The component owns the StatefulSet and said what it is about to apply: judge that template.
-		if pending, err = parsePendingContainer(*in.EtcdContainer); err != nil {
+		if pv.pending, err = parsePendingContainer(*in.EtcdContainer); err != nil {
 			return nil, []p.CheckFailure{{Property: "etcdContainer", Reason: err.Error()}}
 		}
 	}
-	var facts clusterFacts
-	if r.deps.ReadFacts != nil {
-		facts, err = r.deps.ReadFacts(ctx, restConfig, in.Namespace, in.StsName)
-		if err != nil {
-			log.Warningf("could not read StatefulSet %s to check the inputs and plan the rollout: %v", target, err)
-			return nil, nil
-		}
-		if templateChanges && templateApplied(in, facts) {
-			// A run for this versionHash already started (and stopped): its template is the live one, and
-			// the members it rolled need no second roll.
-			templateChanges, pending = false, nil
-		}
-		if pending != nil && facts.StatefulSet != nil {
-			facts.StatefulSet = withPendingContainer(facts.StatefulSet, pending)
-		}
-		if failures := preflightFailures(in, facts, mustExist); len(failures) > 0 || facts.StatefulSet == nil {
-			if len(failures) == 0 {
-				log.Infof("StatefulSet %s does not exist yet; the rollout plan is made when it does", target)
-			}
-			return nil, failures
-		}
-	} else if _, err := r.deps.LookupUID(ctx, restConfig, in.Namespace, in.StsName); err != nil {
-		if apierrors.IsNotFound(err) {
-			if mustExist {
-				return nil, []p.CheckFailure{{Property: "stsName", Reason: fmt.Sprintf(
-					"StatefulSet %s was not found on the cluster: check stsName and namespace (and the kubeconfig/context in use)", target)}}
-			}
-			log.Infof("StatefulSet %s does not exist yet; the rollout plan is made when it does", target)
-			return nil, nil
-		}
-		log.Warningf("could not read StatefulSet %s to plan the rollout: %v", target, err)
-		return nil, nil
+	if failures, exists := r.checkLive(ctx, restConfig, in, mustExist, &pv); !exists {
+		return nil, failures
 	}
+	return r.planLive(ctx, restConfig, in, pv)
+}
 
+// preview is what previewPlan knows before it plans: the live facts, and the template about to be applied.
+type preview struct {
+	facts           clusterFacts
+	pending         *corev1.Container // the etcd container the component is about to apply; nil when unknown
+	templateChanges bool
+}
+
+// checkLive reads the StatefulSet and checks the inputs against it (preflightFailures), updating pv with what
+// it read. exists says there is a StatefulSet to plan for; without it, failures are the bad inputs found (none
+// when the StatefulSet is not there yet, or could not be read: a warning then).
+func (r *Rollout) checkLive(ctx context.Context, restConfig *rest.Config, in RolloutArgs, mustExist bool, pv *preview) (failures []p.CheckFailure, exists bool) {
+	log := p.GetLogger(ctx)
+	target := in.Namespace + "/" + in.StsName
+	if r.deps.ReadFacts == nil {
+		_, err := r.deps.LookupUID(ctx, restConfig, in.Namespace, in.StsName)
+		switch {
+		case apierrors.IsNotFound(err) && mustExist:
+			return []p.CheckFailure{{Property: "stsName", Reason: fmt.Sprintf(
+				"StatefulSet %s was not found on the cluster: check stsName and namespace (and the kubeconfig/context in use)", target)}}, false
+		case apierrors.IsNotFound(err):
+			log.Infof("StatefulSet %s does not exist yet; the rollout plan is made when it does", target)
+		case err != nil:
+			log.Warningf("could not read StatefulSet %s to plan the rollout: %v", target, err)
+		}
+		return nil, err == nil
+	}
+	facts, err := r.deps.ReadFacts(ctx, restConfig, in.Namespace, in.StsName)
+	if err != nil {
+		log.Warningf("could not read StatefulSet %s to check the inputs and plan the rollout: %v", target, err)
+		return nil, false
+	}
+	if pv.templateChanges && templateApplied(in, facts) {
+		// A run for this versionHash already started (and stopped): its template is the live one, and the
+		// members it rolled need no second roll.
+		pv.templateChanges, pv.pending = false, nil
+	}
+	if pv.pending != nil && facts.StatefulSet != nil {
+		facts.StatefulSet = withPendingContainer(facts.StatefulSet, pv.pending)
+	}
+	pv.facts = facts
+	failures = preflightFailures(in, facts, mustExist)
+	if len(failures) == 0 && facts.StatefulSet == nil {
+		log.Infof("StatefulSet %s does not exist yet; the rollout plan is made when it does", target)
+	}
+	return failures, len(failures) == 0 && facts.StatefulSet != nil
+}
+
+// planLive observes the cluster through the engine and plans the rollout that `pulumi up` would run: the
+// plan's lines, a blocked rollout's reason, or failures for a downgrade etcd refuses.
+func (r *Rollout) planLive(ctx context.Context, restConfig *rest.Config, in RolloutArgs, pv preview) ([]string, []p.CheckFailure) {
+	log := p.GetLogger(ctx)
+	target := in.Namespace + "/" + in.StsName
 	eng, err := r.deps.NewEngine(engineConfig(in, ""), restConfig, func(rollout.Event) {})
 	if err != nil {
 		log.Warningf("could not start the rollout engine to plan %s: %v", target, err)
@@ -92,28 +114,21 @@ func (r *Rollout) previewPlan(ctx context.Context, in RolloutArgs, templateChang
 	if failure := unansweredFailure(in, state, time.Now()); failure != nil {
 		return nil, []p.CheckFailure{*failure}
 	}
-	if templateChanges {
+	if pv.templateChanges {
 		state.UpdateRevision = pendingRevision
-		if pending != nil {
-			state.TemplateImage, state.TemplateSettings = pending.Image, rollout.EtcdSettings(pending)
+		if pv.pending != nil {
+			state.TemplateImage, state.TemplateSettings = pv.pending.Image, rollout.EtcdSettings(pv.pending)
 		}
 	}
 	plan, err := r.deps.Plan(state, rollout.LeaderLazy)
-	if err != nil {
-		if errors.Is(err, rollout.ErrBlocked) {
-			log.Warningf("a rollout of %s could not start now: %v", target, err)
-			// The run holds before its first step, but not before it has taken a dead run's lease over and
-			// re-locked the partition that run left lowered: those come first.
-			var lines []string
-			if len(plan.Steps) > 0 && plan.Steps[0].Kind == rollout.StepLock {
-				lines = withTakeover(planLines(rollout.Plan{Pods: plan.Pods, Steps: plan.Steps[:1]}), state, facts.Lease)
-			}
-			return append(lines, fmt.Sprintf("blocked: %v", err)), nil
-		}
+	switch {
+	case errors.Is(err, rollout.ErrBlocked):
+		log.Warningf("a rollout of %s could not start now: %v", target, err)
+		return blockedLines(plan, state, pv.facts, err), nil
+	case err != nil:
 		log.Warningf("could not plan the rollout of %s: %v", target, err)
 		return nil, nil
-	}
-	if !needsRun(plan) {
+	case !needsRun(plan):
 		return nil, nil
 	}
 	if d := plan.Downgrade; d != nil && !d.Enabled {
@@ -123,5 +138,16 @@ func (r *Rollout) previewPlan(ctx context.Context, in RolloutArgs, templateChang
 		}
 		d.Validated = true
 	}
-	return withTakeover(planLines(plan), state, facts.Lease), nil
+	return withTakeover(planLines(plan), state, pv.facts.Lease), nil
+}
+
+// blockedLines is the preview of a rollout that cannot start now. The run holds before its first step, but
+// not before it has taken a dead run's lease over and re-locked the partition that run left lowered: those
+// come first.
+func blockedLines(plan rollout.Plan, state rollout.ClusterState, facts clusterFacts, blocked error) []string {
+	var lines []string
+	if len(plan.Steps) > 0 && plan.Steps[0].Kind == rollout.StepLock {
+		lines = withTakeover(planLines(rollout.Plan{Pods: plan.Pods, Steps: plan.Steps[:1]}), state, facts.Lease)
+	}
+	return append(lines, fmt.Sprintf("blocked: %v", blocked))
 }

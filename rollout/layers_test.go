@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -95,14 +96,7 @@ func methodFilesByType(t *testing.T, dir string) map[string]map[string]bool {
 			if !ok || fn.Recv == nil {
 				continue
 			}
-			typ := fn.Recv.List[0].Type
-			if star, ok := typ.(*ast.StarExpr); ok {
-				typ = star.X
-			}
-			if generic, ok := typ.(*ast.IndexExpr); ok {
-				typ = generic.X
-			}
-			name := typ.(*ast.Ident).Name
+			name := receiverName(fn)
 			if files[name] == nil {
 				files[name] = map[string]bool{}
 			}
@@ -110,4 +104,49 @@ func methodFilesByType(t *testing.T, dir string) map[string]map[string]bool {
 		}
 	}
 	return files
+}
+
+// The executor's surface listed in api.go is the whole of it: every exported Engine method, and no other.
+func TestTheSurfaceListNamesEveryEngineMethod(t *testing.T) {
+	fset := token.NewFileSet()
+	api, err := parser.ParseFile(fset, "api.go", nil, parser.ParseComments|parser.SkipObjectResolution)
+	require.NoError(t, err)
+	var listed []string
+	for _, group := range api.Comments {
+		if text := group.Text(); strings.HasPrefix(text, "The executor's surface") {
+			for _, m := range regexp.MustCompile(`func \(e \*Engine\) (\w+)\(`).FindAllStringSubmatch(text, -1) {
+				listed = append(listed, m[1])
+			}
+		}
+	}
+	require.NotEmpty(t, listed, "api.go has no executor's surface list")
+
+	var exported []string
+	paths, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		require.NoError(t, err)
+		for _, decl := range f.Decls {
+			if fn, ok := decl.(*ast.FuncDecl); ok && fn.Recv != nil && fn.Name.IsExported() && receiverName(fn) == "Engine" {
+				exported = append(exported, fn.Name.Name)
+			}
+		}
+	}
+	assert.ElementsMatch(t, exported, listed)
+}
+
+// receiverName is the name of fn's receiver type, without pointer or type parameters.
+func receiverName(fn *ast.FuncDecl) string {
+	typ := fn.Recv.List[0].Type
+	if star, ok := typ.(*ast.StarExpr); ok {
+		typ = star.X
+	}
+	if generic, ok := typ.(*ast.IndexExpr); ok {
+		typ = generic.X
+	}
+	return typ.(*ast.Ident).Name
 }
