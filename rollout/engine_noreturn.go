@@ -46,26 +46,43 @@ func (e *Engine) clusterVersion(ctx context.Context, st ClusterState, except int
 	if v, ok := ImageVersion(":" + st.ClusterVersion); ok {
 		return v, nil
 	}
+	var (
+		found EtcdVersion
+		known bool
+	)
 	last := errors.New("no other member is healthy")
+	e.askHealthyOthers(ctx, st, except, func(ctx context.Context, pod string) bool {
+		v, err := e.etcd.ClusterVersion(ctx, pod)
+		if err != nil {
+			last = err
+			return false
+		}
+		if found, known = ImageVersion(":" + v); !known {
+			last = fmt.Errorf("%s reports cluster version %q", pod, v)
+		}
+		return known
+	})
+	if !known {
+		return EtcdVersion{}, last
+	}
+	return found, nil
+}
+
+// askHealthyOthers asks the healthy members other than except, in order and each within memberCallTimeout,
+// until ask says it has its answer: for what any member of the quorum can tell about the cluster or another
+// member.
+func (e *Engine) askHealthyOthers(ctx context.Context, st ClusterState, except int, ask func(ctx context.Context, pod string) (answered bool)) {
 	for _, m := range st.Members {
 		if m.Ordinal == except || !m.Healthy {
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
-		v, err := e.etcd.ClusterVersion(cctx, m.Pod)
+		answered := ask(cctx, m.Pod)
 		cancel()
-		if err != nil {
-			last = err
-			continue
+		if answered {
+			return
 		}
-		parsed, ok := ImageVersion(":" + v)
-		if !ok {
-			last = fmt.Errorf("%s reports cluster version %q", m.Pod, v)
-			continue
-		}
-		return parsed, nil
 	}
-	return EtcdVersion{}, last
 }
 
 func describeVersion(v EtcdVersion, known bool) string {

@@ -62,7 +62,13 @@ func TestOnlyMemberAccessTalksToEtcd(t *testing.T) {
 func TestMethodsLiveInTheirTypesFiles(t *testing.T) {
 	for _, dir := range []string{".", "internal/member", "memberdial", "../provider"} {
 		t.Run(dir, func(t *testing.T) {
-			files := methodFilesByType(t, dir)
+			files := map[string]map[string]bool{} // receiver type: the files holding its methods
+			for _, m := range methodsIn(t, dir) {
+				if files[m.receiver] == nil {
+					files[m.receiver] = map[string]bool{}
+				}
+				files[m.receiver][m.file] = true
+			}
 			require.NotEmpty(t, files)
 			for typ, fs := range files {
 				if len(fs) < 2 {
@@ -78,12 +84,38 @@ func TestMethodsLiveInTheirTypesFiles(t *testing.T) {
 	}
 }
 
-// methodFilesByType reads the non-test files of dir: for each receiver type, the files holding its methods.
-func methodFilesByType(t *testing.T, dir string) map[string]map[string]bool {
+// The executor's surface listed in api.go is the whole of it: every exported Engine method, and no other.
+func TestTheSurfaceListNamesEveryEngineMethod(t *testing.T) {
+	api, err := parser.ParseFile(token.NewFileSet(), "api.go", nil, parser.ParseComments|parser.SkipObjectResolution)
+	require.NoError(t, err)
+	var listed []string
+	for _, group := range api.Comments {
+		if text := group.Text(); strings.HasPrefix(text, "The executor's surface") {
+			for _, m := range regexp.MustCompile(`func \(e \*Engine\) (\w+)\(`).FindAllStringSubmatch(text, -1) {
+				listed = append(listed, m[1])
+			}
+		}
+	}
+	require.NotEmpty(t, listed, "api.go has no executor's surface list")
+	var exported []string
+	for _, m := range methodsIn(t, ".") {
+		if m.receiver == "Engine" && ast.IsExported(m.name) {
+			exported = append(exported, m.name)
+		}
+	}
+	assert.ElementsMatch(t, exported, listed)
+}
+
+// method is one method declared in a package: its receiver type (without pointer or type parameters), its
+// name, and the file it is in.
+type method struct{ receiver, name, file string }
+
+// methodsIn reads the methods declared in the non-test files of dir.
+func methodsIn(t *testing.T, dir string) []method {
 	t.Helper()
 	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	require.NoError(t, err)
-	files := map[string]map[string]bool{}
+	var methods []method
 	fset := token.NewFileSet()
 	for _, path := range paths {
 		if strings.HasSuffix(path, "_test.go") {
@@ -96,57 +128,15 @@ func methodFilesByType(t *testing.T, dir string) map[string]map[string]bool {
 			if !ok || fn.Recv == nil {
 				continue
 			}
-			name := receiverName(fn)
-			if files[name] == nil {
-				files[name] = map[string]bool{}
+			typ := fn.Recv.List[0].Type
+			if star, ok := typ.(*ast.StarExpr); ok {
+				typ = star.X
 			}
-			files[name][filepath.Base(path)] = true
-		}
-	}
-	return files
-}
-
-// The executor's surface listed in api.go is the whole of it: every exported Engine method, and no other.
-func TestTheSurfaceListNamesEveryEngineMethod(t *testing.T) {
-	fset := token.NewFileSet()
-	api, err := parser.ParseFile(fset, "api.go", nil, parser.ParseComments|parser.SkipObjectResolution)
-	require.NoError(t, err)
-	var listed []string
-	for _, group := range api.Comments {
-		if text := group.Text(); strings.HasPrefix(text, "The executor's surface") {
-			for _, m := range regexp.MustCompile(`func \(e \*Engine\) (\w+)\(`).FindAllStringSubmatch(text, -1) {
-				listed = append(listed, m[1])
+			if generic, ok := typ.(*ast.IndexExpr); ok {
+				typ = generic.X
 			}
+			methods = append(methods, method{receiver: typ.(*ast.Ident).Name, name: fn.Name.Name, file: filepath.Base(path)})
 		}
 	}
-	require.NotEmpty(t, listed, "api.go has no executor's surface list")
-
-	var exported []string
-	paths, err := filepath.Glob("*.go")
-	require.NoError(t, err)
-	for _, path := range paths {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		require.NoError(t, err)
-		for _, decl := range f.Decls {
-			if fn, ok := decl.(*ast.FuncDecl); ok && fn.Recv != nil && fn.Name.IsExported() && receiverName(fn) == "Engine" {
-				exported = append(exported, fn.Name.Name)
-			}
-		}
-	}
-	assert.ElementsMatch(t, exported, listed)
-}
-
-// receiverName is the name of fn's receiver type, without pointer or type parameters.
-func receiverName(fn *ast.FuncDecl) string {
-	typ := fn.Recv.List[0].Type
-	if star, ok := typ.(*ast.StarExpr); ok {
-		typ = star.X
-	}
-	if generic, ok := typ.(*ast.IndexExpr); ok {
-		typ = generic.X
-	}
-	return typ.(*ast.Ident).Name
+	return methods
 }

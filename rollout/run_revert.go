@@ -76,18 +76,14 @@ func (r *run) votesWithoutAnsweringUs(ctx context.Context, ordinal int) string {
 	if id == 0 {
 		return ""
 	}
-	for _, m := range st.Members {
-		if m.Ordinal == ordinal || !m.Healthy {
-			continue
+	var voter string
+	e.askHealthyOthers(ctx, st, ordinal, func(ctx context.Context, pod string) bool {
+		if peers, err := e.etcd.ActivePeers(ctx, pod); err == nil && peers[id] {
+			voter = pod
 		}
-		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
-		peers, err := e.etcd.ActivePeers(cctx, m.Pod)
-		cancel()
-		if err == nil && peers[id] {
-			return m.Pod
-		}
-	}
-	return ""
+		return voter != ""
+	})
+	return voter
 }
 
 // revert brings a member that failed on the new revision back on the StatefulSet's current revision: with
