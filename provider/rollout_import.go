@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
 )
@@ -33,7 +32,7 @@ func importedArgs(in RolloutArgs, sts *appsv1.StatefulSet) RolloutArgs {
 	if c == nil {
 		return in
 	}
-	flags := etcdFlags(c)
+	flags := rollout.EtcdFlagValues(c)
 	if port := clientURLPort(flags["listen-client-urls"]); port != 0 && port != 2379 {
 		in.ClientPort = &port
 	}
@@ -41,29 +40,6 @@ func importedArgs(in RolloutArgs, sts *appsv1.StatefulSet) RolloutArgs {
 		in.TLS = &TLS{CaFile: ca, CertFile: cert, KeyFile: key}
 	}
 	return in
-}
-
-// etcdFlags reads etcd's settings from a container: --flag=value and "--flag value" arguments, and ETCD_*
-// environment variables (etcd's own mapping: ETCD_CERT_FILE is --cert-file). Flags win, as in etcd.
-func etcdFlags(c *corev1.Container) map[string]string {
-	flags := map[string]string{}
-	for _, e := range c.Env {
-		if k, ok := strings.CutPrefix(e.Name, "ETCD_"); ok && e.Value != "" {
-			flags[strings.ReplaceAll(strings.ToLower(k), "_", "-")] = e.Value
-		}
-	}
-	args := append(append([]string{}, c.Command...), c.Args...)
-	for i, a := range args {
-		if !strings.HasPrefix(a, "-") {
-			continue
-		}
-		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !hasValue && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
-			value = args[i+1]
-		}
-		flags[name] = value
-	}
-	return flags
 }
 
 // clientURLPort is the port of the first client URL, 0 when there is none.

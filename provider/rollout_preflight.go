@@ -186,22 +186,10 @@ const (
 	servesTLS
 )
 
-// clientTLSMode reads etcd's client-side TLS settings from the container's flags and ETCD_* environment.
-// Unknown (say, flags from a config file) refuses nothing.
+// clientTLSMode reads etcd's client-side TLS settings from the container's flags (a `sh -c` script's too)
+// and ETCD_* environment, as the engine reads them. Unknown (say, flags from a config file) refuses nothing.
 func clientTLSMode(c *corev1.Container) tlsMode {
-	settings := map[string]string{}
-	for _, a := range append(append([]string{}, c.Command...), c.Args...) {
-		if k, v, ok := strings.Cut(strings.TrimLeft(a, "-"), "="); ok && strings.HasPrefix(a, "-") {
-			settings[k] = v
-		} else if strings.HasPrefix(a, "-") {
-			settings[strings.TrimLeft(a, "-")] = "true"
-		}
-	}
-	for _, e := range c.Env {
-		if k, ok := strings.CutPrefix(e.Name, "ETCD_"); ok {
-			settings[strings.ReplaceAll(strings.ToLower(k), "_", "-")] = e.Value
-		}
-	}
+	settings := rollout.EtcdFlagValues(c)
 	urls := settings["listen-client-urls"] + "," + settings["advertise-client-urls"]
 	switch {
 	case settings["cert-file"] != "" || settings["auto-tls"] == "true" || strings.Contains(urls, "https://"):

@@ -96,6 +96,14 @@ func TestPreflightFailures(t *testing.T) {
 			s.Spec.Template.Spec.Containers[0].Args = nil
 			s.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "ETCD_CERT_FILE", Value: "/tls/server.crt"}}
 		})}, want: map[string]string{"tls": "serves clients over TLS"}},
+		{name: "TLS from a shell script without tls", facts: clusterFacts{StatefulSet: etcdSts(func(s *appsv1.StatefulSet) {
+			c := &s.Spec.Template.Spec.Containers[0]
+			c.Command, c.Args = []string{"/bin/sh", "-c"}, []string{"exec etcd --name ${HOSTNAME} --listen-client-urls https://0.0.0.0:2379"}
+		})}, want: map[string]string{"tls": "serves clients over TLS"}},
+		{name: "tls for a plain cluster, client URLs as a separate word", in: func(a *RolloutArgs) { a.TLS = tlsFiles("/var/lib/etcd") },
+			facts: clusterFacts{StatefulSet: etcdSts(func(s *appsv1.StatefulSet) {
+				s.Spec.Template.Spec.Containers[0].Args = []string{"--listen-client-urls", "http://0.0.0.0:2379"}
+			})}, want: map[string]string{"tls": "plain http"}},
 		{name: "tls files not mounted", in: func(a *RolloutArgs) { a.TLS = tlsFiles("/etc/etcd/pki") },
 			facts: clusterFacts{StatefulSet: etcdSts(tlsSts)},
 			want:  map[string]string{"tls.caFile": `"/etc/etcd/pki/ca.crt" is not on any volume`, "tls.certFile": "not on any volume", "tls.keyFile": "not on any volume"}},

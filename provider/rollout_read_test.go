@@ -198,6 +198,18 @@ func TestImport(t *testing.T) {
 			live: healthyState("etcd-7c9f", 1),
 			wantInputs: map[string]any{"serviceName": "etcd-headless", "clientPort": 2389.0,
 				"tls": map[string]string{"caFile": "/var/lib/etcd-tls/ca.crt", "certFile": "/var/lib/etcd-tls/tls.crt", "keyFile": "/var/lib/etcd-tls/tls.key"}}},
+		{name: "mTLS cluster started by a shell script", id: "db/etcd", uid: "uid-9",
+			sts: func() *appsv1.StatefulSet {
+				s := etcdStatefulSet()
+				c := &s.Spec.Template.Spec.Containers[0]
+				c.Args = nil
+				c.Command = []string{"/bin/sh", "-c", "exec etcd --name ${HOSTNAME} --listen-client-urls https://0.0.0.0:2389 " +
+					"--cert-file=/tls/tls.crt --key-file /tls/tls.key --trusted-ca-file='/tls/ca.crt'"}
+				return s
+			}(),
+			live: healthyState("etcd-7c9f", 1),
+			wantInputs: map[string]any{"clientPort": 2389.0,
+				"tls": map[string]string{"caFile": "/tls/ca.crt", "certFile": "/tls/tls.crt", "keyFile": "/tls/tls.key"}}},
 		{name: "members outdated at import", id: "db/etcd", uid: "uid-9", sts: etcdStatefulSet(),
 			live: outdated(2), wantInputs: map[string]any{"versionHash": "etcd-7c9f"}, wantPlan: []string{"roll etcd-2"}},
 		{name: "not namespace/name", id: "etcd", uid: "uid-9", sts: etcdStatefulSet(), wantErr: "the ID of a Rollout is <namespace>/<StatefulSet name>"},

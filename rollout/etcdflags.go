@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -46,6 +47,61 @@ func EtcdSettings(c *corev1.Container) []EtcdSetting {
 	if c == nil {
 		return nil
 	}
+	var out []EtcdSetting
+	seen := map[string]bool{}
+	add := func(s EtcdSetting) {
+		if !seen[s.As] {
+			seen[s.As] = true
+			out = append(out, s)
+		}
+	}
+	for _, w := range etcdWords(c) {
+		if name, _, _, ok := flagWord(w); ok {
+			add(EtcdSetting{Name: name, As: "--" + name})
+		}
+	}
+	for _, e := range c.Env {
+		if name, ok := flagOfVariable(e.Name); ok {
+			add(EtcdSetting{Name: name, As: e.Name, FromEnv: true})
+		}
+	}
+	return out
+}
+
+// EtcdFlagValues reads the value etcd gets for each setting the container gives it, by flag name ("cert-file"),
+// read as EtcdSettings reads the names: `--flag value` and `--flag=value`, "true" for a flag given alone, and
+// ETCD_* variables set to a value (not from a Secret or field). A flag wins over its variable, as in etcd,
+// and a repeated flag's last value wins. For checks of the template's own words (does etcd serve TLS);
+// values are never logged.
+func EtcdFlagValues(c *corev1.Container) map[string]string {
+	values := map[string]string{}
+	if c == nil {
+		return values
+	}
+	for _, e := range c.Env {
+		if name, ok := flagOfVariable(e.Name); ok && e.ValueFrom == nil {
+			values[name] = e.Value
+		}
+	}
+	words := etcdWords(c)
+	for i, w := range words {
+		name, value, hasValue, ok := flagWord(w)
+		switch {
+		case !ok:
+			continue
+		case !hasValue && i+1 < len(words) && !strings.HasPrefix(words[i+1], "-"):
+			value = words[i+1] // etcd takes no positional arguments: the next word is the flag's value
+		case !hasValue:
+			value = "true"
+		}
+		values[name] = value
+	}
+	return values
+}
+
+// etcdWords is what etcd is started with: the container's command and args, or, for a `sh -c` script, the
+// script's words after the word naming etcd, up to "--".
+func etcdWords(c *corev1.Container) []string {
 	words := append(append([]string{}, c.Command...), c.Args...)
 	if len(words) >= 3 && isShell(words[0]) {
 		// sh -c 'exec etcd --name=$(HOSTNAME) ...': the flags are the script's words after "etcd".
@@ -56,35 +112,33 @@ func EtcdSettings(c *corev1.Container) []EtcdSetting {
 			}
 		}
 	}
-	var out []EtcdSetting
-	seen := map[string]bool{}
-	add := func(s EtcdSetting) {
-		if !seen[s.As] {
-			seen[s.As] = true
-			out = append(out, s)
-		}
+	if end := slices.Index(words, "--"); end >= 0 {
+		words = words[:end]
 	}
-	for _, w := range words {
-		if w == "--" {
-			break
-		}
-		if !strings.HasPrefix(w, "-") || w == "-" {
-			continue
-		}
-		name, _, _ := strings.Cut(strings.TrimLeft(w, "-"), "=")
-		if name == "" || strings.ContainsAny(name, " $\"'") {
-			continue
-		}
-		add(EtcdSetting{Name: name, As: "--" + name})
+	return words
+}
+
+// flagWord reads one word as a flag: its name without dashes and, for --flag=value, its value. ok is false
+// for a word that is no flag (a value, the program) or whose name a script would still expand.
+func flagWord(w string) (name, value string, hasValue, ok bool) {
+	if !strings.HasPrefix(w, "-") || w == "-" {
+		return "", "", false, false
 	}
-	for _, e := range c.Env {
-		k, ok := strings.CutPrefix(e.Name, "ETCD_")
-		if !ok || k == "" || e.Name == "ETCD_UNSUPPORTED_ARCH" {
-			continue
-		}
-		add(EtcdSetting{Name: strings.ReplaceAll(strings.ToLower(k), "_", "-"), As: e.Name, FromEnv: true})
+	name, value, hasValue = strings.Cut(strings.TrimLeft(w, "-"), "=")
+	if name == "" || strings.ContainsAny(name, " $\"'") {
+		return "", "", false, false
 	}
-	return out
+	return name, value, hasValue, true
+}
+
+// flagOfVariable is the flag an ETCD_* variable sets (ETCD_CERT_FILE: cert-file); ok is false for variables
+// etcd does not read as flags (ETCDCTL_*, ETCD_UNSUPPORTED_ARCH, anything else).
+func flagOfVariable(variable string) (string, bool) {
+	k, ok := strings.CutPrefix(variable, "ETCD_")
+	if !ok || k == "" || variable == "ETCD_UNSUPPORTED_ARCH" {
+		return "", false
+	}
+	return strings.ReplaceAll(strings.ToLower(k), "_", "-"), true
 }
 
 func isShell(word string) bool {

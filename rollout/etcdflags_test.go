@@ -50,6 +50,36 @@ func TestEtcdSettingsReadsFlagsAndVariables(t *testing.T) {
 	}
 }
 
+func TestEtcdFlagValuesReadsWhatEtcdGets(t *testing.T) {
+	secret := &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{Key: "k"}}
+	for _, tc := range []struct {
+		name string
+		c    corev1.Container
+		want map[string]string
+	}{
+		{name: "both flag forms and a flag alone",
+			c: corev1.Container{Command: []string{"etcd"}, Args: []string{
+				"--listen-client-urls", "https://0.0.0.0:2379", "--cert-file=/tls/server.crt", "--auto-tls", "--name=a"}},
+			want: map[string]string{"listen-client-urls": "https://0.0.0.0:2379", "cert-file": "/tls/server.crt", "auto-tls": "true", "name": "a"}},
+		{name: "a shell script, quotes stripped",
+			c: corev1.Container{Command: []string{"/bin/sh", "-c"}, Args: []string{
+				"exec etcd --listen-client-urls 'https://0.0.0.0:2379' --client-cert-auth"}},
+			want: map[string]string{"listen-client-urls": "https://0.0.0.0:2379", "client-cert-auth": "true"}},
+		{name: "a flag wins over its variable; a variable from a Secret has no value here",
+			c: corev1.Container{Command: []string{"etcd", "--cert-file=/flag.crt"}, Env: []corev1.EnvVar{
+				{Name: "ETCD_CERT_FILE", Value: "/env.crt"}, {Name: "ETCD_KEY_FILE", Value: "/env.key"}, {Name: "ETCD_TRUSTED_CA_FILE", ValueFrom: secret}}},
+			want: map[string]string{"cert-file": "/flag.crt", "key-file": "/env.key"}},
+		{name: "the last of a repeated flag, nothing after --",
+			c:    corev1.Container{Command: []string{"etcd", "--listen-client-urls=http://a", "--listen-client-urls=https://b", "--", "--cert-file=x"}},
+			want: map[string]string{"listen-client-urls": "https://b"}},
+		{name: "no flags", c: corev1.Container{Image: "registry.k8s.io/etcd:3.6.8-0"}, want: map[string]string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, EtcdFlagValues(&tc.c))
+		})
+	}
+}
+
 func TestCheckFlagsAgainstTheTargetVersion(t *testing.T) {
 	v35, v36, v37 := EtcdVersion{3, 5, 35}, EtcdVersion{3, 6, 8}, EtcdVersion{3, 7, 0}
 	flag := func(name string) EtcdSetting { return EtcdSetting{Name: name, As: "--" + name} }
