@@ -300,9 +300,23 @@ func writeReport(outDir, results string) error {
 	return os.WriteFile(results, []byte(md), 0o644)
 }
 
+// renderMarkdown writes results.md: what ran where, the scenarios, the tables, the targets and the plots.
 func renderMarkdown(meta *Meta, cells map[string]map[string]*Cell, plots []string) string {
 	var b strings.Builder
-	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	writeHeader(&b, meta)
+	writeSetup(&b, meta, cells)
+	writeResults(&b, meta, cells)
+	fmt.Fprintf(&b, "\n%s\n", howMeasured)
+	retryClientTable(&b, meta, cells)
+	extras(&b, meta, cells)
+	writeTargets(&b, meta, cells)
+	writePlots(&b, plots)
+	return b.String()
+}
+
+// writeHeader says what ran, where and how completely: a partial run and overridden defaults come first.
+func writeHeader(b *strings.Builder, meta *Meta) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	partial := len(meta.Done) < len(meta.Scenarios) || len(meta.Failed) > 0
 	p("# Benchmark: rolling etcd with the default StatefulSet roll, the old Job's policy, and the engine\n\n")
 	if partial {
@@ -319,7 +333,11 @@ func renderMarkdown(meta *Meta, cells map[string]map[string]*Cell, plots []strin
 		meta.Date.Format("2006-01-02 15:04 UTC"), meta.Commit)
 	p("Machine: %s, %d cores, %.0f GB RAM, load average %s at start; Kubernetes %s (real kube-apiserver and StatefulSet controller, kwok node), etcd %s (real processes, heartbeat 100 ms, election timeout 1 s, pre-vote on, fsync off), %s. Command line: `%s`.\n\n",
 		meta.CPU, meta.Cores, meta.MemoryGB, meta.LoadAvg, meta.Kubernetes, meta.Etcd, meta.Go, meta.CommandLine)
+}
 
+// writeSetup lists the strategies and the scenarios as they ran.
+func writeSetup(b *strings.Builder, meta *Meta, cells map[string]map[string]*Cell) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("## Strategies\n\n")
 	for _, s := range meta.Strategies {
 		p("- **%s**: %s\n", s.Name, s.About)
@@ -353,7 +371,11 @@ func renderMarkdown(meta *Meta, cells map[string]map[string]*Cell, plots []strin
 		p(".\n")
 	}
 	p("\nEvery rollout: a new pod template, the leader first placed on ordinal (run + cluster) mod N (so each ordinal in turn), a background client (etcd v3 Go client, one connection to all members, a put every %s with a 500 ms timeout and no retry of ours, and a linearizable get likewise) from %s before the roll to %s after; strategies take turns within each run (their order rotates from run to run).\n\n", "10 ms (20 ms in ten-clusters)", loadMargin, loadMargin)
+}
 
+// writeResults writes the summary table and the table of all measurements.
+func writeResults(b *strings.Builder, meta *Meta, cells map[string]map[string]*Cell) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("## Results\n\n")
 	p("Each cell: **worst write gap** (ms, worst rollout) / failed writes (all rollouts) / real elections (all rollouts) / rollouts that lost quorum / mean wall time (s).\n\n")
 	strats := strategyOrder(meta)
@@ -401,9 +423,11 @@ func renderMarkdown(meta *Meta, cells map[string]map[string]*Cell, plots []strin
 				mean(c.DownPerMember), maxOf(c.DownPerMember), c.TermOK, c.ClusterRolls, c.MetricOK, c.ClusterRolls)
 		}
 	}
-	p("\n%s\n", howMeasured)
-	retryClientTable(&b, meta, cells)
-	extras(&b, meta, cells)
+}
+
+// writeTargets reports each target as met, not met or not measured: reported, never asserted.
+func writeTargets(b *strings.Builder, meta *Meta, cells map[string]map[string]*Cell) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("\n## Targets (issues #24, #14 and #6)\n\n")
 	p("Reported, not asserted. A target whose data this run lacks (a scenario not run, a number not recorded) is NOT MEASURED, never met.\n\n")
 	overridden := overriddenWindow(meta) != ""
@@ -423,13 +447,17 @@ func renderMarkdown(meta *Meta, cells map[string]map[string]*Cell, plots []strin
 	for _, r := range retiredTargets {
 		p("- **RETIRED**: %s\n", r)
 	}
+}
+
+// writePlots links the plots, one per scenario.
+func writePlots(b *strings.Builder, plots []string) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	if len(plots) > 0 {
 		p("\n## Plots\n\nWrite latency of the background client over one rollout per strategy (the run with the leader first on the last ordinal, the first member every strategy restarts); failed writes at the top in red; shaded: a member out (process stopped or not yet answering /livez); vertical lines: leader changes (blue planned, green hand-over on SIGTERM, red election).\n\n")
 		for _, name := range plots {
 			p("![%s](%s)\n\n", strings.TrimSuffix(name, ".png"), name)
 		}
 	}
-	return b.String()
 }
 
 const howMeasured = `How each column is measured:

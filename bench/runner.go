@@ -248,11 +248,19 @@ func (b *bed) rollOnce(ctx context.Context, st Strategy, run int, o rollOpts) (r
 	defer cancel()
 	began := time.Now()
 	defer func() { r.Cycle = time.Since(began) }()
-	fail := func(err error) Rollout {
+	if err := b.prepare(ctx, st, run, &r); err != nil {
 		r.Err = err.Error()
 		return r
 	}
-	// Start from a healthy cluster with a new template and the leader where this run wants it.
+	r.Prep = time.Since(began)
+	samples, startups := b.measure(ctx, st, o, &r)
+	b.account(ctx, o, &r, samples, startups)
+	return r
+}
+
+// prepare starts every cluster of the bed healthy, with a new template and the leader where this run wants
+// it, and records the raft terms the roll is measured from.
+func (b *bed) prepare(ctx context.Context, st Strategy, run int, r *Rollout) error {
 	if b.sc.Pressure > 0 {
 		for i, cli := range b.clients {
 			if err := compact(ctx, cli); err != nil {
@@ -270,7 +278,7 @@ func (b *bed) rollOnce(ctx context.Context, st Strategy, run int, o rollOpts) (r
 		}
 		return e.MoveLeader(ctx, (run+i)%e.Spec.Replicas)
 	}); err != nil {
-		return fail(fmt.Errorf("preparing: %w", err))
+		return fmt.Errorf("preparing: %w", err)
 	}
 	for i, e := range b.clusters {
 		r.LeaderStart = append(r.LeaderStart, (run+i)%e.Spec.Replicas)
@@ -281,24 +289,27 @@ func (b *bed) rollOnce(ctx context.Context, st Strategy, run int, o rollOpts) (r
 		r.Clusters[i].Namespace = e.Namespace
 		term, err := e.RaftTerm(ctx)
 		if err != nil {
-			return fail(err)
+			return err
 		}
 		r.Clusters[i].TermBefore = term
 		if b.sc.Hang {
 			for o := range e.Spec.Replicas {
 				if err := e.HangOnTerm(ctx, o, true); err != nil {
-					return fail(err)
+					return err
 				}
 			}
 		}
 	}
+	return nil
+}
 
-	// Measure: background clients and the member monitor from loadMargin before to loadMargin after the roll.
+// measure runs the roll with the background clients and the member monitor going from loadMargin before to
+// loadMargin after it, and returns what the monitor saw.
+func (b *bed) measure(ctx context.Context, st Strategy, o rollOpts, r *Rollout) ([]Sample, []Startup) {
 	every := 50 * time.Millisecond
 	if len(b.clusters) > 1 {
 		every = 100 * time.Millisecond
 	}
-	r.Prep = time.Since(began)
 	mon := StartMonitor(b.c, b.clusters, every)
 	loads := make([]*harness.Load, len(b.clusters))
 	r.LoadFrom = time.Now()
@@ -317,48 +328,54 @@ func (b *bed) rollOnce(ctx context.Context, st Strategy, run int, o rollOpts) (r
 	if st.Default {
 		r.Wall, rollErr = rollDefault(ctx, b.clusters)
 	} else {
-		var targets []Target
-		for _, e := range b.clusters {
-			targets = append(targets, targetOf(e))
-		}
-		// The engines run in a process of their own, every scenario: its CPU time and peak RSS are the
-		// engine's, not the background clients' or the monitor's, which stay in this one.
-		var er EngineRun
-		er, rollErr = rollWithEnginesInChild(ctx, o.kubeconfig, targets, st, o.profilePrefix)
-		r.Wall, r.MaxRSSKB, r.EngineCPU, r.GoMemory = er.Wall, er.MaxRSSKB, er.CPU, &er.GoMemory
-		r.Profiled = o.profilePrefix != ""
-		var errs []error
-		for i := range er.Outcomes {
-			out := er.Outcomes[i]
-			for ci, e := range b.clusters {
-				if e.Namespace == out.Target.Namespace {
-					r.Clusters[ci].Engine = &out
-					r.Clusters[ci].Planned = out.Result.LeaderTransfers
-					r.Clusters[ci].Transfers = out.Transfers
-				}
-			}
-			if out.Err != "" {
-				errs = append(errs, fmt.Errorf("%s: %s", out.Target.Namespace, out.Err))
-			}
-		}
-		rollErr = errors.Join(rollErr, errors.Join(errs...))
+		rollErr = b.rollWithEngines(ctx, st, o, r)
 	}
 	r.End = r.Start.Add(r.Wall)
 	time.Sleep(loadMargin)
 	for i, l := range loads {
-		ops := l.Stop()
-		r.Clusters[i].Ops = ops
+		r.Clusters[i].Ops = l.Stop()
 	}
 	for i, l := range retryLoads {
 		r.Clusters[i].RetryWrites = l.Stop()
 	}
 	r.LoadTo = time.Now()
-	samples, startups := mon.Stop()
 	if rollErr != nil {
 		r.Err = rollErr.Error()
 	}
+	return mon.Stop()
+}
 
-	// Account: availability, raft history from the logs, terms, metrics, client stats.
+// rollWithEngines rolls every cluster of the bed with the engine, in a process of its own, every scenario:
+// its CPU time and peak RSS are the engine's, not the background clients' or the monitor's, which stay in
+// this one.
+func (b *bed) rollWithEngines(ctx context.Context, st Strategy, o rollOpts, r *Rollout) error {
+	var targets []Target
+	for _, e := range b.clusters {
+		targets = append(targets, targetOf(e))
+	}
+	er, rollErr := rollWithEnginesInChild(ctx, o.kubeconfig, targets, st, o.profilePrefix)
+	r.Wall, r.MaxRSSKB, r.EngineCPU, r.GoMemory = er.Wall, er.MaxRSSKB, er.CPU, &er.GoMemory
+	r.Profiled = o.profilePrefix != ""
+	var errs []error
+	for i := range er.Outcomes {
+		out := er.Outcomes[i]
+		for ci, e := range b.clusters {
+			if e.Namespace == out.Target.Namespace {
+				r.Clusters[ci].Engine = &out
+				r.Clusters[ci].Planned = out.Result.LeaderTransfers
+				r.Clusters[ci].Transfers = out.Transfers
+			}
+		}
+		if out.Err != "" {
+			errs = append(errs, fmt.Errorf("%s: %s", out.Target.Namespace, out.Err))
+		}
+	}
+	return errors.Join(rollErr, errors.Join(errs...))
+}
+
+// account reads what each cluster went through: availability, raft history from the logs, terms, metrics,
+// client stats.
+func (b *bed) account(ctx context.Context, o rollOpts, r *Rollout, samples []Sample, startups []Startup) {
 	var all []harness.Op
 	for i, e := range b.clusters {
 		cr := &r.Clusters[i]
@@ -391,7 +408,6 @@ func (b *bed) rollOnce(ctx context.Context, st Strategy, run int, o rollOpts) (r
 	}
 	r.Client = mergeClientStats(r.Clusters, all, r.LoadFrom, r.LoadTo)
 	r.RetryClient = mergeRetryClientStats(r.Clusters)
-	return r
 }
 
 // mergeClientStats sums counts over clusters; the worst gap is the worst of any cluster's client, the
