@@ -46,7 +46,7 @@ type leaseFacts struct {
 // preflightFailures checks the inputs against the live StatefulSet. mustExist says nothing in this update
 // creates the StatefulSet, so a missing one is a bad input. Each failure names the input to fix.
 func preflightFailures(in RolloutArgs, f clusterFacts, mustExist bool) []p.CheckFailure {
-	target := in.Namespace + "/" + in.StsName
+	target := in.target()
 	var failures []p.CheckFailure
 	fail := func(prop, format string, args ...any) {
 		failures = append(failures, p.CheckFailure{Property: prop, Reason: fmt.Sprintf(format, args...)})

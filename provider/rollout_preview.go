@@ -60,7 +60,7 @@ type preview struct {
 // when the StatefulSet is not there yet, or could not be read: a warning then).
 func (r *Rollout) checkLive(ctx context.Context, restConfig *rest.Config, in RolloutArgs, mustExist bool, pv *preview) (failures []p.CheckFailure, exists bool) {
 	log := p.GetLogger(ctx)
-	target := in.Namespace + "/" + in.StsName
+	target := in.target()
 	if r.deps.ReadFacts == nil {
 		_, err := r.deps.LookupUID(ctx, restConfig, in.Namespace, in.StsName)
 		switch {
@@ -99,7 +99,7 @@ func (r *Rollout) checkLive(ctx context.Context, restConfig *rest.Config, in Rol
 // plan's lines, a blocked rollout's reason, or failures for a downgrade etcd refuses.
 func (r *Rollout) planLive(ctx context.Context, restConfig *rest.Config, in RolloutArgs, pv preview) ([]string, []p.CheckFailure) {
 	log := p.GetLogger(ctx)
-	target := in.Namespace + "/" + in.StsName
+	target := in.target()
 	eng, err := r.deps.NewEngine(engineConfig(in, ""), restConfig, func(rollout.Event) {})
 	if err != nil {
 		log.Warningf("could not start the rollout engine to plan %s: %v", target, err)

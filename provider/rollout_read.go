@@ -49,7 +49,7 @@ func (r *Rollout) Read(ctx context.Context, req infer.ReadRequest[RolloutArgs, R
 		return infer.ReadResponse[RolloutArgs, RolloutState]{}, err
 	}
 	log := p.GetLogger(ctx)
-	target := in.Namespace + "/" + in.StsName
+	target := in.target()
 	ctx, cancel := context.WithTimeout(ctx, observeTimeout)
 	defer cancel()
 

@@ -48,7 +48,7 @@ func (r *Rollout) Update(ctx context.Context, req infer.UpdateRequest[RolloutArg
 func (r *Rollout) roll(ctx context.Context, id string, in RolloutArgs, st *RolloutState) error {
 	holder := "pulumi-etcd-rollout " + id + " @" + rollout.RunIdentity() // unique to this run: see rollout.RunIdentity
 	log := p.GetLogger(ctx)
-	target := in.Namespace + "/" + in.StsName
+	target := in.target()
 	st.Complete, st.FinishedAt, st.MembersRolled = false, "", []string{}
 
 	restConfig, err := r.deps.RestConfig(in.access())
@@ -101,7 +101,7 @@ func (r *Rollout) roll(ctx context.Context, id string, in RolloutArgs, st *Rollo
 
 // partial logs why the run stopped and turns the error into the partial-state error Pulumi understands.
 func (r *Rollout) partial(ctx context.Context, in RolloutArgs, st *RolloutState, runErr error) error {
-	target := in.Namespace + "/" + in.StsName
+	target := in.target()
 	reason := failureReason(target, st.MembersRolled, runErr, st.LastFailure)
 	if errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded) || ctx.Err() != nil {
 		reason = fmt.Sprintf("rollout of %s was cancelled after %d member(s) (%s); the engine re-locks the partition on the way out. "+

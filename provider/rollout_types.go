@@ -186,6 +186,9 @@ func (in RolloutArgs) access() ClusterAccess {
 	return ClusterAccess{Kubeconfig: deref(in.Kubeconfig), Context: deref(in.Context), Cluster: deref(in.Cluster)}
 }
 
+// target names the StatefulSet in messages: <namespace>/<name>.
+func (in RolloutArgs) target() string { return in.Namespace + "/" + in.StsName }
+
 func deref[T any](p *T) T {
 	var zero T
 	if p == nil {

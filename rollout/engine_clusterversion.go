@@ -19,7 +19,7 @@ func (e *Engine) awaitClusterVersion(ctx context.Context, st ClusterState, to Et
 			}
 		}
 		first = false
-		v, ok := ImageVersion(":" + seen)
+		v, ok := ParseVersion(seen)
 		return seen, ok && v.Major == to.Major && v.Minor == to.Minor, nil
 	})
 	if err != nil {

@@ -43,7 +43,7 @@ func (e *Engine) checkPointOfNoReturn(ctx context.Context, st ClusterState, ordi
 // clusterVersion is the cluster version the observation already read (Observe asks one healthy member), or,
 // when it could not, what the healthy members other than the failed one say, asked in order until one answers.
 func (e *Engine) clusterVersion(ctx context.Context, st ClusterState, except int) (EtcdVersion, error) {
-	if v, ok := ImageVersion(":" + st.ClusterVersion); ok {
+	if v, ok := ParseVersion(st.ClusterVersion); ok {
 		return v, nil
 	}
 	var (
@@ -57,7 +57,7 @@ func (e *Engine) clusterVersion(ctx context.Context, st ClusterState, except int
 			last = err
 			return false
 		}
-		if found, known = ImageVersion(":" + v); !known {
+		if found, known = ParseVersion(v); !known {
 			last = fmt.Errorf("%s reports cluster version %q", pod, v)
 		}
 		return known
