@@ -61,17 +61,34 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 		"%s is Ready at %s after %s; checking etcd health (%s)", pod, rev, readyAfter.Round(10*time.Millisecond), window)
 	etcdGate := gateWait{pod: pod, ordinal: ordinal, gate: GateEtcdHealth, timeout: e.cfg.HealthTimeout, since: time.Now()}
 	var last look
+	podFell := false
 	err := e.poll(ctx, etcdGate, func(ctx context.Context) (bool, string, error) {
 		if pending, err := e.checkUnchanged(ctx, st, pod, want, lag); err != nil || pending != "" {
 			return false, pending, err
 		}
-		e.witnessPod(ctx, pod, witness)
-		last = e.memberHealthy(ctx, st, ordinal)
-		return stable.observe(ctx, last)
+		// The pod is witnessed before the look and again at the pass: only the pod the gate saw Ready at rev,
+		// up without a break, proves anything (a replaced one runs whatever revision the controller gave it).
+		for _, passing := range []bool{false, true} {
+			broke, err := e.rewitness(ctx, pod, witness)
+			if err != nil {
+				return false, "", err
+			}
+			if broke != "" {
+				podFell, last = true, look{seen: "the kubelet says " + broke}
+				return stable.observe(ctx, last)
+			}
+			if !passing {
+				last = e.memberHealthy(ctx, st, ordinal)
+				if ok, seen, err := stable.observe(ctx, last); !ok || err != nil {
+					return ok, seen, err
+				}
+			}
+		}
+		return true, "", nil
 	})
 	var timeout *GateTimeoutError
 	if errors.As(err, &timeout) {
-		timeout.PodStayedUp, timeout.Reason = witness.stayedUp(), last.reason
+		timeout.PodStayedUp, timeout.Reason = witness.stayedUp() && !podFell, last.reason
 	}
 	if timeout != nil && timeout.PodStayedUp && (last.noLook || !stable.verdict()) {
 		// The gate ended on a look that never reached etcd, or its looks never judged the member (healthy since

@@ -40,6 +40,31 @@ func (e *Engine) deleteMemberPod(ctx context.Context, st ClusterState, ordinal i
 }
 
 // witnessPod gives w the member's pod as the engine's watch has it now; a read that fails is no reading.
+// rewitness takes one more reading of a member's pod in a gate. A pod that is going or gone is
+// ErrReplacedMidGate, once the API server confirms it (a watch cache may serve a stale pod): whatever answers
+// behind the name now is another pod. A container that restarted or went not Ready broke the member's healthy
+// stretch (broke says how), and the witness starts again from the pod as it is now.
+func (e *Engine) rewitness(ctx context.Context, pod string, w *podWitness) (broke string, err error) {
+	before := *w
+	e.witnessPod(ctx, pod, w)
+	switch {
+	case w.gone && e.podAlive(ctx, pod, before.uid):
+		*w = before // the cache's view was stale: nothing to say of the pod this time
+	case w.gone:
+		return "", fmt.Errorf("%w: %s: %s (pod %s at the start of the gate)", ErrReplacedMidGate, pod, w.fell, before.uid)
+	case w.fell != "":
+		broke, *w = w.fell, podWitness{}
+		e.witnessPod(ctx, pod, w)
+	}
+	return broke, nil
+}
+
+// podAlive says the API server, asked directly, has pod with uid, not terminating.
+func (e *Engine) podAlive(ctx context.Context, pod, uid string) bool {
+	p, err := e.kube.CoreV1().Pods(e.cfg.Namespace).Get(ctx, pod, metav1.GetOptions{})
+	return err == nil && string(p.UID) == uid && p.DeletionTimestamp == nil
+}
+
 func (e *Engine) witnessPod(ctx context.Context, pod string, w *podWitness) {
 	p, err := e.readPod(ctx, pod)
 	switch {

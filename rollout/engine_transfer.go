@@ -11,11 +11,14 @@ import (
 const moveLeaderTimeout = 10 * time.Second
 
 // transferLeader moves leadership From → To, sending MoveLeader to the current leader as etcd requires,
-// and returns once the target itself reports that it leads.
-func (e *Engine) transferLeader(ctx context.Context, st ClusterState, step Step) error {
+// and returns once the target itself reports that it leads. moved says the leadership did move (the term rose
+// by our hand), even when err then says the target was not seen leading: etcd answers MoveLeader only once the
+// transferee leads, and a transferee that loses the leadership right after (it stalls, the others elect) still
+// cost one term by the transfer, which the run counts as its own and not as an unplanned election.
+func (e *Engine) transferLeader(ctx context.Context, st ClusterState, step Step) (moved bool, err error) {
 	from, to := st.Members[step.From], st.Members[step.To]
 	if !to.Healthy || to.MemberID == 0 {
-		return fmt.Errorf("moving leader %s → %s: target is not a healthy voter (%s)", from.Pod, to.Pod, to.Problem)
+		return false, fmt.Errorf("moving leader %s → %s: target is not a healthy voter (%s)", from.Pod, to.Pod, to.Problem)
 	}
 	cctx, cancel := context.WithTimeout(ctx, moveLeaderTimeout)
 	defer cancel()
@@ -25,17 +28,17 @@ func (e *Engine) transferLeader(ctx context.Context, st ClusterState, step Step)
 		// failure would report our own transfer as an unplanned election: ask the target first.
 		if ctx.Err() == nil && e.leads(ctx, to) {
 			e.emit(step, "MoveLeader %s → %s answered %v, but %s leads: the transfer went through", from.Pod, to.Pod, err, to.Pod)
-			return nil
+			return true, nil
 		}
-		return fmt.Errorf("moving leader %s → %s: %w", from.Pod, to.Pod, err)
+		return false, fmt.Errorf("moving leader %s → %s: %w", from.Pod, to.Pod, err)
 	}
 	if _, err := waitFor(cctx, time.Time{}, every(50*time.Millisecond), func(ctx context.Context) (struct{}, bool, error) {
 		s, err := e.etcd.Status(ctx, to.Pod)
 		return struct{}{}, err == nil && s.Leader == to.MemberID, nil
 	}); err != nil {
-		return fmt.Errorf("moving leader %s → %s: %s does not report itself leader after MoveLeader returned", from.Pod, to.Pod, to.Pod)
+		return true, fmt.Errorf("moving leader %s → %s: %s does not report itself leader after MoveLeader returned", from.Pod, to.Pod, to.Pod)
 	}
-	return nil
+	return true, nil
 }
 
 // leaderIs asks the target first, then the others, who leads; it is the last check before the partition

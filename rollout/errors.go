@@ -15,6 +15,12 @@ var ErrInterference = errors.New("the StatefulSet was changed by someone else")
 // is reverted.
 var ErrNotRecreated = errors.New("the StatefulSet controller did not recreate the pod")
 
+// ErrReplacedMidGate is wrapped when a member's pod was deleted or replaced by someone else (a person, a
+// drain, the descheduler) while the member was in its gates: whatever answers behind the name now is another
+// pod, perhaps on another revision (the controller recreates it on the current one while the partition is
+// locked), so it proves nothing and fails nothing. The run looks again and rolls or waits for the member anew.
+var ErrReplacedMidGate = errors.New("the member's pod was replaced by someone else during its gates")
+
 // ErrPartitionNotLocked is wrapped when a run ends without setting the partition back to replicas: the
 // re-lock failed, or another run holds the lease now. Every other exit of a run that lowered it leaves it
 // locked, which is what a failure's message may then promise.

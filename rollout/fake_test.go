@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -54,6 +55,9 @@ type fakeEtcd struct {
 	// moveLeaderAnswersLost is how many MoveLeader calls move the leader but answer with a timeout, as when
 	// the response is lost on its way back.
 	moveLeaderAnswersLost int
+	// leadershipLostAfterMove is how many successful MoveLeader calls are followed at once by an election that
+	// takes the leadership from the new leader (it stalls, the others elect), before anyone can confirm it.
+	leadershipLostAfterMove int
 	// clusterVersionOnceAllRestarted, when set, becomes clusterVersion once every member has restarted (the
 	// leader raising it after the last member of a minor upgrade).
 	clusterVersionOnceAllRestarted string
@@ -84,9 +88,10 @@ type fakeEtcd struct {
 	// noIncarnation makes Incarnation fail, as an etcd without /metrics would.
 	noIncarnation bool
 	// startJitter makes every other Incarnation read a second late, without a restart (bootTimeJitter);
-	// jitterReads counts those reads.
+	// jitterReads counts those reads, per member, so that which read of a member is late does not depend on
+	// the order the engine reads the members in.
 	startJitter bool
-	jitterReads int
+	jitterReads map[string]int
 	// refusing names members whose client port refuses us while they still vote (and may lead): every call
 	// through them fails as a member that is down would, yet they count for the cluster's quorum.
 	refusing map[string]bool
@@ -153,6 +158,10 @@ func (f *fakeEtcd) MoveLeader(_ context.Context, leaderPod string, to uint64) er
 			f.leader = p
 			f.term++
 			f.moves++
+			if f.leadershipLostAfterMove > 0 {
+				f.leadershipLostAfterMove--
+				f.electOtherThan(p)
+			}
 			if f.moveLeaderAnswersLost > 0 {
 				f.moveLeaderAnswersLost--
 				return context.DeadlineExceeded
@@ -232,6 +241,18 @@ func (f *fakeEtcd) Downgrade(_ context.Context, pod string, action member.Downgr
 	return f.clusterVersion, nil
 }
 
+// electOtherThan makes the members other than pod elect one of them: an election nobody planned. f.mu is held.
+func (f *fakeEtcd) electOtherThan(pod string) {
+	for _, p := range slices.Sorted(maps.Keys(f.ids)) {
+		if p != pod && !f.isDown(p) {
+			f.leader = p
+			f.term++
+			f.elections++
+			return
+		}
+	}
+}
+
 // lowestServerMinor is the lowest minor ("3.5.0") among the members' server versions; else fallback. f.mu is held.
 func (f *fakeEtcd) lowestServerMinor(fallback string) string {
 	low, found := EtcdVersion{}, false
@@ -299,8 +320,11 @@ func (f *fakeEtcd) Incarnation(_ context.Context, pod string) (Incarnation, erro
 	inc := fakeProcess(n)
 	if f.startJitter {
 		// Every other read is a second late, as Linux's re-derived boot time makes it (bootTimeJitter).
-		f.jitterReads++
-		inc = member.IncarnationStartedAt(inc.StartedAt().Add(time.Duration(f.jitterReads%2) * time.Second))
+		if f.jitterReads == nil {
+			f.jitterReads = map[string]int{}
+		}
+		f.jitterReads[pod]++
+		inc = member.IncarnationStartedAt(inc.StartedAt().Add(time.Duration(f.jitterReads[pod]%2) * time.Second))
 	}
 	return inc, nil
 }
@@ -481,7 +505,12 @@ func newFakeCluster(t *testing.T, n, leader int, updated ...int) *fakeCluster {
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
 		})
 	}
-	c.kube = fake.NewClientset(objs...)
+	// The plain object tracker, not NewClientset's field-managed one: that one builds a REST mapper for the
+	// whole scheme on every write (testrestmapper.TestOnlyStaticRESTMapper), which was half the CPU of the
+	// schedule checker, and the engine uses no server-side apply. Leases get the API server's optimistic
+	// concurrency, which the lease's takeover and confirm rely on.
+	c.kube = fake.NewSimpleClientset(objs...)
+	versionedLeases(c.kube)
 	c.kube.PrependReactor("get", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		c.reconcile(action.(k8stesting.GetAction).GetName())
 		return false, nil, nil

@@ -22,8 +22,10 @@ type podWitness struct {
 	// readySince is the Ready condition's lastTransitionTime when first seen: it moves on every flap, even
 	// one that fell between two looks.
 	readySince time.Time
-	// fell says why the container did not stay up; empty while it did.
+	// fell says why the container did not stay up; empty while it did. gone says it fell because its pod is
+	// going or gone (deleted, replaced, terminating): whatever answers behind the name now is another pod.
 	fell string
+	gone bool
 }
 
 // observe takes one reading of the member's pod (nil: it does not exist).
@@ -32,7 +34,7 @@ func (w *podWitness) observe(p *corev1.Pod) {
 		return
 	}
 	if p == nil {
-		w.fell = "its pod was deleted"
+		w.fell, w.gone = "its pod was deleted", true
 		return
 	}
 	ready, since := podReady(p), readySince(p)
@@ -41,9 +43,9 @@ func (w *podWitness) observe(p *corev1.Pod) {
 	}
 	switch {
 	case string(p.UID) != w.uid:
-		w.fell = "its pod was replaced"
+		w.fell, w.gone = "its pod was replaced", true
 	case p.DeletionTimestamp != nil:
-		w.fell = "its pod is terminating"
+		w.fell, w.gone = "its pod is terminating", true
 	case !ready:
 		w.fell = fmt.Sprintf("the kubelet reported its pod not Ready (phase %s)", p.Status.Phase)
 	case containerRestarts(p) > w.restarts:

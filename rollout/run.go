@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -58,6 +59,13 @@ type run struct {
 	finalCheck   bool
 	retries      int
 	blockedSince time.Time
+}
+
+// passedOrdinals are the members this run saw pass, lowest ordinal first: the run looks at them in an order
+// that does not change from one run to the next (a map's would), so that which member a message names first,
+// and which etcd calls go out in which order, replay alike.
+func (r *run) passedOrdinals() []int {
+	return slices.Sorted(maps.Keys(r.passed))
 }
 
 // exit is every path out of a run, in order: re-lock the partition this run touched (unless another run
@@ -426,14 +434,13 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 		if err := e.lease.confirm(ctx); err != nil {
 			return fmt.Errorf("not moving the leader %s → %s: %w", from, to, err)
 		}
-		if err := e.transferLeader(ctx, st, step); err != nil {
-			if r.retries++; r.retries > maxStepRetries || ctx.Err() != nil {
-				return err
-			}
-			e.emit(step, "%v; looking again", err)
-			return nil
+		moved, err := e.transferLeader(ctx, st, step)
+		if moved {
+			r.res.LeaderTransfers++
 		}
-		r.res.LeaderTransfers++
+		if err != nil {
+			return r.lookAgain(ctx, step, err)
+		}
 		e.announce(Event{Kind: EventLeaderMoved, Step: step, From: from, To: to}, "leader moved %s → %s", from, to)
 		e.record(ctx, r.uid, corev1.EventTypeNormal, ReasonLeaderTransferred, fmt.Sprintf("Moved the etcd leader from %s to %s before restarting a member", from, to))
 	case StepLowerPartition:
@@ -460,6 +467,9 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 			return nil
 		}
 		if err := r.rollMember(ctx, st, step); err != nil {
+			if errors.Is(err, ErrReplacedMidGate) {
+				return r.lookAgain(ctx, step, err)
+			}
 			return err
 		}
 		r.cooldownDue, r.retries = true, 0
@@ -477,6 +487,9 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 		// not: an earlier run may have left it there crash-looping.
 		want := expectedSpec{Partition: st.Partition, Generation: r.gen, FullWindow: true}
 		inc, err := e.waitMember(ctx, st, step.Ordinal, want, time.Now())
+		if errors.Is(err, ErrReplacedMidGate) {
+			return r.lookAgain(ctx, step, err)
+		}
 		if err != nil {
 			return err
 		}
@@ -486,6 +499,17 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 	default:
 		return fmt.Errorf("internal: plan starts with %s", step.Kind)
 	}
+	return nil
+}
+
+// lookAgain ends a step that found live state moved under it (a transfer etcd aborted, a pod someone else
+// replaced during its gates) without failing the run: the run observes and plans again, up to maxStepRetries
+// times in a row.
+func (r *run) lookAgain(ctx context.Context, step Step, err error) error {
+	if r.retries++; r.retries > maxStepRetries || ctx.Err() != nil {
+		return err
+	}
+	r.e.emit(step, "%v; looking again", err)
 	return nil
 }
 

@@ -104,8 +104,8 @@ func (r *run) checkPassed(ctx context.Context) (again bool, err error) {
 // withIncarnation also checks that each still runs the etcd process that passed: a restart between two
 // looks answers both.
 func (r *run) lookAtPassed(ctx context.Context, withIncarnation bool) (holding bool, err error) {
-	for ordinal, p := range r.passed {
-		h, err := r.stillUp(ctx, ordinal, p, withIncarnation)
+	for _, ordinal := range r.passedOrdinals() {
+		h, err := r.stillUp(ctx, ordinal, r.passed[ordinal], withIncarnation)
 		if err != nil {
 			return false, err
 		}

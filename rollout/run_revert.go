@@ -131,10 +131,13 @@ func (r *run) revert(ctx context.Context, ordinal int) (string, error) {
 			if err := e.lease.confirm(ctx); err != nil {
 				return "", fmt.Errorf("not moving the leader off %s before reverting it: %w", m.Pod, err)
 			}
-			if err := e.transferLeader(ctx, st, Step{Kind: StepTransferLeader, From: ordinal, To: moveTo}); err != nil {
+			moved, err := e.transferLeader(ctx, st, Step{Kind: StepTransferLeader, From: ordinal, To: moveTo})
+			if moved {
+				r.res.LeaderTransfers++
+			}
+			if err != nil {
 				return "", fmt.Errorf("moving the leader off %s before reverting it: %w", m.Pod, err)
 			}
-			r.res.LeaderTransfers++
 		}
 		e.emit(Step{Kind: StepRecreate, Ordinal: ordinal}, "reverting %s: deleting its pod (revision %s) with the partition locked; the controller recreates it at %s", m.Pod, m.Revision, to)
 		e.etcd.Forget(m.Pod)
@@ -265,7 +268,8 @@ func (r *run) deleteOnAFreshLook(ctx context.Context, decided ClusterState, ordi
 // One whose process cannot be read is not counted either: quorum is decided on what etcd says, not on hope.
 func (r *run) provenInTheSameProcess(ctx context.Context, st ClusterState, except int) ClusterState {
 	st.Members = append([]MemberState(nil), st.Members...)
-	for ordinal, p := range r.passed {
+	for _, ordinal := range r.passedOrdinals() {
+		p := r.passed[ordinal]
 		if ordinal == except || ordinal >= len(st.Members) || !st.Members[ordinal].Proven || !p.incarnation.Known() {
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -13,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 )
 
@@ -524,4 +526,53 @@ func TestRunCountsATransferWhoseAnswerWasLost(t *testing.T) {
 	assert.Zero(t, res.UnplannedElections)
 	assert.Zero(t, c.etcd.elections)
 	assert.Equal(t, []string{newRev, newRev, newRev}, c.revisions())
+}
+
+// A MoveLeader that succeeded moved the leader (term + 1), even when the new leader loses the leadership
+// before the run can see it lead: the transfer is the run's own and is counted, and only the election that
+// followed is unplanned (the schedule checker's seeds 149 and 190 reported both terms as elections). Virtual
+// time: the unconfirmed transfer waits out its MoveLeader deadline.
+func TestRunCountsATransferWhoseLeaderWasLostAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newFakeCluster(t, 3, 2)
+		c.etcd.leadershipLostAfterMove = 1
+		res, err := c.engine(t, func(_ *Config, o *Options) { o.LeaseDuration = time.Hour }).Run(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, c.etcd.moves, res.LeaderTransfers, "every MoveLeader that moved the leader is counted")
+		assert.Equal(t, c.etcd.elections, res.UnplannedElections, "only the election the fake counted is reported")
+		assert.Equal(t, 1, c.etcd.elections)
+		assert.Equal(t, []string{newRev, newRev, newRev}, c.revisions())
+	})
+}
+
+// A gate proves a revision only on the pod it saw Ready at that revision, up to the pass: when someone else
+// deletes the pod mid-gate, the controller recreates it on the old revision (the partition is locked), and that
+// healthy process must not pass the gate for the new one. Seed 144 of the schedule checker: the replaced pod
+// passed, the new revision counted proven, and the next members passed on one look each. The run rolls the
+// member again instead, and every pass it reports is of a pod at the revision it rolls to.
+func TestAGatePassesOnlyOnThePodItSawReady(t *testing.T) {
+	c := newFakeCluster(t, 3, 0)
+	var mu sync.Mutex
+	replaced := false
+	var passedAt []string // the revision of each member's pod when the run said it passed
+	e := c.engine(t, func(cfg *Config, o *Options) {
+		o.OnEvent = func(ev Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case ev.Kind == EventMemberReady && ev.Pod == "etcd-2" && !replaced:
+				replaced = true
+				require.NoError(t, c.recreate(k8stesting.NewDeleteAction(podGVR, "db", "etcd-2")))
+			case ev.Kind == EventMemberRolled || ev.Kind == EventMemberPassed:
+				ordinal, _ := ordinalOf("etcd", ev.Pod)
+				passedAt = append(passedAt, ev.Pod+"@"+c.revisions()[ordinal])
+			}
+		}
+	})
+	res, err := e.Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{newRev, newRev, newRev}, c.revisions())
+	assert.Equal(t, []string{"etcd-2@" + newRev, "etcd-1@" + newRev, "etcd-0@" + newRev}, passedAt,
+		"no pass of a pod the controller brought back on the old revision")
+	assert.ElementsMatch(t, []string{"etcd-0", "etcd-1", "etcd-2"}, res.MembersRolled)
 }

@@ -3,7 +3,6 @@ package rollout
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -39,14 +38,14 @@ func TestScheduleChecksJudgeByTruth(t *testing.T) {
 			name: "a delete while another member is down and the last look found it so",
 			setup: func(w *world, se *schedEngine) {
 				w.crash("etcd-0", 0)
-				se.lastStatus["etcd-0"] = statusLook{at: time.Now(), down: true}
+				se.lastStatus["etcd-0"] = statusLook{at: w.now(), down: true}
 			},
 			act: deletePod("etcd-2"), want: []string{"b"},
 		},
 		{
 			name: "a delete while another member crashed after the last look at it",
 			setup: func(w *world, se *schedEngine) {
-				se.lastStatus["etcd-0"] = statusLook{at: time.Now()}
+				se.lastStatus["etcd-0"] = statusLook{at: w.now()}
 				w.crash("etcd-0", 0)
 			},
 			act: deletePod("etcd-2"),
@@ -55,7 +54,7 @@ func TestScheduleChecksJudgeByTruth(t *testing.T) {
 			name: "a delete while another member is only unreachable to us",
 			setup: func(w *world, se *schedEngine) {
 				w.unreachable["etcd-0"] = unreach{}
-				se.lastStatus["etcd-0"] = statusLook{at: time.Now()}
+				se.lastStatus["etcd-0"] = statusLook{at: w.now()}
 			},
 			act: deletePod("etcd-2"),
 		},
@@ -64,7 +63,7 @@ func TestScheduleChecksJudgeByTruth(t *testing.T) {
 			setup: func(w *world, se *schedEngine) {
 				w.badRevs[newRev] = true
 				w.syncLoops()
-				se.lastCall["etcd-2"] = time.Now().Add(time.Millisecond)
+				se.lastCall["etcd-2"] = w.now()
 			},
 			act: lowerTo(1), want: []string{"b"},
 		},
@@ -81,15 +80,15 @@ func TestScheduleChecksJudgeByTruth(t *testing.T) {
 			setup: func(w *world, se *schedEngine) {
 				w.badRevs[newRev] = true
 				w.syncLoops()
-				se.passedAt["etcd-2"] = time.Now().Add(time.Millisecond)
-				se.lastCall["etcd-2"] = time.Now().Add(2 * time.Millisecond)
+				se.passedAt["etcd-2"] = w.now()
+				se.lastCall["etcd-2"] = w.now()
 			},
 			act: lowerTo(1),
 		},
 		{
 			name: "a lowering right after the member that passed restarted and flaps", updated: []int{2},
 			setup: func(w *world, se *schedEngine) {
-				se.passedAt["etcd-2"] = time.Now()
+				se.passedAt["etcd-2"] = w.now()
 				w.flapAfterPass(se, "etcd-2")
 			},
 			act: lowerTo(1), want: []string{"b"},
@@ -97,7 +96,7 @@ func TestScheduleChecksJudgeByTruth(t *testing.T) {
 		{
 			name: "a run that returns right after the member that passed restarted and flaps", updated: []int{2},
 			setup: func(w *world, se *schedEngine) {
-				se.passedAt["etcd-2"] = time.Now()
+				se.passedAt["etcd-2"] = w.now()
 				w.flapAfterPass(se, "etcd-2")
 			},
 			act: func(w *world, se *schedEngine) {

@@ -10,6 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
+	fakeappsv1 "k8s.io/client-go/kubernetes/typed/apps/v1/fake"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	fakecoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1/fake"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	fakecorev1 "k8s.io/client-go/kubernetes/typed/core/v1/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
@@ -42,34 +48,34 @@ type schedEngine struct {
 	// lastCall is when it last called each member's etcd (reached or not); lastStatus its last health look
 	// (Status) that reached each member, sawDown the last such look that found it down; incarnations the
 	// process names it read, and when.
-	lastCall     map[string]time.Time
+	lastCall     map[string]moment
 	lastStatus   map[string]statusLook
-	sawDown      map[string]time.Time
+	sawDown      map[string]moment
 	incarnations map[string][]incarnationRead
 	// passedAt is when it last said a member passed its gates (its own events).
-	passedAt map[string]time.Time
+	passedAt map[string]moment
 
-	startedAt time.Time
+	startedAt moment
 	// Elections counted by the fake at its start and end, and around its first and last disruption.
 	elStart, elFirstDisruption, elLastDisruption int
 	disrupted                                    bool
 }
 
 type statusLook struct {
-	at   time.Time
+	at   moment
 	down bool
 }
 
 type incarnationRead struct {
-	at    time.Time
+	at    moment
 	value Incarnation
 }
 
 // newSchedEngine is what the checks know of an engine, before it made any request.
 func newSchedEngine(w *world, name string, run int) *schedEngine {
-	return &schedEngine{w: w, name: name, run: run, counts: map[injectionPoint]int{}, lastCall: map[string]time.Time{},
-		lastStatus: map[string]statusLook{}, sawDown: map[string]time.Time{}, incarnations: map[string][]incarnationRead{},
-		passedAt: map[string]time.Time{}}
+	return &schedEngine{w: w, name: name, run: run, counts: map[injectionPoint]int{}, lastCall: map[string]moment{},
+		lastStatus: map[string]statusLook{}, sawDown: map[string]moment{}, incarnations: map[string][]incarnationRead{},
+		passedAt: map[string]moment{}}
 }
 
 // newEngine makes an Engine whose every request goes through w: its own clientset that forwards to the fake
@@ -77,15 +83,15 @@ func newSchedEngine(w *world, name string, run int) *schedEngine {
 func (w *world) newEngine(name string, run int) *schedEngine {
 	se := newSchedEngine(w, name, run)
 	se.ctx, se.cancel = context.WithTimeout(w.ctx, scheduleGuard)
-	kube := fake.NewClientset()
-	kube.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) { return w.request(se, a) })
-	kube.PrependWatchReactor("*", func(a k8stesting.Action) (bool, watch.Interface, error) { return w.watchRequest(se, a) })
+	kube := &worldKube{Clientset: fake.NewSimpleClientset(),
+		react: func(a k8stesting.Action) (bool, runtime.Object, error) { return w.request(se, a) },
+		watch: func(a k8stesting.Action) (bool, watch.Interface, error) { return w.watchRequest(se, a) }}
 	cfg := NewConfig("etcd", "db", "etcd")
 	cfg.Holder = name
 	cfg.Cooldown = w.s.Cooldown
 	cfg.ReadyTimeout = 1500 * time.Millisecond
 	cfg.HealthTimeout = time.Second
-	opts := Options{Kube: kube, etcd: &scheduledEtcd{w: w, se: se}, PollInterval: 5 * time.Millisecond,
+	opts := Options{Kube: kube, etcd: &scheduledEtcd{w: w, se: se}, PollInterval: schedulePoll,
 		LeaseDuration: scheduleLease, StableFor: scheduleStableFor,
 		OnEvent: func(ev Event) {
 			w.mu.Lock()
@@ -96,7 +102,7 @@ func (w *world) newEngine(name string, run int) *schedEngine {
 			w.logf(name, "%s", ev.Message)
 			se.events++
 			if pod, ok := passedIn(ev); ok {
-				se.passedAt[pod] = time.Now()
+				se.passedAt[pod] = w.now()
 				w.fireAt(se, atPassed, pod)
 			}
 		}}
@@ -111,9 +117,47 @@ func (w *world) newEngine(name string, run int) *schedEngine {
 	return se
 }
 
-// request is every Kubernetes request of se: events due fire first, then the request is refused (an
-// outage, a dead process) or forwarded to the fake cluster and judged.
-func (w *world) request(se *schedEngine, a k8stesting.Action) (bool, runtime.Object, error) {
+// worldKube is an engine's clientset on a world: every request goes to the world (react, watch), through a
+// k8stesting.Fake of its own. One Fake per call, not one per clientset: a Fake holds its lock for the whole
+// reaction, and a request waits for its turn in the sequencer, so one Fake would make the engine's other
+// goroutines (its gates, lease renewal, status writer, informers) wait on that lock, which is not a wait
+// synctest can see through (a mutex is not durably blocking), and virtual time would never advance.
+type worldKube struct {
+	*fake.Clientset // the rest of kubernetes.Interface, which the engine does not call
+	react           k8stesting.ReactionFunc
+	watch           k8stesting.WatchReactionFunc
+}
+
+func (k *worldKube) fake() *k8stesting.Fake {
+	f := &k8stesting.Fake{}
+	f.AddReactor("*", "*", k.react)
+	f.AddWatchReactor("*", k.watch)
+	return f
+}
+
+func (k *worldKube) CoreV1() corev1client.CoreV1Interface { return &fakecorev1.FakeCoreV1{Fake: k.fake()} }
+func (k *worldKube) AppsV1() appsv1client.AppsV1Interface { return &fakeappsv1.FakeAppsV1{Fake: k.fake()} }
+func (k *worldKube) CoordinationV1() coordinationv1client.CoordinationV1Interface {
+	return &fakecoordinationv1.FakeCoordinationV1{Fake: k.fake()}
+}
+
+// request is every Kubernetes request of se, served in its turn (serialize): events due fire first, then the
+// request is refused (an outage, a dead process) or forwarded to the fake cluster and judged.
+func (w *world) request(se *schedEngine, a k8stesting.Action) (handled bool, obj runtime.Object, err error) {
+	w.serialize(kubeKey(se, a), func() { handled, obj, err = w.serveKube(se, a) })
+	return handled, obj, err
+}
+
+// kubeKey names a Kubernetes request for the sequencer's order: the engine, then what it asks of what.
+func kubeKey(se *schedEngine, a k8stesting.Action) string {
+	name := ""
+	if named, ok := a.(interface{ GetName() string }); ok {
+		name = named.GetName()
+	}
+	return se.name + " kube " + a.GetVerb() + " " + a.GetResource().Resource + " " + name
+}
+
+func (w *world) serveKube(se *schedEngine, a k8stesting.Action) (bool, runtime.Object, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.tick()
@@ -128,14 +172,16 @@ func (w *world) request(se *schedEngine, a k8stesting.Action) (bool, runtime.Obj
 	return true, obj, err
 }
 
-func (w *world) watchRequest(se *schedEngine, a k8stesting.Action) (bool, watch.Interface, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if err := w.refusedKube(se); err != nil {
-		return true, nil, err
-	}
-	wi, err := w.c.kube.InvokesWatch(a)
-	return true, wi, err
+func (w *world) watchRequest(se *schedEngine, a k8stesting.Action) (handled bool, wi watch.Interface, err error) {
+	w.serialize(kubeKey(se, a), func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		handled = true
+		if err = w.refusedKube(se); err == nil {
+			wi, err = w.c.kube.InvokesWatch(a)
+		}
+	})
+	return handled, wi, err
 }
 
 // scheduledEtcd is se's etcd access: each call may fire events, be refused without reaching the member
@@ -145,8 +191,14 @@ type scheduledEtcd struct {
 	se *schedEngine
 }
 
-// call runs one etcd call of se to pod under w.mu; point is its injection point ("" for none).
-func (s *scheduledEtcd) call(point injectionPoint, pod string, do func() error) error {
+// call runs one etcd call of se to pod under w.mu, in its turn (serialize); point is its injection point
+// ("" for none), method names the call for the sequencer's order.
+func (s *scheduledEtcd) call(point injectionPoint, method, pod string, do func() error) (err error) {
+	s.w.serialize(s.se.name+" etcd "+method+" "+pod, func() { err = s.serve(point, pod, do) })
+	return err
+}
+
+func (s *scheduledEtcd) serve(point injectionPoint, pod string, do func() error) error {
 	w, se := s.w, s.se
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -154,7 +206,7 @@ func (s *scheduledEtcd) call(point injectionPoint, pod string, do func() error) 
 	if point != "" {
 		w.fire(se, point)
 	}
-	se.lastCall[pod] = time.Now()
+	se.lastCall[pod] = w.now()
 	if err := w.refusedEtcd(se, pod); err != nil {
 		return err
 	}
@@ -166,9 +218,9 @@ func (s *scheduledEtcd) call(point injectionPoint, pod string, do func() error) 
 // Status is the engine's health look at a member: what it answers is what the engine knows of the member
 // (lastStatus, sawDown), while its other calls (a member list, a read) only serve other purposes.
 func (s *scheduledEtcd) Status(ctx context.Context, pod string) (st member.Status, err error) {
-	err = s.call(atStatus, pod, func() error {
+	err = s.call(atStatus, "Status", pod, func() error {
 		st, err = s.w.f.Status(ctx, pod)
-		now, down := time.Now(), err != nil && s.w.downNow(pod)
+		now, down := s.w.now(), err != nil && s.w.downNow(pod)
 		s.se.lastStatus[pod] = statusLook{at: now, down: down}
 		if down {
 			s.se.sawDown[pod] = now
@@ -179,12 +231,12 @@ func (s *scheduledEtcd) Status(ctx context.Context, pod string) (st member.Statu
 }
 
 func (s *scheduledEtcd) MemberList(ctx context.Context, pod string) (list []member.Info, err error) {
-	err = s.call("", pod, func() error { list, err = s.w.f.MemberList(ctx, pod); return err })
+	err = s.call("", "MemberList", pod, func() error { list, err = s.w.f.MemberList(ctx, pod); return err })
 	return list, err
 }
 
 func (s *scheduledEtcd) MoveLeader(ctx context.Context, leaderPod string, to uint64) error {
-	return s.call(atMoveLeader, leaderPod, func() error {
+	return s.call(atMoveLeader, "MoveLeader", leaderPod, func() error {
 		pre := s.w.snapshot()
 		err := s.w.f.MoveLeader(ctx, leaderPod, to)
 		if to := s.w.f.leaderPod(); to != pre.leader {
@@ -195,24 +247,24 @@ func (s *scheduledEtcd) MoveLeader(ctx context.Context, leaderPod string, to uin
 }
 
 func (s *scheduledEtcd) LinearizableRead(ctx context.Context, pod string) error {
-	return s.call("", pod, func() error { return s.w.f.LinearizableRead(ctx, pod) })
+	return s.call("", "LinearizableRead", pod, func() error { return s.w.f.LinearizableRead(ctx, pod) })
 }
 
 func (s *scheduledEtcd) ClusterVersion(ctx context.Context, pod string) (v string, err error) {
-	err = s.call("", pod, func() error { v, err = s.w.f.ClusterVersion(ctx, pod); return err })
+	err = s.call("", "ClusterVersion", pod, func() error { v, err = s.w.f.ClusterVersion(ctx, pod); return err })
 	return v, err
 }
 
 func (s *scheduledEtcd) Downgrade(ctx context.Context, pod string, action member.DowngradeAction, version string) (v string, err error) {
-	err = s.call("", pod, func() error { v, err = s.w.f.Downgrade(ctx, pod, action, version); return err })
+	err = s.call("", "Downgrade", pod, func() error { v, err = s.w.f.Downgrade(ctx, pod, action, version); return err })
 	return v, err
 }
 
 func (s *scheduledEtcd) Incarnation(ctx context.Context, pod string) (inc Incarnation, err error) {
-	err = s.call(atIncarnation, pod, func() error {
+	err = s.call(atIncarnation, "Incarnation", pod, func() error {
 		inc, err = s.w.f.Incarnation(ctx, pod)
 		if err == nil {
-			s.se.incarnations[pod] = append(s.se.incarnations[pod], incarnationRead{at: time.Now(), value: inc})
+			s.se.incarnations[pod] = append(s.se.incarnations[pod], incarnationRead{at: s.w.now(), value: inc})
 		}
 		return err
 	})
@@ -221,7 +273,7 @@ func (s *scheduledEtcd) Incarnation(ctx context.Context, pod string) (inc Incarn
 
 // ActivePeers is pod's Raft view, the truth of who runs: it reaches pod like any other call.
 func (s *scheduledEtcd) ActivePeers(ctx context.Context, pod string) (peers map[uint64]bool, err error) {
-	err = s.call("", pod, func() error { peers, err = s.w.f.ActivePeers(ctx, pod); return err })
+	err = s.call("", "ActivePeers", pod, func() error { peers, err = s.w.f.ActivePeers(ctx, pod); return err })
 	return peers, err
 }
 

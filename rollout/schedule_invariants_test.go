@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	k8stesting "k8s.io/client-go/testing"
 )
@@ -116,7 +115,7 @@ func (w *world) judgeMoveLeader(se *schedEngine, pre worldSnapshot, to string) {
 // (d) the lease is se's, (c) a partition a SIGKILLed run left lowered was locked first, (a) one member at a
 // time, (b) the others keep quorum.
 func (w *world) disruption(se *schedEngine, pre, post worldSnapshot, what string, targets []int) {
-	w.lastDisruption[se.name] = time.Now()
+	w.lastDisruption[se.name] = w.now()
 	if !se.disrupted {
 		se.disrupted, se.elFirstDisruption = true, pre.elections
 	}
@@ -255,7 +254,7 @@ func (w *world) answerable(se *schedEngine, pod string) (bool, string) {
 }
 
 // twoProcesses finds two different process names read after since.
-func twoProcesses(reads []incarnationRead, since time.Time) (incarnationRead, incarnationRead, bool) {
+func twoProcesses(reads []incarnationRead, since moment) (incarnationRead, incarnationRead, bool) {
 	var first *incarnationRead
 	for i := range reads {
 		r := reads[i]
@@ -338,7 +337,7 @@ func (w *world) disruptedMeanwhile(se *schedEngine) string {
 	return ""
 }
 
-func mapKeys(m map[string]time.Time) []string {
+func mapKeys(m map[string]moment) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)

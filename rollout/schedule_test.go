@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -57,7 +59,7 @@ import (
 func TestSchedules(t *testing.T) {
 	kinds := scheduleKinds(t)
 	seeds := scheduleSeeds(t)
-	parallel := envInt(t, "ROLLOUT_SCHEDULE_PARALLEL", 6)
+	parallel := envInt(t, "ROLLOUT_SCHEDULE_PARALLEL", runtime.GOMAXPROCS(0))
 	started := time.Now()
 
 	var mu sync.Mutex
@@ -73,7 +75,8 @@ func TestSchedules(t *testing.T) {
 			for seed := range next {
 				t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 					s := generateSchedule(seed, kinds)
-					w := runSchedule(t, s)
+					var w *world
+					synctest.Test(t, func(t *testing.T) { w = runSchedule(t, s) })
 					mu.Lock()
 					defer mu.Unlock()
 					for i, ev := range s.Events {
@@ -118,6 +121,7 @@ func TestSchedules(t *testing.T) {
 // succeed, up to s.Runs; a second engine started by an event is waited for before the next run.
 func runSchedule(t *testing.T, s schedule) *world {
 	w := newWorld(t, s)
+	w.startSequencer()
 	for r := 1; r <= s.Runs; r++ {
 		se := w.newEngine(fmt.Sprintf("run-%d", r), r)
 		_, err := w.runEngine(se)
@@ -126,6 +130,7 @@ func runSchedule(t *testing.T, s schedule) *world {
 			break
 		}
 	}
+	w.stopSequencer()
 	w.mu.Lock()
 	for i, ev := range s.Events {
 		if !w.fired[i] {
@@ -142,7 +147,7 @@ func (w *world) runEngine(se *schedEngine) (Result, error) {
 	defer func() { _ = se.e.Close() }()
 	defer se.cancel()
 	w.mu.Lock()
-	se.elStart, se.startedAt = w.electionsNow(), time.Now()
+	se.elStart, se.startedAt = w.electionsNow(), w.now()
 	w.mu.Unlock()
 	res, err := se.e.Run(se.ctx)
 	w.mu.Lock()

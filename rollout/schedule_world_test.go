@@ -24,7 +24,11 @@ import (
 // window, a slow one stays up longer than it). No check depends on them: every verdict is taken from the
 // fakes' state at the moment of a request, in the order the requests happen.
 const (
-	scheduleLease     = time.Second
+	scheduleLease = time.Second
+	// schedulePoll is the engines' poll interval: 5ms less a microsecond, so that a poll's timer never falls on
+	// the same virtual instant as a deadline or a lease renewal (whole milliseconds), where Go would pick at
+	// random between two ready cases of a select and a seed would not replay alike.
+	schedulePoll      = 5*time.Millisecond - time.Microsecond
 	scheduleStableFor = 150 * time.Millisecond
 	fastLoopUp        = 40 * time.Millisecond
 	fastLoopDown      = 30 * time.Millisecond
@@ -36,6 +40,24 @@ const (
 )
 
 var scheduleLeaseGVR = coordinationv1.SchemeGroupVersion.WithResource("leases")
+
+// moment is when something happened in a schedule, for the checks: the virtual clock's reading, for the
+// account, and its place in the world's order of happenings, for every before-or-after. On virtual time many
+// things happen at the same instant (a request takes no time), so only the order says which came first.
+type moment struct {
+	at  time.Time
+	seq uint64
+}
+
+func (m moment) Before(o moment) bool { return m.seq < o.seq }
+func (m moment) After(o moment) bool  { return m.seq > o.seq }
+func (m moment) IsZero() bool         { return m.seq == 0 }
+
+// now is this moment of the world, later than every moment stamped before it; w.mu is held.
+func (w *world) now() moment {
+	w.seq++
+	return moment{at: time.Now(), seq: w.seq}
+}
 
 // world is one schedule's cluster: the unit fakes, the truth the checks read (which member really is up,
 // which revision crash-loops, who holds the Lease), every engine on it, and the account of what happened.
@@ -51,6 +73,10 @@ type world struct {
 
 	mu    sync.Mutex
 	start time.Time
+	// seq orders every moment stamped (now).
+	seq uint64
+	// order serves the engines' requests one at a time in a fixed order (schedule_sequencer_test.go).
+	order *sequencer
 	// lines is the account: injected events, engine events, results and violations, in order.
 	lines      []string
 	violations []violation
@@ -64,7 +90,7 @@ type world struct {
 	lastInc map[string]int
 	// crashed are members down by themselves (evCrash), since when; revive when each comes back (zero: not
 	// by itself).
-	crashed map[string]time.Time
+	crashed map[string]moment
 	revive  map[string]time.Time
 	// unreachable are members no engine can reach while they run on.
 	unreachable map[string]unreach
@@ -76,7 +102,7 @@ type world struct {
 	touched    map[string]bool
 	touchedAll bool
 	// replacedAt is when someone else last deleted each member's pod (evDelete).
-	replacedAt map[string]time.Time
+	replacedAt map[string]moment
 
 	// disrupted are the members our writes restarted or deleted that have not been truly healthy since.
 	disrupted map[string]bool
@@ -85,7 +111,7 @@ type world struct {
 	lowerer, killedLowered string
 
 	// lastDisruption is when each engine last disrupted something.
-	lastDisruption map[string]time.Time
+	lastDisruption map[string]moment
 
 	engines []*schedEngine
 	seconds int
@@ -98,7 +124,7 @@ type world struct {
 // crashLoop is a member crash-looping since a moment. onRestart says it began with the member's start on a
 // revision that crash-loops (a fresh process no run has watched yet), not on a member running already.
 type crashLoop struct {
-	since     time.Time
+	since     moment
 	onRestart bool
 	// passedBy is the engine that had just said the member passed when it restarted and began to loop (a
 	// member flapping for reasons of its own, not its revision): that engine checks it before its next
@@ -127,9 +153,9 @@ func newWorld(t *testing.T, s schedule) *world {
 	c := newFakeCluster(t, s.Members, s.Leader, s.Updated...)
 	w := &world{t: t, s: s, c: c, f: c.etcd, start: time.Now(), fired: map[int]bool{},
 		badRevs: map[string]bool{}, loops: map[string]crashLoop{}, lastInc: map[string]int{},
-		crashed: map[string]time.Time{}, revive: map[string]time.Time{}, unreachable: map[string]unreach{},
-		disrupted: map[string]bool{}, lastDisruption: map[string]time.Time{}, touched: map[string]bool{},
-		replacedAt: map[string]time.Time{}}
+		crashed: map[string]moment{}, revive: map[string]time.Time{}, unreachable: map[string]unreach{},
+		disrupted: map[string]bool{}, lastDisruption: map[string]moment{}, touched: map[string]bool{},
+		replacedAt: map[string]moment{}}
 	w.f.crashUp, w.f.crashDown = fastLoopUp, fastLoopDown
 	if s.SlowLoop {
 		w.f.crashUp, w.f.crashDown = slowLoopUp, slowLoopDown
@@ -158,8 +184,8 @@ func (w *world) violate(invariant string, se *schedEngine, format string, args .
 }
 
 // since formats a moment of the schedule for the account.
-func (w *world) since(at time.Time) string {
-	return "+" + at.Sub(w.start).Round(time.Millisecond).String()
+func (w *world) since(m moment) string {
+	return "+" + m.at.Sub(w.start).Round(time.Millisecond).String()
 }
 
 // fire applies the events due at se's request at point; w.mu is held.
@@ -296,7 +322,7 @@ func (w *world) crash(pod string, lasting time.Duration) {
 		}
 	}
 	f.mu.Unlock()
-	w.crashed[pod] = time.Now()
+	w.crashed[pod] = w.now()
 	if lasting > 0 {
 		w.revive[pod] = time.Now().Add(lasting)
 	}
@@ -324,7 +350,7 @@ func (w *world) deleteByOther(pod string, lasting time.Duration) {
 		w.logf("world", "delete of %s failed: %v", pod, err)
 		return
 	}
-	w.replacedAt[pod] = time.Now()
+	w.replacedAt[pod] = w.now()
 	ordinal, _ := ordinalOf("etcd", pod)
 	w.logf("world", "%s's pod deleted by someone else; recreated at %s", pod, w.revisionsNow()[ordinal])
 	w.crash(pod, lasting)
@@ -340,7 +366,7 @@ func (w *world) startCrashLoop() {
 		pod := podName("etcd", i)
 		if r == rev && !w.f.down[pod] {
 			w.f.crashStart[pod] = time.Now()
-			w.loops[pod] = crashLoop{since: time.Now()}
+			w.loops[pod] = crashLoop{since: w.now()}
 		}
 	}
 }
@@ -358,7 +384,7 @@ func (w *world) flapAfterPass(se *schedEngine, pod string) {
 	f.bumpIncarnation(pod)
 	w.lastInc[pod] = f.incarnations[pod]
 	f.crashStart[pod] = time.Now()
-	w.loops[pod] = crashLoop{since: time.Now(), passedBy: se.name}
+	w.loops[pod] = crashLoop{since: w.now(), passedBy: se.name}
 }
 
 // tick brings back the crashed members that are due, and forgets crashes that ended otherwise (their pod was
@@ -399,7 +425,7 @@ func (w *world) syncLoops() {
 		case w.badRevs[rev] && (!looping || restarted) && !f.down[pod]:
 			w.foldLoop(pod)
 			f.crashStart[pod] = time.Now()
-			w.loops[pod] = crashLoop{since: time.Now(), onRestart: true}
+			w.loops[pod] = crashLoop{since: w.now(), onRestart: true}
 		case looping && w.loops[pod].passedBy != "" && !restarted:
 			// a member flapping by itself keeps flapping until its pod restarts
 		case !w.badRevs[rev] && looping:

@@ -1,0 +1,101 @@
+package rollout
+
+import (
+	"cmp"
+	"slices"
+	"testing/synctest"
+)
+
+// sequencer serves every request a schedule's engines make (Kubernetes and etcd), one at a time, in an order
+// that depends on the seed alone, not on how Go schedules goroutines.
+//
+// Virtual time (testing/synctest) makes a schedule independent of the machine's speed and load, but not of
+// the order in which goroutines that wake at the same virtual instant run: an engine's gate loop, its lease
+// renewal, its status publisher, its watch's informers, a second engine and Observe's per-member goroutines
+// can all reach the world at one instant. The sequencer runs in a goroutine of its own. It serves a request
+// only once every other goroutine of the bubble is durably blocked (synctest.Wait): by then every request
+// of that instant has arrived and every consequence of the last one has played out (an informer has
+// delivered the event the write caused, a woken gate has made its next request). Of the requests waiting it
+// serves the least by its key (the engine, then what it asks and of whom), so that two runs of a seed serve
+// them alike.
+//
+// What is left to the Go runtime is a select with more than one case ready at the same instant (a poll's
+// timer and a deadline falling together), which Go breaks at random; TestSchedulesReplayAlike measures it.
+type sequencer struct {
+	requests chan *seqRequest
+	done     chan struct{}
+	ended    chan struct{}
+}
+
+// seqRequest is one request waiting for its turn: do runs it, in the sequencer's goroutine.
+type seqRequest struct {
+	key    string
+	do     func()
+	served chan struct{}
+}
+
+// startSequencer starts serving w's requests; it must be called inside the schedule's synctest bubble.
+func (w *world) startSequencer() {
+	q := &sequencer{requests: make(chan *seqRequest), done: make(chan struct{}), ended: make(chan struct{})}
+	w.order = q
+	go q.serve()
+}
+
+// stopSequencer ends the sequencer once every engine has returned; later requests run in their caller.
+func (w *world) stopSequencer() {
+	if q := w.order; q != nil {
+		close(q.done)
+		<-q.ended
+		w.order = nil
+	}
+}
+
+// serialize runs do as w's request named key: through the sequencer when one runs, else at once.
+func (w *world) serialize(key string, do func()) {
+	q := w.order
+	if q == nil {
+		do()
+		return
+	}
+	r := &seqRequest{key: key, do: do, served: make(chan struct{})}
+	select {
+	case q.requests <- r:
+		<-r.served
+	case <-q.ended:
+		do()
+	}
+}
+
+func (q *sequencer) serve() {
+	defer close(q.ended)
+	var waiting []*seqRequest
+	for {
+		if len(waiting) == 0 {
+			select {
+			case r := <-q.requests:
+				waiting = append(waiting, r)
+			case <-q.done:
+				return
+			}
+		}
+		synctest.Wait()
+		waiting = q.collect(waiting)
+		slices.SortStableFunc(waiting, func(a, b *seqRequest) int { return cmp.Compare(a.key, b.key) })
+		next := waiting[0]
+		waiting = waiting[1:]
+		next.do()
+		close(next.served)
+	}
+}
+
+// collect adds every request that has arrived meanwhile (their senders are blocked on the channel).
+func (q *sequencer) collect(waiting []*seqRequest) []*seqRequest {
+	for {
+		select {
+		case r := <-q.requests:
+			waiting = append(waiting, r)
+		default:
+			return waiting
+		}
+	}
+}
