@@ -135,8 +135,12 @@ func (k *worldKube) fake() *k8stesting.Fake {
 	return f
 }
 
-func (k *worldKube) CoreV1() corev1client.CoreV1Interface { return &fakecorev1.FakeCoreV1{Fake: k.fake()} }
-func (k *worldKube) AppsV1() appsv1client.AppsV1Interface { return &fakeappsv1.FakeAppsV1{Fake: k.fake()} }
+func (k *worldKube) CoreV1() corev1client.CoreV1Interface {
+	return &fakecorev1.FakeCoreV1{Fake: k.fake()}
+}
+func (k *worldKube) AppsV1() appsv1client.AppsV1Interface {
+	return &fakeappsv1.FakeAppsV1{Fake: k.fake()}
+}
 func (k *worldKube) CoordinationV1() coordinationv1client.CoordinationV1Interface {
 	return &fakecoordinationv1.FakeCoordinationV1{Fake: k.fake()}
 }
