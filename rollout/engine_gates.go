@@ -352,17 +352,27 @@ func failedLook(err error) look {
 }
 
 // podOfMember finds the pod serving an etcd member ID: from the observation when the ID is known there,
-// else by asking every member.
+// else by asking every member. When a member did not answer, the ID may be that member's: the look did not
+// reach the leader, which says nothing of the member that named it (member.ErrNoLook; the schedule checker's
+// seed 4322 of 10,000 failed a healthy member whose leader could not be reached through its port-forward).
 func (e *Engine) podOfMember(ctx context.Context, st ClusterState, id uint64) (string, error) {
 	for _, m := range st.Members {
 		if m.Reachable && m.MemberID == id {
 			return m.Pod, nil
 		}
 	}
+	var unanswered []string
 	for _, m := range st.Members {
-		if s, err := e.etcd.Status(ctx, m.Pod); err == nil && s.ID == id {
+		s, err := e.etcd.Status(ctx, m.Pod)
+		if err == nil && s.ID == id {
 			return m.Pod, nil
 		}
+		if err != nil {
+			unanswered = append(unanswered, m.Pod)
+		}
+	}
+	if len(unanswered) > 0 {
+		return "", fmt.Errorf("%w: no member that answers is %x, the leader it names, and %v did not answer", member.ErrNoLook, id, unanswered)
 	}
 	return "", fmt.Errorf("no pod serves member %x", id)
 }

@@ -95,6 +95,9 @@ type fakeEtcd struct {
 	// refusing names members whose client port refuses us while they still vote (and may lead): every call
 	// through them fails as a member that is down would, yet they count for the cluster's quorum.
 	refusing map[string]bool
+	// beforeStatus, when set, runs at every Status call before it is answered, with f.mu held: a fault that
+	// strikes at the moment the engine looks.
+	beforeStatus func(pod string)
 }
 
 func newFakeEtcd(n, leader int) *fakeEtcd {
@@ -110,6 +113,9 @@ func newFakeEtcd(n, leader int) *fakeEtcd {
 func (f *fakeEtcd) Status(_ context.Context, pod string) (member.Status, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.beforeStatus != nil {
+		f.beforeStatus(pod)
+	}
 	if f.unseen[pod] {
 		return member.Status{}, fmt.Errorf("%w: port-forward to db/%s: the API server is away", member.ErrNoLook, pod)
 	}

@@ -261,11 +261,28 @@ func (r *run) deleteOnAFreshLook(ctx context.Context, decided ClusterState, ordi
 	return r.e.deleteMemberPod(ctx, now, ordinal, decided.Members[ordinal].PodUID)
 }
 
+// quorumOnAFreshLook says whether the members other than ordinal keep a quorum on a look taken right before
+// the partition is lowered for it, as every pod delete is judged (deleteOnAFreshLook): the plan's observation
+// is older by a leader move, a cool-down and the leader check, and a member that fell meanwhile would make the
+// restart cost the quorum (the schedule checker's seeds 5782 and 9106 of 10,000: a member crashed while the
+// run asked who leads, and the lowering went ahead).
+func (r *run) quorumOnAFreshLook(ctx context.Context, ordinal int) error {
+	now, err := r.observe(ctx)
+	if err != nil {
+		return fmt.Errorf("observing right before restarting %s: %w", podName(r.e.cfg.StatefulSet, ordinal), err)
+	}
+	return checkQuorum(r.provenInTheSameProcess(ctx, now, ordinal), ordinal)
+}
+
 // provenInTheSameProcess is st with a member this run saw pass counted proven only while it still answers from
 // the etcd process that passed: a crash loop slower than the stability window answers a look between its
 // crashes, from a new process each time (the schedule checker's seed 1197 of ROLLOUT_SCHEDULE_FROM=1000: a
 // revert deleted etcd-1's pod while etcd-2, passed and then crash-looping, happened to answer the fresh look).
 // One whose process cannot be read is not counted either: quorum is decided on what etcd says, not on hope.
+// One that restarted since it passed is not healthy on this look either, whatever it answers now: it did not
+// stay up, and a revert must not delete another member's pod while it flaps (the schedule checker's seed 2955
+// of 10,000: a revert deleted etcd-3 while etcd-4, rolled by the run and slowly crash-looping, answered from
+// its next process).
 func (r *run) provenInTheSameProcess(ctx context.Context, st ClusterState, except int) ClusterState {
 	st.Members = append([]MemberState(nil), st.Members...)
 	for _, ordinal := range r.passedOrdinals() {
@@ -285,6 +302,8 @@ func (r *run) provenInTheSameProcess(ctx context.Context, st ClusterState, excep
 			// It did not stay up, and the run's report must not count it rolled (the schedule checker's seed
 			// 2195 of ROLLOUT_SCHEDULE_FROM=2000).
 			r.downAfterPass[pod] = true
+			m := &st.Members[ordinal]
+			m.Healthy, m.Problem, m.Reason = false, fmt.Sprintf("restarted since it passed (etcd process %s, %s passed)", inc.Name(), p.incarnation.Name()), ProblemDownAfterPassing
 		}
 	}
 	return st

@@ -1,8 +1,10 @@
 package rollout
 
 import (
+	"cmp"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,8 +20,9 @@ import (
 func TestScheduleChecksJudgeByTruth(t *testing.T) {
 	tests := []struct {
 		name string
-		// updated are the members already at the update revision.
+		// updated are the members already at the update revision; members is 3 unless set.
 		updated []int
+		members int
 		// setup prepares the world and what run-1 knows, then act makes run-1's write and judges it.
 		setup func(w *world, se *schedEngine)
 		act   func(w *world, se *schedEngine)
@@ -104,6 +107,25 @@ func TestScheduleChecksJudgeByTruth(t *testing.T) {
 			},
 		},
 		{
+			name: "a lowering while a member our writes disrupted is down after someone else replaced its pod",
+			setup: func(w *world, se *schedEngine) {
+				w.disrupted["etcd-0"] = true
+				w.deleteByOther("etcd-0", time.Second)
+				se.lastStatus["etcd-0"] = statusLook{at: w.now(), down: true}
+			},
+			act: lowerTo(2), want: []string{"b"},
+		},
+		{
+			name:    "a lowering of one of five while a member our writes disrupted is down after someone else replaced its pod",
+			members: 5,
+			setup: func(w *world, se *schedEngine) {
+				w.disrupted["etcd-0"] = true
+				w.deleteByOther("etcd-0", time.Second)
+				se.lastStatus["etcd-0"] = statusLook{at: w.now(), down: true}
+			},
+			act: lowerTo(4),
+		},
+		{
 			name:  "a lowering while someone else holds the lease",
 			setup: func(w *world, se *schedEngine) { holdLease(t, w, "second-1") },
 			act:   lowerTo(2), want: []string{"d"},
@@ -152,7 +174,7 @@ func TestScheduleChecksJudgeByTruth(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := newWorld(t, schedule{Members: 3, Leader: 0, Updated: tt.updated})
+			w := newWorld(t, schedule{Members: cmp.Or(tt.members, 3), Leader: 0, Updated: tt.updated})
 			se := newSchedEngine(w, "run-1", 1)
 			holdLease(t, w, "run-1")
 			w.mu.Lock()
