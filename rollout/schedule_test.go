@@ -37,25 +37,20 @@ import (
 //
 // Environment:
 //
-//	ROLLOUT_SCHEDULES=N          run N seeds (default 60, 15 with -short)
+//	ROLLOUT_SCHEDULES=N          run N seeds (default 10,000, 1,000 with -short; 100,000 before a release:
+//	                             make test-schedules-long)
 //	ROLLOUT_SCHEDULE_FROM=F      starting at seed F (default 1), to explore beyond the default seeds
 //	ROLLOUT_SCHEDULE_SEED=S      run only seed S (a replay)
 //	ROLLOUT_SCHEDULE_EVENTS=k,.. inject only these kinds (template, crash, crashloop, unreachable, outage, delete,
 //	                             second, cancel, kill; "none" for none); default all
-//	ROLLOUT_SCHEDULE_PARALLEL=P  schedules at once (default 6: they mostly wait on short timers)
+//	ROLLOUT_SCHEDULE_PARALLEL=P  schedules at once (default GOMAXPROCS: on virtual time a schedule only computes)
 //	ROLLOUT_SCHEDULE_VERBOSE=1   print the account of every schedule, not only of failing ones
 //
-// Replays: a schedule's starting state comes from its seed alone, and each event strikes at the first request
-// of a kind (a StatefulSet patch, a pod delete, an etcd Status call, a report that a member passed...) that
-// its run makes after the run has said a given number of things (its events, which mark its steps): not at
-// a moment on the clock, nor at a count of polls, which a loaded machine changes. A replay therefore strikes
-// at the same step as long as the engine takes the same steps; what still varies is timer-driven: Lease
-// renewals (an event "before its first update leases" lands wherever the next renewal falls), whether the
-// engine's watch cache has synced (pod GETs), the phase a crash loop is in at a given look, and the
-// follow-up crash of an unreachability (a count of Status calls). Measured: of the 13 seeds of
-// the default 60 that failed, 11 failed again in at least 2 of 3 replays (10 in all 3); the other two depended on
-// a renewal and on a slow crash loop's phase. The printed account shows what happened in the failing run
-// either way.
+// Replays: every schedule runs in a testing/synctest bubble, on a virtual clock that moves only when every
+// goroutine of the schedule waits, and a sequencer serves the engines' requests one at a time in an order fixed
+// by the seed (schedule_sequencer_test.go). A seed therefore plays out the same on any machine, under any load:
+// TestSchedulesReplayAlike runs seeds twice, once beside a busy loop, and compares their accounts line by line.
+// A failing seed prints its schedule, its account and the one command that replays it.
 func TestSchedules(t *testing.T) {
 	kinds := scheduleKinds(t)
 	seeds := scheduleSeeds(t)
@@ -239,9 +234,9 @@ func scheduleSeeds(t *testing.T) []uint64 {
 		}
 		return []uint64{seed}
 	}
-	n := 60
+	n := 10000
 	if testing.Short() {
-		n = 15
+		n = 1000
 	}
 	n = envInt(t, "ROLLOUT_SCHEDULES", n)
 	from := envInt(t, "ROLLOUT_SCHEDULE_FROM", 1)
