@@ -71,7 +71,7 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 		p.Transfers++
 		leader = to
 	}
-	if policy == LeaderJobLike && leader != 0 && s.Members[0].Healthy && hasOtherThan(work, needsRoll, 0) {
+	if policy == LeaderJobLike && leader != 0 && canLead(s, 0, updated) && hasOtherThan(work, needsRoll, 0) {
 		transfer(0)
 	}
 	for n, i := range work {
@@ -262,9 +262,10 @@ func checkQuorum(s ClusterState, target int) error {
 
 // leaderTarget picks where the leader goes before target restarts: an updated healthy member (the highest
 // ordinal, updated longest ago) so it never has to move again; else, for the lazy policy, the lowest healthy
-// ordinal; for the job-like policy, member N-1 as the old Job did.
+// ordinal; for the job-like policy, member N-1 as the old Job did. Every rule takes only a member that can lead
+// (canLead).
 func leaderTarget(s ClusterState, policy LeaderPolicy, target int, updated map[int]bool) (int, error) {
-	if policy == LeaderJobLike && target == 0 && s.Replicas > 1 && s.Members[s.Replicas-1].Healthy {
+	if policy == LeaderJobLike && target == 0 && s.Replicas > 1 && canLead(s, s.Replicas-1, updated) {
 		return s.Replicas - 1, nil
 	}
 	for i := s.Replicas - 1; i >= 0; i-- {
@@ -273,11 +274,18 @@ func leaderTarget(s ClusterState, policy LeaderPolicy, target int, updated map[i
 		}
 	}
 	for i := 0; i < s.Replicas; i++ {
-		if i != target && s.Members[i].Healthy {
+		if i != target && canLead(s, i, updated) {
 			return i, nil
 		}
 	}
 	return -1, blocked("no healthy voting member can take the leadership from %s", s.Members[target].Pod)
+}
+
+// canLead says member i may take the leadership when the step being planned runs: healthy and proven (a member
+// at the update revision that no run saw pass may crash-loop, and its crash would cost an election), or updated
+// by an earlier step of the plan, which proves it first.
+func canLead(s ClusterState, i int, updated map[int]bool) bool {
+	return updated[i] || (s.Members[i].Healthy && !needsProof(s, s.Members[i]))
 }
 
 func hasOtherThan(work []int, needsRoll map[int]bool, ordinal int) bool {

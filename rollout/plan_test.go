@@ -361,3 +361,33 @@ func TestPlanRejectsUnknownPolicy(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `unknown leader policy "random"`)
 }
+
+// The leader goes only to a member that needs no proof: one at the update revision that no run saw pass may
+// crash-loop, and leading it would cost an election when it does (issue 31's audit: the fallback target and the
+// job-like first move skipped the check). When no member is left to lead, the quorum rule has blocked already:
+// the members that need proof count for no quorum (checkQuorum).
+func TestTheLeaderNeverGoesToAnUnprovenMember(t *testing.T) {
+	tests := []struct {
+		name   string
+		policy LeaderPolicy
+		state  ClusterState
+		wantTo int // the first transfer's target
+	}{
+		// etcd-0 at the update revision, not seen passing (an earlier run's reverts left the others back).
+		{"lazy: the lowest healthy member is unproven", LeaderLazy, healthyState(5, 4, 0), 1},
+		{"job-like: member 0 is unproven", LeaderJobLike, healthyState(5, 3, 0), 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := PlanRollout(tt.state, tt.policy)
+			require.NoError(t, err)
+			for _, st := range p.Steps {
+				if st.Kind == StepTransferLeader {
+					assert.Equal(t, tt.wantTo, st.To, "first transfer: %v", p.Steps)
+					return
+				}
+			}
+			t.Fatalf("no transfer planned: %v", p.Steps)
+		})
+	}
+}
