@@ -66,7 +66,7 @@ type EtcdRollingUpgrade struct {
 	UpdateRevision     pulumi.StringOutput      `pulumi:"updateRevision"`
 	MembersRolled      pulumi.StringArrayOutput `pulumi:"membersRolled"`
 	LeaderTransfers    pulumi.IntOutput         `pulumi:"leaderTransfers"`
-	UnplannedElections pulumi.IntOutput         `pulumi:"unplannedElections"`
+	UnplannedElections pulumi.IntPtrOutput      `pulumi:"unplannedElections,optional"`
 	FinishedAt         pulumi.StringOutput      `pulumi:"finishedAt"`
 
 	// Job is the old class's public job member, now the Rollout child (see jobDeprecation).
@@ -84,7 +84,7 @@ func (c *EtcdRollingUpgrade) Annotate(a infer.Annotator) {
 	a.Describe(&c.UpdateRevision, "The StatefulSet's updateRevision every member is at after the rollout.")
 	a.Describe(&c.MembersRolled, "Pods the last rollout restarted, in order.")
 	a.Describe(&c.LeaderTransfers, "Leader transfers the last rollout made.")
-	a.Describe(&c.UnplannedElections, "Raft term increases during the last rollout that were not our transfers.")
+	a.Describe(&c.UnplannedElections, "Raft term increases during the last rollout that were not our transfers; absent when the rollout could not measure them, never a 0 it did not measure.")
 	a.Describe(&c.FinishedAt, "When the last complete rollout finished (RFC 3339).")
 	a.Describe(&c.Job, "The Rollout resource that runs the rollout: what the Job-based class's job member was.")
 	a.Deprecate(&c.Job, jobDeprecation)
@@ -98,6 +98,6 @@ type rolloutResource struct {
 	UpdateRevision     pulumi.StringOutput      `pulumi:"updateRevision"`
 	MembersRolled      pulumi.StringArrayOutput `pulumi:"membersRolled"`
 	LeaderTransfers    pulumi.IntOutput         `pulumi:"leaderTransfers"`
-	UnplannedElections pulumi.IntOutput         `pulumi:"unplannedElections"`
+	UnplannedElections pulumi.IntPtrOutput      `pulumi:"unplannedElections,optional"`
 	FinishedAt         pulumi.StringOutput      `pulumi:"finishedAt"`
 }

@@ -143,7 +143,10 @@ func recordResult(st *RolloutState, res rollout.Result) {
 	}
 	st.MembersRolled = append([]string{}, res.MembersRolled...)
 	st.LeaderTransfers = res.LeaderTransfers
-	st.UnplannedElections = res.UnplannedElections
+	st.UnplannedElections = nil // not measured: absent, never a 0 nobody counted
+	if !res.ElectionsUnknown {
+		st.UnplannedElections = &res.UnplannedElections
+	}
 }
 
 // summary is the one line a completed rollout leaves in the `pulumi up` diagnostics.
@@ -155,7 +158,11 @@ func summary(target string, res rollout.Result) string {
 	if len(res.MembersRolled) == 0 {
 		return fmt.Sprintf("%s: every member already at revision %s; partition locked%s", target, res.UpdateRevision, took)
 	}
-	return fmt.Sprintf("%s: rolled %d member(s) (%s) to revision %s%s; %d leader transfer(s), %d unplanned election(s), %d API request(s); partition locked",
+	elections := fmt.Sprintf("%d unplanned election(s)", res.UnplannedElections)
+	if res.ElectionsUnknown {
+		elections = "unplanned elections unknown (no raft term read at the start or the end)"
+	}
+	return fmt.Sprintf("%s: rolled %d member(s) (%s) to revision %s%s; %d leader transfer(s), %s, %d API request(s); partition locked",
 		target, len(res.MembersRolled), strings.Join(res.MembersRolled, ", "), res.UpdateRevision, took,
-		res.LeaderTransfers, res.UnplannedElections, res.APIRequests)
+		res.LeaderTransfers, elections, res.APIRequests)
 }

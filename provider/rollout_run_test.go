@@ -23,6 +23,22 @@ func finished(members ...string) rollout.Result {
 	}
 }
 
+// A run that could not measure its unplanned elections (no raft term read at its start or its end) leaves the
+// count out of the outputs and says so in its summary: never a 0 that nobody counted.
+func TestAnUnmeasuredElectionCountIsAbsentNotZero(t *testing.T) {
+	logs := recordLogs(t)
+	res := finished("etcd-2", "etcd-1", "etcd-0")
+	res.ElectionsUnknown = true
+	f := &fakeCluster{uid: "uid-1", state: healthyState("rev-b", 2), result: res}
+	s := server(t, f.deps())
+	resp, err := s.Update(p.UpdateRequest{Urn: rolloutURN, ID: "db/etcd", State: state(nil),
+		Inputs: inputs(map[string]property.Value{"versionHash": property.New("v2")})})
+	require.NoError(t, err)
+	_, has := resp.Properties.GetOk("unplannedElections")
+	assert.False(t, has, "an unmeasured count is absent")
+	assert.Contains(t, logs.messages(), "db/etcd: rolled 3 member(s) (etcd-2, etcd-1, etcd-0) to revision rev-b in 1m30s; 2 leader transfer(s), unplanned elections unknown (no raft term read at the start or the end), 412 API request(s); partition locked")
+}
+
 func TestUpdateRunsTheEngineAndRecordsTheResult(t *testing.T) {
 	logs := recordLogs(t)
 	f := &fakeCluster{uid: "uid-1", state: healthyState("rev-b", 2), result: finished("etcd-2", "etcd-1", "etcd-0"),

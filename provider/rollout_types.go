@@ -106,7 +106,7 @@ type RolloutState struct {
 	UpdateRevision     string   `pulumi:"updateRevision"`
 	MembersRolled      []string `pulumi:"membersRolled"`
 	LeaderTransfers    int      `pulumi:"leaderTransfers"`
-	UnplannedElections int      `pulumi:"unplannedElections"`
+	UnplannedElections *int     `pulumi:"unplannedElections,optional"`
 	FinishedAt         string   `pulumi:"finishedAt"`
 	Complete           bool     `pulumi:"complete"`
 	// LastFailure is the member that failed its gates in the last run, kept until a run completes, so the
@@ -151,7 +151,7 @@ func (s *RolloutState) Annotate(a infer.Annotator) {
 	a.Describe(&s.UpdateRevision, "The StatefulSet's updateRevision that every member reached (or was rolling to).")
 	a.Describe(&s.MembersRolled, "Pods the last run restarted, in order.")
 	a.Describe(&s.LeaderTransfers, "Leader transfers the last run made.")
-	a.Describe(&s.UnplannedElections, "Raft term increases during the last run that were not our transfers.")
+	a.Describe(&s.UnplannedElections, "Raft term increases during the last run that were not our transfers; absent when the run could not measure them (no raft term read at its start or its end), never a 0 it did not measure.")
 	a.Describe(&s.FinishedAt, "When the last complete run finished (RFC 3339); empty if it did not finish.")
 	a.Describe(&s.Complete, "True when the last run brought every member to updateRevision and re-locked the partition.")
 	a.Describe(&s.LastFailure, "The member that failed its gates in the last run, kept until a run completes; the next preview warns about it.")

@@ -42,7 +42,11 @@ func printSummary(cmd *cobra.Command, res rollout.Result, err error) {
 	fmt.Fprintf(out, "Rollout %s: %s\n", outcome, res.Summary())
 	fmt.Fprintf(out, "  members rolled:       %d %v\n", len(res.MembersRolled), res.MembersRolled)
 	fmt.Fprintf(out, "  leader transfers:     %d\n", res.LeaderTransfers)
-	fmt.Fprintf(out, "  unplanned elections:  %d (raft term %d → %d)\n", res.UnplannedElections, res.TermBefore, res.TermAfter)
+	if res.ElectionsUnknown {
+		fmt.Fprintf(out, "  unplanned elections:  unknown (raft term %d → %d: not read at the start or the end)\n", res.TermBefore, res.TermAfter)
+	} else {
+		fmt.Fprintf(out, "  unplanned elections:  %d (raft term %d → %d)\n", res.UnplannedElections, res.TermBefore, res.TermAfter)
+	}
 	fmt.Fprintf(out, "  API requests:         %d\n", res.APIRequests)
 	if res.ClusterVersion != "" {
 		fmt.Fprintf(out, "  cluster version:      %s\n", res.ClusterVersion)

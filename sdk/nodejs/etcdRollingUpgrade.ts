@@ -45,9 +45,9 @@ export class EtcdRollingUpgrade extends pulumi.ComponentResource {
      */
     declare public /*out*/ readonly membersRolled: pulumi.Output<string[]>;
     /**
-     * Raft term increases during the last rollout that were not our transfers.
+     * Raft term increases during the last rollout that were not our transfers; absent when the rollout could not measure them, never a 0 it did not measure.
      */
-    declare public /*out*/ readonly unplannedElections: pulumi.Output<number>;
+    declare public /*out*/ readonly unplannedElections: pulumi.Output<number | undefined>;
     /**
      * The StatefulSet's updateRevision every member is at after the rollout.
      */

@@ -84,9 +84,9 @@ export class Rollout extends pulumi.CustomResource {
     declare public readonly stsName: pulumi.Output<string>;
     declare public readonly tls: pulumi.Output<outputs.TLS | undefined>;
     /**
-     * Raft term increases during the last run that were not our transfers.
+     * Raft term increases during the last run that were not our transfers; absent when the run could not measure them (no raft term read at its start or its end), never a 0 it did not measure.
      */
-    declare public /*out*/ readonly unplannedElections: pulumi.Output<number>;
+    declare public /*out*/ readonly unplannedElections: pulumi.Output<number | undefined>;
     /**
      * The StatefulSet's updateRevision that every member reached (or was rolling to).
      */

@@ -26,8 +26,8 @@ type EtcdRollingUpgrade struct {
 	LeaderTransfers pulumi.IntOutput `pulumi:"leaderTransfers"`
 	// Pods the last rollout restarted, in order.
 	MembersRolled pulumi.StringArrayOutput `pulumi:"membersRolled"`
-	// Raft term increases during the last rollout that were not our transfers.
-	UnplannedElections pulumi.IntOutput `pulumi:"unplannedElections"`
+	// Raft term increases during the last rollout that were not our transfers; absent when the rollout could not measure them, never a 0 it did not measure.
+	UnplannedElections pulumi.IntPtrOutput `pulumi:"unplannedElections"`
 	// The StatefulSet's updateRevision every member is at after the rollout.
 	UpdateRevision pulumi.StringOutput `pulumi:"updateRevision"`
 	// The versionHash the rollout ran for (computed from the pod template when not given).
@@ -234,9 +234,9 @@ func (o EtcdRollingUpgradeOutput) MembersRolled() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v *EtcdRollingUpgrade) pulumi.StringArrayOutput { return v.MembersRolled }).(pulumi.StringArrayOutput)
 }
 
-// Raft term increases during the last rollout that were not our transfers.
-func (o EtcdRollingUpgradeOutput) UnplannedElections() pulumi.IntOutput {
-	return o.ApplyT(func(v *EtcdRollingUpgrade) pulumi.IntOutput { return v.UnplannedElections }).(pulumi.IntOutput)
+// Raft term increases during the last rollout that were not our transfers; absent when the rollout could not measure them, never a 0 it did not measure.
+func (o EtcdRollingUpgradeOutput) UnplannedElections() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v *EtcdRollingUpgrade) pulumi.IntPtrOutput { return v.UnplannedElections }).(pulumi.IntPtrOutput)
 }
 
 // The StatefulSet's updateRevision every member is at after the rollout.

@@ -39,8 +39,8 @@ type Rollout struct {
 	StatefulSetUid pulumi.StringOutput `pulumi:"statefulSetUid"`
 	StsName        pulumi.StringOutput `pulumi:"stsName"`
 	Tls            TLSPtrOutput        `pulumi:"tls"`
-	// Raft term increases during the last run that were not our transfers.
-	UnplannedElections pulumi.IntOutput `pulumi:"unplannedElections"`
+	// Raft term increases during the last run that were not our transfers; absent when the run could not measure them (no raft term read at its start or its end), never a 0 it did not measure.
+	UnplannedElections pulumi.IntPtrOutput `pulumi:"unplannedElections"`
 	// The StatefulSet's updateRevision that every member reached (or was rolling to).
 	UpdateRevision pulumi.StringOutput `pulumi:"updateRevision"`
 	VersionHash    pulumi.StringOutput `pulumi:"versionHash"`
@@ -335,9 +335,9 @@ func (o RolloutOutput) Tls() TLSPtrOutput {
 	return o.ApplyT(func(v *Rollout) TLSPtrOutput { return v.Tls }).(TLSPtrOutput)
 }
 
-// Raft term increases during the last run that were not our transfers.
-func (o RolloutOutput) UnplannedElections() pulumi.IntOutput {
-	return o.ApplyT(func(v *Rollout) pulumi.IntOutput { return v.UnplannedElections }).(pulumi.IntOutput)
+// Raft term increases during the last run that were not our transfers; absent when the run could not measure them (no raft term read at its start or its end), never a 0 it did not measure.
+func (o RolloutOutput) UnplannedElections() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v *Rollout) pulumi.IntPtrOutput { return v.UnplannedElections }).(pulumi.IntPtrOutput)
 }
 
 // The StatefulSet's updateRevision that every member reached (or was rolling to).

@@ -557,9 +557,9 @@ class Rollout(pulumi.CustomResource):
 
     @_builtins.property
     @pulumi.getter(name="unplannedElections")
-    def unplanned_elections(self) -> pulumi.Output[_builtins.int]:
+    def unplanned_elections(self) -> pulumi.Output[Optional[_builtins.int]]:
         """
-        Raft term increases during the last run that were not our transfers.
+        Raft term increases during the last run that were not our transfers; absent when the run could not measure them (no raft term read at its start or its end), never a 0 it did not measure.
         """
         return pulumi.get(self, "unplanned_elections")
 
