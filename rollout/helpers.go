@@ -16,7 +16,7 @@ import (
 const memberCallTimeout = 3 * time.Second
 
 // podName is the pod of a StatefulSet's member by its ordinal.
-func podName(sts string, ordinal int) string { return fmt.Sprintf("%s-%d", sts, ordinal) }
+func podName(sts string, ordinal int) string { return sts + "-" + strconv.Itoa(ordinal) }
 
 // ordinalOf reads the ordinal from a member pod's name.
 func ordinalOf(sts, pod string) (int, bool) {

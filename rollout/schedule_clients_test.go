@@ -215,7 +215,9 @@ func (s *scheduledEtcd) serve(point injectionPoint, pod string, do func() error)
 		return err
 	}
 	err := do()
-	w.syncLoops()
+	if w.loopsStale {
+		w.syncLoops()
+	}
 	return err
 }
 

@@ -85,9 +85,12 @@ type world struct {
 	followUps []schedEvent
 
 	// badRevs are the revisions that crash-loop; loops the members crash-looping now, and since when.
-	badRevs map[string]bool
-	loops   map[string]crashLoop
-	lastInc map[string]int
+	// loopsStale says something may have changed what loops (an event, a member back from a crash) since
+	// syncLoops last ran: an etcd call syncs only then, as pod revisions do not change under it.
+	loopsStale bool
+	badRevs    map[string]bool
+	loops      map[string]crashLoop
+	lastInc    map[string]int
 	// crashed are members down by themselves (evCrash), since when; revive when each comes back (zero: not
 	// by itself).
 	crashed map[string]moment
@@ -219,6 +222,7 @@ func (w *world) fireAt(se *schedEngine, point injectionPoint, member string) {
 
 // apply makes one event happen; w.mu is held.
 func (w *world) apply(se *schedEngine, ev schedEvent, member string) {
+	w.loopsStale = true
 	pod := podName("etcd", ev.Pod)
 	switch ev.Kind {
 	case evTemplate:
@@ -405,6 +409,7 @@ func (w *world) tick() {
 		case timed && !time.Now().Before(at):
 			delete(f.down, pod)
 			f.bumpIncarnation(pod)
+			w.loopsStale = true
 			w.logf("world", "%s (crashed at %s) is back, from a new process", pod, w.since(since))
 		default:
 			continue
@@ -417,6 +422,7 @@ func (w *world) tick() {
 // syncLoops keeps crash loops on the revisions that crash-loop: a member started on such a revision loops
 // from its start, one started on another revision stops looping; w.mu is held.
 func (w *world) syncLoops() {
+	w.loopsStale = false
 	revs := w.revisionsNow()
 	f := w.f
 	f.mu.Lock()
