@@ -166,6 +166,10 @@ type ClusterState struct {
 	// MinReadySeconds), whatever etcd says.
 	OrderedReady    bool
 	MinReadySeconds int
+	// MaxUnavailable is how many pods the StatefulSet controller may take down at once in a rolling update, as
+	// it resolves spec.updateStrategy.rollingUpdate.maxUnavailable (1 when unset; Kubernetes 1.35 and later
+	// honour it by default, the MaxUnavailableStatefulSet feature).
+	MaxUnavailable int
 	// ObservedAt is when the observation was taken, by this process's clock: what MinReadySeconds is
 	// counted to.
 	ObservedAt time.Time

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 )
@@ -130,8 +131,22 @@ func stsState(sts *appsv1.StatefulSet) ClusterState {
 		if us.RollingUpdate != nil && us.RollingUpdate.Partition != nil {
 			st.Partition = int(*us.RollingUpdate.Partition)
 		}
+		if us.RollingUpdate != nil {
+			st.MaxUnavailable = maxUnavailable(us.RollingUpdate.MaxUnavailable, st.Replicas)
+		}
 	}
 	return st
+}
+
+// maxUnavailable resolves a rolling update's maxUnavailable as the StatefulSet controller does: 1 when unset,
+// a percentage of the replicas rounded down, never below 1. A value the API server would not have accepted
+// reads as 1.
+func maxUnavailable(v *intstr.IntOrString, replicas int) int {
+	n, err := intstr.GetScaledValueFromIntOrPercent(intstr.ValueOrDefault(v, intstr.FromInt32(1)), replicas, false)
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
 }
 
 func (e *Engine) observeMember(ctx context.Context, ordinal int) MemberState {

@@ -10,6 +10,10 @@ import (
 // Nothing has been changed when it is returned; the message names what is wrong.
 var ErrBlocked = errors.New("rollout blocked")
 
+// ErrUnsafeStrategy is wrapped when the StatefulSet's update strategy lets its controller disrupt more than one
+// member at a time: no waiting fixes it, so preview and the run refuse at once, before anything is touched.
+var ErrUnsafeStrategy = errors.New("the StatefulSet's update strategy is unsafe for etcd")
+
 func blocked(format string, args ...any) error {
 	return &BlockedError{Reason: fmt.Sprintf(format, args...)}
 }
@@ -36,6 +40,10 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 	}
 	if len(work) == 0 {
 		return p, nil
+	}
+	if s.MaxUnavailable > 1 && len(needsRoll) > 0 {
+		return p, fmt.Errorf("%w: the StatefulSet's rollingUpdate.maxUnavailable lets the controller take %d members down at once (Kubernetes 1.35 and later honour it by default): a pod someone else deletes and the member the rollout restarts can go down in one sync, and the rollout can keep only its own restarts to one at a time; set spec.updateStrategy.rollingUpdate.maxUnavailable to 1, or remove it, then run again",
+			ErrUnsafeStrategy, s.MaxUnavailable)
 	}
 
 	if err := checkPodsExist(s); err != nil {

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 )
 
 const (
@@ -390,4 +392,42 @@ func TestTheLeaderNeverGoesToAnUnprovenMember(t *testing.T) {
 			t.Fatalf("no transfer planned: %v", p.Steps)
 		})
 	}
+}
+
+// A StatefulSet whose controller may take more than one member down at once (rollingUpdate.maxUnavailable
+// above 1, honoured by default since Kubernetes 1.35) is refused at once, in preview as in the run: no
+// waiting makes it safe, and the rollout can only keep its own restarts to one at a time.
+func TestMaxUnavailableAboveOneIsRefusedAtOnce(t *testing.T) {
+	tests := []struct {
+		name     string
+		value    *intstr.IntOrString
+		replicas int
+		want     int
+	}{
+		{"unset", nil, 3, 1},
+		{"one", ptr.To(intstr.FromInt32(1)), 3, 1},
+		{"two", ptr.To(intstr.FromInt32(2)), 5, 2},
+		{"a percentage rounds down", ptr.To(intstr.FromString("50%")), 5, 2},
+		{"never below one", ptr.To(intstr.FromString("10%")), 3, 1},
+		{"not a number reads as one", ptr.To(intstr.FromString("many")), 3, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, maxUnavailable(tt.value, tt.replicas))
+			s := healthyState(tt.replicas, 0)
+			s.MaxUnavailable = tt.want
+			_, err := PlanRollout(s, LeaderLazy)
+			if tt.want > 1 {
+				require.ErrorIs(t, err, ErrUnsafeStrategy)
+				assert.NotErrorIs(t, err, ErrBlocked, "not a state to wait out")
+				assert.Contains(t, err.Error(), "set spec.updateStrategy.rollingUpdate.maxUnavailable to 1")
+				return
+			}
+			require.NoError(t, err)
+		})
+	}
+	s := healthyState(3, 0, 0, 1, 2)
+	s.MaxUnavailable = 2
+	_, err := PlanRollout(s, LeaderLazy)
+	require.NoError(t, err, "nothing to restart (only members to wait for): nothing refused")
 }

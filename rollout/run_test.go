@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 )
@@ -657,4 +658,23 @@ func TestAFailedRunDoesNotReportAMemberThatRestartedSincePassing(t *testing.T) {
 		assert.Equal(t, "etcd-1", gate.Pod)
 		assert.Empty(t, res.MembersRolled, "etcd-2 restarted after it passed: not rolled")
 	})
+}
+
+// The run refuses a StatefulSet whose maxUnavailable is above 1 at once, before it restarts anything: not
+// after the ready timeout, and not by lowering the partition first.
+func TestARunRefusesMaxUnavailableAboveOneAtOnce(t *testing.T) {
+	c := newFakeCluster(t, 3, 0)
+	obj, err := c.kube.Tracker().Get(stsGVR, "db", "etcd")
+	require.NoError(t, err)
+	sts := obj.(*appsv1.StatefulSet).DeepCopy()
+	sts.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+	require.NoError(t, c.kube.Tracker().Update(stsGVR, sts, "db"))
+	var held atomic.Bool
+	_, err = c.engine(t, func(cfg *Config, o *Options) {
+		o.OnEvent = func(ev Event) { held.Store(held.Load() || ev.Kind == EventHolding) }
+	}).Run(context.Background())
+	require.ErrorIs(t, err, ErrUnsafeStrategy)
+	assert.False(t, held.Load(), "refused at once, not held until the ready timeout")
+	assert.Empty(t, c.restarted)
+	assert.Equal(t, 3, c.partition())
 }
