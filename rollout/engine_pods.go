@@ -39,7 +39,6 @@ func (e *Engine) deleteMemberPod(ctx context.Context, st ClusterState, ordinal i
 	return fmt.Errorf("deleting pod %s/%s: %w", e.cfg.Namespace, pod, err)
 }
 
-// witnessPod gives w the member's pod as the engine's watch has it now; a read that fails is no reading.
 // rewitness takes one more reading of a member's pod in a gate. A pod that is going or gone is
 // ErrReplacedMidGate, once the API server confirms it (a watch cache may serve a stale pod): whatever answers
 // behind the name now is another pod. A container that restarted or went not Ready broke the member's healthy
@@ -65,6 +64,7 @@ func (e *Engine) podAlive(ctx context.Context, pod, uid string) bool {
 	return err == nil && string(p.UID) == uid && p.DeletionTimestamp == nil
 }
 
+// witnessPod gives w the member's pod as the engine's watch has it now; a read that fails is no reading.
 func (e *Engine) witnessPod(ctx context.Context, pod string, w *podWitness) {
 	p, err := e.readPod(ctx, pod)
 	switch {
