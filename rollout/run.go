@@ -477,7 +477,7 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 				return err
 			}
 			e.emit(step, "%v, on a look right before lowering the partition; looking again", err)
-			return nil
+			return sleep(ctx, e.pollEvery) // a member flapping between the two looks must not make this a busy loop
 		}
 		if err := r.rollMember(ctx, st, step); err != nil {
 			if errors.Is(err, ErrReplacedMidGate) {
