@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -438,4 +439,48 @@ func TestLeaseHolderEstimate(t *testing.T) {
 			assert.Equal(t, tt.wantFresh, expiresIn > 0)
 		})
 	}
+}
+
+// A run confirms its lease right before it lowers the partition: after renewals that failed for more than half
+// the lease (the API server refused Lease updates), another run took the lease over, and the lowering must not
+// happen although the renewal loop has not noticed yet. Without the confirm the run restarts etcd-1 on a lease
+// it no longer holds (issue 31's audit: this mutation survived every test). Virtual time, so the etcd gate's
+// stability window can outlast half the lease.
+func TestTheLoweringConfirmsTheLeaseFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newFakeCluster(t, 3, 0)
+		var refuseRenewals atomic.Bool
+		c.kube.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+			if refuseRenewals.Load() {
+				return true, nil, apierrors.NewServiceUnavailable("the API server is restarting")
+			}
+			return false, nil, nil
+		})
+		e := c.engine(t, func(cfg *Config, o *Options) {
+			o.LeaseDuration, o.StableFor = 4*time.Second, 3*time.Second // the gate outlasts half the lease
+			cfg.ReadyTimeout, cfg.HealthTimeout = 30*time.Second, 30*time.Second
+			o.OnEvent = func(ev Event) {
+				switch {
+				case ev.Kind == EventMemberReady && ev.Pod == "etcd-2":
+					refuseRenewals.Store(true)
+				case ev.Kind == EventMemberRestarting && ev.Pod == "etcd-1":
+					holdLeaseFor(t, c, "another-run") // taken over while the renewals failed
+					refuseRenewals.Store(false)
+				}
+			}
+		})
+		_, err := e.Run(context.Background())
+		require.ErrorIs(t, err, ErrLeaseLost)
+		assert.Contains(t, err.Error(), "not lowering the partition")
+		assert.Equal(t, []string{"etcd-2"}, c.restarted, "etcd-1 is not restarted on a lease another run holds")
+	})
+}
+
+// holdLeaseFor makes holder the holder of the rollout Lease, as another run's takeover would.
+func holdLeaseFor(t *testing.T, c *fakeCluster, holder string) {
+	obj, err := c.kube.Tracker().Get(leasesResource, "db", LeaseName("etcd"))
+	require.NoError(t, err)
+	lease := obj.(*coordinationv1.Lease).DeepCopy()
+	lease.Spec.HolderIdentity = ptr.To(holder)
+	require.NoError(t, c.kube.Tracker().Update(leasesResource, lease, "db"))
 }
