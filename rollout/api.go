@@ -316,6 +316,10 @@ const (
 	EventMemberRolled EventKind = "MemberRolled"
 	// EventMemberReverted is a member brought back on the current revision after it failed the new one.
 	EventMemberReverted EventKind = "MemberReverted"
+	// EventMemberTakenBack is a member the run had counted passed or rolled that it counts no more (Pod):
+	// someone else replaced its pod, it did not stay up, or it is not healthy on the revision as the run ends.
+	// The status ConfigMap counts it not done again, as the run's result no longer reports it.
+	EventMemberTakenBack EventKind = "MemberTakenBack"
 	// EventCoolingDown is the cool-down after a restarted member passed its gates.
 	EventCoolingDown EventKind = "CoolingDown"
 	// EventHolding is a run that cannot take its next step yet (Blocked says why) and waits, up to its ready

@@ -61,6 +61,14 @@ type run struct {
 	blockedSince time.Time
 }
 
+// takeBack stops counting a member the run had counted passed or rolled, in its result and (through a typed
+// event) in the status ConfigMap, and says why.
+func (r *run) takeBack(ordinal int, format string, args ...any) {
+	pod := podName(r.e.cfg.StatefulSet, ordinal)
+	r.res.unreport(pod)
+	r.e.announce(Event{Kind: EventMemberTakenBack, Step: Step{Kind: StepWaitMember, Ordinal: ordinal}, Pod: pod}, format, args...)
+}
+
 // passedOrdinals are the members this run saw pass, lowest ordinal first: the run looks at them in an order
 // that does not change from one run to the next (a map's would), so that which member a message names first,
 // and which etcd calls go out in which order, replay alike.
@@ -133,8 +141,7 @@ func (r *run) measureTermAtExit(ctx context.Context) {
 			if slices.Contains(r.res.MembersRolled, m.Pod) && ((!m.Healthy && !m.Unseen) || m.Revision != r.startRev) {
 				// It was rolled and passed, but by its own answer is not up on the revision as the run ends: not
 				// reported rolled. One no look reaches may be healthy, and stays reported.
-				r.e.emit(Step{Kind: StepWaitMember, Ordinal: m.Ordinal}, "%s passed its gates but is not healthy on %s as the run ends (%s): not counted rolled", m.Pod, r.startRev, m.Problem)
-				r.res.unreport(m.Pod)
+				r.takeBack(m.Ordinal, "%s passed its gates but is not healthy on %s as the run ends (%s): not counted rolled", m.Pod, r.startRev, m.Problem)
 			}
 		}
 	}

@@ -34,7 +34,9 @@ func (r *run) onMemberFailure(ctx context.Context, err error) error {
 	}
 	// A member that did not stay up is not rolled, whatever becomes of it now, and its revision proved
 	// nothing: members that passed on one look because of it pass no more so.
-	r.res.unreport(gate.Pod)
+	if _, passed := r.passed[ordinal]; passed {
+		r.takeBack(ordinal, "%s is no longer counted passed: it did not stay up after it passed", gate.Pod)
+	}
 	delete(r.passed, ordinal)
 	e.proven.remove(r.startRev)
 	for i, p := range r.passed {

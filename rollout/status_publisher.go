@@ -95,6 +95,8 @@ func (p *statusPublisher) observe(ev Event) {
 		}
 	case EventMemberPassed, EventMemberRolled:
 		p.done[ev.Pod] = true
+	case EventMemberTakenBack:
+		delete(p.done, ev.Pod)
 	}
 	if step.Kind == StepRecreate && step.Ordinal >= 0 && step.Ordinal < len(p.pods) {
 		delete(p.done, p.pods[step.Ordinal]) // reverted or brought back at the current revision: not done

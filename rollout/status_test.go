@@ -243,6 +243,14 @@ func TestStatusPublisher(t *testing.T) {
 			want: map[string]string{"Progressing": "True", "MembersUpdated": "False", "membersDone": "2", "pendingMembers": "etcd-0"},
 		},
 		{
+			name: "a member the run takes back out of its result is not done any more",
+			calls: []call{acquire(t0), planned,
+				emit(Event{Kind: EventMemberRolled, Step: Step{Kind: StepWaitMember, Ordinal: 2}, Pod: "etcd-2", Message: "etcd-2 rolled"}),
+				emit(Event{Kind: EventMemberRolled, Step: Step{Kind: StepWaitMember, Ordinal: 1}, Pod: "etcd-1", Message: "etcd-1 rolled"}),
+				emit(Event{Kind: EventMemberTakenBack, Step: Step{Kind: StepWaitMember, Ordinal: 2}, Pod: "etcd-2", Message: "etcd-2 did not stay up"})},
+			want: map[string]string{"Progressing": "True", "MembersUpdated": "False", "membersDone": "1", "pendingMembers": "etcd-0,etcd-2"},
+		},
+		{
 			name: "the done line completes the run",
 			calls: []call{acquire(t0), planned, emit(Event{Kind: EventDone, Step: Step{Kind: StepRelock}, Summary: "3 members rolled", Message: "finished"}),
 				record(corev1.EventTypeNormal, ReasonRolloutDone, "3 members rolled")},
