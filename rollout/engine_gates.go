@@ -31,9 +31,9 @@ const (
 // step. The pod gate looks again on every watch event; the etcd gate on its poll interval, as etcd health
 // is no Kubernetes event.
 //
-// It returns the incarnation of the etcd process that passed (zero when etcd did not say), so that a later
-// look can tell whether the member restarted since.
-func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, want expectedSpec, since time.Time) (Incarnation, error) {
+// It returns what the gates vouch for (passage): the etcd process that passed and the pod that passed, so that
+// a later look can tell whether the member restarted since or its pod was replaced.
+func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, want expectedSpec, since time.Time) (passage, error) {
 	pod := st.Members[ordinal].Pod
 	lag := &watchLag{}
 	podGate := gateWait{pod: pod, ordinal: ordinal, gate: GatePodReady, timeout: e.cfg.ReadyTimeout, since: since, onEvents: true}
@@ -46,7 +46,7 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 		reason = r
 		return ok, seen, nil
 	}); err != nil {
-		return Incarnation{}, withReason(err, reason)
+		return passage{}, withReason(err, reason)
 	}
 	rev := want.podRevision(st)
 	witness := &podWitness{} // from the pod the gate just saw Ready on
@@ -101,14 +101,23 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 		if !last.noLook {
 			why = fmt.Sprintf("no look found it failing by its own answer since it first answered healthy, only looks that did not reach it or its leader (last seen: %s)", last.seen)
 		}
-		return Incarnation{}, fmt.Errorf("%w: %s did not pass the %s gate within %s and %s; it may be healthy, so nothing was deleted: check the port-forward path to it (API server, kubelet), then run again",
+		return passage{}, fmt.Errorf("%w: %s did not pass the %s gate within %s and %s; it may be healthy, so nothing was deleted: check the port-forward path to it (API server, kubelet), then run again",
 			ErrMemberUnseen, pod, GateEtcdHealth, e.cfg.HealthTimeout, why)
 	}
 	if err != nil {
-		return Incarnation{}, err
+		return passage{}, err
 	}
 	e.proven.add(rev)
-	return stable.incarnation, nil
+	return passage{incarnation: stable.incarnation, witness: *witness}, nil
+}
+
+// passage is what a member's passed gates vouch for: the etcd process that passed (zero when etcd did not say),
+// and the kubelet's account of the pod that passed, up without a break from its pod gate to the pass. The
+// run's watch of the member after it passed starts from these, not from a look taken afterwards, which a pod
+// replaced in between would fool.
+type passage struct {
+	incarnation Incarnation
+	witness     podWitness
 }
 
 // waitPodRecreated blocks until the StatefulSet controller has replaced the member's pod with one at the

@@ -506,15 +506,15 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 		// A member this run did not restart proves itself with the whole stability window, proven revision or
 		// not: an earlier run may have left it there crash-looping.
 		want := expectedSpec{Partition: st.Partition, Generation: r.gen, FullWindow: true}
-		inc, err := e.waitMember(ctx, st, step.Ordinal, want, time.Now())
+		pass, err := e.waitMember(ctx, st, step.Ordinal, want, time.Now())
 		if errors.Is(err, ErrReplacedMidGate) {
 			return r.lookAgain(ctx, step, err)
 		}
 		if err != nil {
 			return err
 		}
+		r.passed[step.Ordinal] = r.newPassed(ctx, pod, pass, false)
 		e.announce(Event{Kind: EventMemberPassed, Step: step, Pod: pod}, "%s healthy", pod)
-		r.passed[step.Ordinal] = r.newPassed(ctx, pod, inc, false)
 		r.cooldownDue, r.retries = true, 0
 	default:
 		return fmt.Errorf("internal: plan starts with %s", step.Kind)
@@ -607,13 +607,13 @@ func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) error 
 	e.announce(Event{Kind: EventMemberRecreated, Step: Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, Pod: pod},
 		"%s recreated at %s, partition locked again; waiting for it to be Ready, etcd healthy and caught up", pod, st.UpdateRevision)
 	oneLook := e.proven.has(st.UpdateRevision)
-	inc, err := e.waitMember(ctx, st, step.Ordinal, expectedSpec{Partition: st.Replicas, Generation: r.gen}, start)
+	pass, err := e.waitMember(ctx, st, step.Ordinal, expectedSpec{Partition: st.Replicas, Generation: r.gen}, start)
 	if err != nil {
 		return fmt.Errorf("rolling %s: %w", pod, err)
 	}
 	down := time.Since(start)
-	r.passed[step.Ordinal] = r.newPassed(ctx, pod, inc, oneLook)
-	r.res.reportRolled(MemberTiming{Pod: pod, Down: down, Finished: time.Now(), Process: inc.Name()})
+	r.passed[step.Ordinal] = r.newPassed(ctx, pod, pass, oneLook)
+	r.res.reportRolled(MemberTiming{Pod: pod, Down: down, Finished: time.Now(), Process: pass.incarnation.Name()})
 	e.announce(Event{Kind: EventMemberRolled, Step: Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, Pod: pod, Elapsed: down}, "%s rolled in %s", pod, down.Round(10*time.Millisecond))
 	e.record(ctx, r.uid, corev1.EventTypeNormal, ReasonMemberRolled, fmt.Sprintf("Rolled %s to revision %s; etcd healthy after %s", pod, st.UpdateRevision, down.Round(10*time.Millisecond)))
 	return nil

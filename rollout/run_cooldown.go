@@ -36,10 +36,13 @@ func (p *passedMember) failed(pod, seen string, unreached bool) *GateTimeoutErro
 	return &GateTimeoutError{Pod: pod, Gate: GateEtcdHealth, PassedAt: p.at, LastSeen: seen, PodStayedUp: p.witness.stayedUp(), Unreached: unreached}
 }
 
-// newPassed records a member that passed its gates now, from the etcd process inc.
-func (r *run) newPassed(ctx context.Context, pod string, inc Incarnation, oneLook bool) *passedMember {
-	p := &passedMember{at: time.Now(), incarnation: inc, oneLook: oneLook}
-	r.e.witnessPod(ctx, pod, &p.witness)
+// newPassed records a member that passed its gates now, as pass says: its etcd process and its pod. A passage
+// whose pod nobody witnessed (etcd's word only) takes its witness from the pod now.
+func (r *run) newPassed(ctx context.Context, pod string, pass passage, oneLook bool) *passedMember {
+	p := &passedMember{at: time.Now(), incarnation: pass.incarnation, oneLook: oneLook, witness: pass.witness}
+	if !p.witness.seen {
+		r.e.witnessPod(ctx, pod, &p.witness)
+	}
 	delete(r.downAfterPass, pod) // passing again proves it again (withProven)
 	return p
 }

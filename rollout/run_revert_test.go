@@ -399,7 +399,7 @@ func TestAMemberFoundDownAfterPassingIsProvenNoMore(t *testing.T) {
 	assert.False(t, r.withProven(st).Members[2].Proven)
 	assert.ErrorIs(t, podDeleteSafety(r.withProven(st), 1), ErrBlocked, "etcd-2 counts for no quorum until it passes again")
 
-	r.passed[2] = r.newPassed(context.Background(), "etcd-2", Incarnation{}, false)
+	r.passed[2] = r.newPassed(context.Background(), "etcd-2", passage{}, false)
 	assert.True(t, r.withProven(st).Members[2].Proven, "passing again proves it again")
 }
 
@@ -408,7 +408,7 @@ func TestAMemberFoundDownAfterPassingIsProvenNoMore(t *testing.T) {
 func TestAPassedMemberCountsForADeleteOnlyInTheProcessThatPassed(t *testing.T) {
 	c := newFakeCluster(t, 3, 0)
 	r := &run{e: c.engine(t, nil), passed: map[int]*passedMember{}, downAfterPass: map[string]bool{}}
-	r.passed[2] = r.newPassed(context.Background(), "etcd-2", fakeProcess(0), false)
+	r.passed[2] = r.newPassed(context.Background(), "etcd-2", passage{incarnation: fakeProcess(0)}, false)
 	st := r.withProven(healthyState(3, 0, 1, 2))
 	require.True(t, st.Members[2].Proven)
 	assert.NoError(t, podDeleteSafety(r.provenInTheSameProcess(context.Background(), st, 1), 1), "the process that passed still serves etcd-2")
@@ -486,7 +486,7 @@ func TestAGateWithoutAFailureOfTheMembersOwnIsNoVerdict(t *testing.T) {
 func TestAStaleViewOfAMemberThatPassedFailsNothing(t *testing.T) {
 	c := newFakeCluster(t, 3, 0)
 	r := &run{e: c.engine(t, nil), passed: map[int]*passedMember{}, downAfterPass: map[string]bool{}, res: &Result{}}
-	r.passed[1] = r.newPassed(context.Background(), "etcd-1", Incarnation{}, false)
+	r.passed[1] = r.newPassed(context.Background(), "etcd-1", passage{}, false)
 	live, err := c.kube.CoreV1().Pods("db").Get(context.Background(), "etcd-1", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.NotEmpty(t, live.UID)

@@ -678,3 +678,34 @@ func TestARunRefusesMaxUnavailableAboveOneAtOnce(t *testing.T) {
 	assert.Empty(t, c.restarted)
 	assert.Equal(t, 3, c.partition())
 }
+
+// A member the run waited for (already on the update revision) is recorded as passed on the pod its gates saw,
+// before the pass is announced: someone else deleting its pod as it passes (the controller brings it back on the
+// old revision, down for a while) is a replacement the run forgets and rolls again, not the member's failure
+// (the schedule checker's seed 9725 of 10,000: the pod that passed was read after the announcement, and the
+// replaced one was taken for it).
+func TestAPodReplacedAsItsMemberPassesIsNoFailureOfTheMember(t *testing.T) {
+	c := newFakeCluster(t, 3, 0, 2)
+	var once sync.Once
+	var e *Engine
+	e = c.engine(t, func(_ *Config, o *Options) {
+		o.OnEvent = func(ev Event) {
+			if ev.Kind == EventMemberPassed && ev.Pod == "etcd-2" {
+				once.Do(func() {
+					require.NoError(t, c.recreate(k8stesting.NewDeleteAction(podGVR, "db", "etcd-2")))
+					c.etcd.stop("etcd-2") // back on the old revision, not answering yet
+					time.AfterFunc(300*time.Millisecond, func() { c.etcd.revive("etcd-2") })
+					// The engine's own view has the new pod before it goes on, as a prompt watch would give it.
+					require.Eventually(t, func() bool {
+						p, err := e.readPod(context.Background(), "etcd-2")
+						return err == nil && p.Labels[appsv1.ControllerRevisionHashLabelKey] == oldRev
+					}, 5*time.Second, time.Millisecond)
+				})
+			}
+		}
+	})
+	res, err := e.Run(context.Background())
+	require.NoError(t, err, "no failure of etcd-2 or its revision")
+	assert.Nil(t, res.Failure)
+	assert.Equal(t, []string{newRev, newRev, newRev}, c.revisions())
+}

@@ -95,15 +95,24 @@ func (w *world) newEngine(name string, run int) *schedEngine {
 		LeaseDuration: scheduleLease, StableFor: scheduleStableFor,
 		OnEvent: func(ev Event) {
 			w.mu.Lock()
-			defer w.mu.Unlock()
 			if se.killed {
+				w.mu.Unlock()
 				return
 			}
 			w.logf(name, "%s", ev.Message)
 			se.events++
+			w.mu.Unlock()
 			if pod, ok := passedIn(ev); ok {
-				se.passedAt[pod] = w.now()
-				w.fireAt(se, atPassed, pod)
+				// In its turn, like a request: the events it fires change pods, whose watch events must reach
+				// the engines' caches before the engine reads them (the sequencer answers once they have).
+				w.serialize(name+" passed "+pod, func() {
+					w.mu.Lock()
+					defer w.mu.Unlock()
+					if !se.killed {
+						se.passedAt[pod] = w.now()
+						w.fireAt(se, atPassed, pod)
+					}
+				})
 			}
 		}}
 	e, err := New(cfg, opts)
