@@ -24,8 +24,6 @@ func evaluateTargets(cells map[string]map[string]*Cell) []Goal {
 		electionsGoal(cell),
 		quorumGoal(cell),
 		transfersGoal(cell),
-		singleClientWritesGoal(cell),
-		writeGapGoal(cell),
 	}
 }
 
@@ -70,36 +68,4 @@ func transfersGoal(cell cellOf) Goal {
 		v.add(fmt.Sprintf("%s %.2f", name, t), t <= 1.34)
 	})
 	return v.goal("engine: mean leader transfers ≤ 1.34 per 3-member rollout (each starting ordinal weighed alike) (issues #6, #14)", "")
-}
-
-// heavyAndHung are the scenarios of issue #6's write targets.
-var heavyAndHung = []string{"heavy-immediate", "heavy-probe", "hung"}
-
-// singleClientWritesGoal: today's single-connection client loses no write to the engine in the heavy and
-// hung-shutdown scenarios (issue #6).
-func singleClientWritesGoal(cell cellOf) Goal {
-	var v verdict
-	eachEngineCell(&v, cell, heavyAndHung, func(name string, c *Cell) {
-		v.add(fmt.Sprintf("%s %d of %d", name, c.FailedWrites, c.Writes), c.FailedWrites == 0)
-	})
-	return v.goal("engine: no failed write in the heavy and hung-shutdown scenarios (single-connection client; issue #6)", "")
-}
-
-// writeGapGoal: the engine's worst write gap against the default roll's in the same scenario (issue #6).
-func writeGapGoal(cell cellOf) Goal {
-	var v verdict
-	for _, sc := range heavyAndHung {
-		d := cell(sc, "default")
-		if d == nil {
-			v.miss(sc + "/default")
-		}
-		eachEngineCell(&v, cell, []string{sc}, func(name string, c *Cell) {
-			if d == nil {
-				return
-			}
-			ratio := maxOf(c.Gaps) / maxOf(d.Gaps)
-			v.add(fmt.Sprintf("%s %.0f ms vs %.0f ms = %.2f×", name, maxOf(c.Gaps), maxOf(d.Gaps), ratio), ratio <= 0.2)
-		})
-	}
-	return v.goal("engine: worst write gap in heavy and hung shutdown ≤ 0.2× the default's (issue #6)", "")
 }

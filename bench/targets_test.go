@@ -15,8 +15,6 @@ const (
 	electionsName = "engine, every scenario: 0 real elections (issues #6, #14)"
 	quorumName    = "engine, every scenario: never a quorum loss (issues #6, #14)"
 	transfersName = "engine: mean leader transfers ≤ 1.34 per 3-member rollout (each starting ordinal weighed alike) (issues #6, #14)"
-	writesName    = "engine: no failed write in the heavy and hung-shutdown scenarios (single-connection client; issue #6)"
-	gapName       = "engine: worst write gap in heavy and hung shutdown ≤ 0.2× the default's (issue #6)"
 )
 
 // goodCells is a run in which every target is met: every scenario of scenarios.go, every strategy.
@@ -51,7 +49,7 @@ func goalsByName(cells map[string]map[string]*Cell) map[string]Goal {
 
 func TestEvaluateTargetsAllMet(t *testing.T) {
 	goals := evaluateTargets(goodCells())
-	require.Len(t, goals, 9)
+	require.Len(t, goals, 7)
 	for _, g := range goals {
 		assert.True(t, g.Met && !g.Unknown, "%s: %s", g.Name, g.Detail)
 	}
@@ -128,11 +126,6 @@ func TestEvaluateTargets(t *testing.T) {
 		{"transfers: 5 members are not judged", func(c cells) {
 			c["five"]["engine"].TransfersByLeader = map[int][]float64{0: {3}}
 		}, transfersName, true, false},
-		{"a failed write in hung", func(c cells) { c["hung"]["engine"].FailedWrites = 1 }, writesName, false, false},
-		{"heavy-probe not run", func(c cells) { delete(c, "heavy-probe") }, writesName, false, true},
-		{"gap 240 of 1200 is within 0.2×", func(c cells) { c["hung"]["engine"].Gaps = []float64{240} }, gapName, true, false},
-		{"gap 300 of 1200 is not", func(c cells) { c["hung"]["engine"].Gaps = []float64{300} }, gapName, false, false},
-		{"no default roll to compare the gap with", func(c cells) { delete(c["hung"], "default") }, gapName, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
