@@ -62,12 +62,15 @@ func (a *EtcdRollingUpgradeArgs) Annotate(an infer.Annotator) {
 type EtcdRollingUpgrade struct {
 	pulumi.ResourceState
 
-	VersionHash        pulumi.StringOutput      `pulumi:"versionHash"`
-	UpdateRevision     pulumi.StringOutput      `pulumi:"updateRevision"`
-	MembersRolled      pulumi.StringArrayOutput `pulumi:"membersRolled"`
-	LeaderTransfers    pulumi.IntOutput         `pulumi:"leaderTransfers"`
-	UnplannedElections pulumi.IntPtrOutput      `pulumi:"unplannedElections,optional"`
-	FinishedAt         pulumi.StringOutput      `pulumi:"finishedAt"`
+	VersionHash     pulumi.StringOutput      `pulumi:"versionHash"`
+	UpdateRevision  pulumi.StringOutput      `pulumi:"updateRevision"`
+	MembersRolled   pulumi.StringArrayOutput `pulumi:"membersRolled"`
+	LeaderTransfers pulumi.IntOutput         `pulumi:"leaderTransfers"`
+	// UnplannedElections is absent when the rollout could not measure it, yet its tag has no ",optional":
+	// pulumi-go-provider v1.5.0 registers a component's outputs under the whole tag (introspect.StructToMap),
+	// which would name the output "unplannedElections,optional". The schema keeps it an integer.
+	UnplannedElections pulumi.IntPtrOutput `pulumi:"unplannedElections"`
+	FinishedAt         pulumi.StringOutput `pulumi:"finishedAt"`
 
 	// Job is the old class's public job member, now the Rollout child (see jobDeprecation).
 	Job rolloutReference `pulumi:"job"`
@@ -98,6 +101,6 @@ type rolloutResource struct {
 	UpdateRevision     pulumi.StringOutput      `pulumi:"updateRevision"`
 	MembersRolled      pulumi.StringArrayOutput `pulumi:"membersRolled"`
 	LeaderTransfers    pulumi.IntOutput         `pulumi:"leaderTransfers"`
-	UnplannedElections pulumi.IntPtrOutput      `pulumi:"unplannedElections,optional"`
+	UnplannedElections pulumi.IntPtrOutput      `pulumi:"unplannedElections"`
 	FinishedAt         pulumi.StringOutput      `pulumi:"finishedAt"`
 }

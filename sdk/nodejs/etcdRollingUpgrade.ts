@@ -47,7 +47,7 @@ export class EtcdRollingUpgrade extends pulumi.ComponentResource {
     /**
      * Raft term increases during the last rollout that were not our transfers; absent when the rollout could not measure them, never a 0 it did not measure.
      */
-    declare public /*out*/ readonly unplannedElections: pulumi.Output<number | undefined>;
+    declare public /*out*/ readonly unplannedElections: pulumi.Output<number>;
     /**
      * The StatefulSet's updateRevision every member is at after the rollout.
      */

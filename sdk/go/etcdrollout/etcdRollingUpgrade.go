@@ -27,7 +27,7 @@ type EtcdRollingUpgrade struct {
 	// Pods the last rollout restarted, in order.
 	MembersRolled pulumi.StringArrayOutput `pulumi:"membersRolled"`
 	// Raft term increases during the last rollout that were not our transfers; absent when the rollout could not measure them, never a 0 it did not measure.
-	UnplannedElections pulumi.IntPtrOutput `pulumi:"unplannedElections"`
+	UnplannedElections pulumi.IntOutput `pulumi:"unplannedElections"`
 	// The StatefulSet's updateRevision every member is at after the rollout.
 	UpdateRevision pulumi.StringOutput `pulumi:"updateRevision"`
 	// The versionHash the rollout ran for (computed from the pod template when not given).
@@ -235,8 +235,8 @@ func (o EtcdRollingUpgradeOutput) MembersRolled() pulumi.StringArrayOutput {
 }
 
 // Raft term increases during the last rollout that were not our transfers; absent when the rollout could not measure them, never a 0 it did not measure.
-func (o EtcdRollingUpgradeOutput) UnplannedElections() pulumi.IntPtrOutput {
-	return o.ApplyT(func(v *EtcdRollingUpgrade) pulumi.IntPtrOutput { return v.UnplannedElections }).(pulumi.IntPtrOutput)
+func (o EtcdRollingUpgradeOutput) UnplannedElections() pulumi.IntOutput {
+	return o.ApplyT(func(v *EtcdRollingUpgrade) pulumi.IntOutput { return v.UnplannedElections }).(pulumi.IntOutput)
 }
 
 // The StatefulSet's updateRevision every member is at after the rollout.

@@ -407,7 +407,7 @@ class EtcdRollingUpgrade(pulumi.ComponentResource):
 
     @_builtins.property
     @pulumi.getter(name="unplannedElections")
-    def unplanned_elections(self) -> pulumi.Output[Optional[_builtins.int]]:
+    def unplanned_elections(self) -> pulumi.Output[_builtins.int]:
         """
         Raft term increases during the last rollout that were not our transfers; absent when the rollout could not measure them, never a 0 it did not measure.
         """
