@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // maxStepRetries bounds how often one step is re-planned because live state moved under it (a transfer
@@ -397,8 +396,7 @@ func (r *run) withoutStaleViews(ctx context.Context, st ClusterState) ClusterSta
 		if !ok || m.Reachable || m.Unseen || !m.PodExists || p.witness.uid == "" || m.PodUID == p.witness.uid {
 			continue
 		}
-		pod, err := r.e.kube.CoreV1().Pods(r.e.cfg.Namespace).Get(ctx, m.Pod, metav1.GetOptions{})
-		if err == nil && string(pod.UID) == p.witness.uid && pod.DeletionTimestamp == nil {
+		if r.e.podAlive(ctx, m.Pod, p.witness.uid) {
 			st.Members[i].Unseen, st.Members[i].Reason = true, ProblemUnreached
 			st.Members[i].Problem = fmt.Sprintf("the cache shows %s on pod %s (%s) while the API server still has the pod that passed alive: a stale view",
 				m.Pod, m.PodUID, m.Problem)
