@@ -111,6 +111,24 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 	return passage{incarnation: stable.incarnation, witness: *witness}, nil
 }
 
+// staysUp watches member ordinal until it has been healthy, in one etcd process, for the stability window (the
+// first member's etcd gate, without the pod gate: its pod is not ours to wait for) or the health timeout
+// passes. It returns the process that stayed up (zero when etcd does not name it) and what it last saw.
+func (e *Engine) staysUp(ctx context.Context, st ClusterState, ordinal int) (Incarnation, string, error) {
+	pod := st.Members[ordinal].Pod
+	stable := &stability{stableFor: e.stableFor, incarnationOf: func(ctx context.Context) (Incarnation, error) { return e.etcd.Incarnation(ctx, pod) }}
+	seen, err := waitFor(ctx, time.Now().Add(e.cfg.HealthTimeout), every(e.pollEvery), func(ctx context.Context) (string, bool, error) {
+		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+		defer cancel()
+		ok, seen, err := stable.observe(cctx, e.memberHealthy(cctx, st, ordinal))
+		return seen, ok, err
+	})
+	if err != nil {
+		return Incarnation{}, seen, err
+	}
+	return stable.incarnation, "", nil
+}
+
 // passage is what a member's passed gates vouch for: the etcd process that passed (zero when etcd did not say),
 // and the kubelet's account of the pod that passed, up without a break from its pod gate to the pass. The
 // run's watch of the member after it passed starts from these, not from a look taken afterwards, which a pod

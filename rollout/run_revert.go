@@ -141,9 +141,13 @@ func (r *run) revert(ctx context.Context, ordinal int) (string, error) {
 				return "", fmt.Errorf("moving the leader off %s before reverting it: %w", m.Pod, err)
 			}
 		}
+		stayedUp, err := r.othersOnTheFailedRevisionStayUp(ctx, st, ordinal)
+		if err != nil {
+			return "", fmt.Errorf("not reverting %s: %w", m.Pod, err)
+		}
 		e.emit(Step{Kind: StepRecreate, Ordinal: ordinal}, "reverting %s: deleting its pod (revision %s) with the partition locked; the controller recreates it at %s", m.Pod, m.Revision, to)
 		e.etcd.Forget(m.Pod)
-		if err := r.deleteOnAFreshLook(ctx, st, ordinal, anotherFailedMemberDown); err != nil {
+		if err := r.deleteOnAFreshLook(ctx, st, ordinal, stayedUp.stillUp(anotherFailedMemberDown)); err != nil {
 			return "", fmt.Errorf("not reverting %s: %w", m.Pod, err)
 		}
 	}

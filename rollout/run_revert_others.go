@@ -1,0 +1,68 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+)
+
+// othersOnTheFailedRevisionStayUp watches, before a revert deletes the failed member's pod, every other member on
+// the failed revision that this run has not seen pass (a run before this one rolled it: needsProof) until it has
+// stayed healthy in one etcd process for the stability window. Such a member was disrupted by our writes and is
+// not known to be back: one healthy look catches a fast crash loop in one of its up moments as readily as a
+// member that is well, and deleting a second pod while it flaps disrupts two members at once (the schedule
+// checker's seed 13073 of 100,000: a resumed run reverted etcd-4 while etcd-3, rolled by the run it resumed and
+// crash-looping, answered the revert's look). Members this run saw pass are judged by provenInTheSameProcess;
+// ones that do not answer us are left to the quorum rule, as every delete leaves them.
+//
+// It returns the process each watched member stayed up in, which the look right before the delete checks
+// again (stillUp).
+func (r *run) othersOnTheFailedRevisionStayUp(ctx context.Context, st ClusterState, ordinal int) (stayedUp, error) {
+	up := stayedUp{run: r, ctx: ctx, processes: map[int]Incarnation{}}
+	for _, o := range st.Members {
+		if o.Ordinal == ordinal || !o.PodExists || o.Unseen || !needsProof(st, o) {
+			continue
+		}
+		r.e.emit(Step{Kind: StepRecreate, Ordinal: ordinal}, "before reverting %s: %s is on revision %s too and no look of this run proved it: checking it stays healthy for %s", st.Members[ordinal].Pod, o.Pod, st.UpdateRevision, r.e.stableFor)
+		process, seen, err := r.e.staysUp(ctx, st, o.Ordinal)
+		if err != nil {
+			return stayedUp{}, fmt.Errorf("%w: %s, also on revision %s, did not stay healthy for %s within %s (%s); not deleting a second member's pod: the partition is locked, bring the cluster back by hand (apply the previous template, then run again)",
+				ErrBlocked, o.Pod, st.UpdateRevision, r.e.stableFor, r.e.cfg.HealthTimeout, seen)
+		}
+		up.processes[o.Ordinal] = process
+	}
+	return up, nil
+}
+
+// stayedUp is the etcd process each member othersOnTheFailedRevisionStayUp watched stayed up in.
+type stayedUp struct {
+	run       *run
+	ctx       context.Context
+	processes map[int]Incarnation
+}
+
+// stillUp is rule for a look right before the delete, with every watched member still answering from the process
+// that stayed up: one that restarted since, or cannot say, refuses the delete.
+func (u stayedUp) stillUp(rule func(ClusterState, int) error) func(ClusterState, int) error {
+	return func(now ClusterState, ordinal int) error {
+		if err := rule(now, ordinal); err != nil {
+			return err
+		}
+		for i, process := range u.processes {
+			if !process.Known() {
+				continue
+			}
+			cctx, cancel := context.WithTimeout(u.ctx, memberCallTimeout)
+			inc, err := u.run.e.etcd.Incarnation(cctx, now.Members[i].Pod)
+			cancel()
+			if err != nil || !inc.Same(process) {
+				why := fmt.Sprintf("now etcd process %s", inc.Name())
+				if err != nil {
+					why = err.Error()
+				}
+				return fmt.Errorf("%w: %s, also on revision %s, stayed up in etcd process %s but not since (%s); not deleting a second member's pod: the partition is locked, bring the cluster back by hand (apply the previous template, then run again)",
+					ErrBlocked, now.Members[i].Pod, now.UpdateRevision, process, why)
+			}
+		}
+		return nil
+	}
+}
