@@ -260,6 +260,11 @@ func TestPlanFixForward(t *testing.T) {
 		assert.Equal(t, Step{Kind: StepRecreate, Ordinal: 1}, p.Steps[0])
 		assert.Equal(t, []int{2, 1, 0}, p.Roll)
 	})
+	t.Run("one of five down below the next one, quorum kept: brought back first all the same", func(t *testing.T) {
+		p, err := PlanRollout(downOn(healthyState(5, 0), 3, "etcd-broken"), LeaderLazy)
+		require.NoError(t, err)
+		assert.Equal(t, Step{Kind: StepRecreate, Ordinal: 3}, p.Steps[0], "nothing restarts while it is out: %v", p.Steps)
+	})
 	t.Run("two of five down below the next one: brought back one at a time", func(t *testing.T) {
 		p, err := PlanRollout(downOn(downOn(healthyState(5, 0), 3, "etcd-broken"), 1, "etcd-broken"), LeaderLazy)
 		require.NoError(t, err)
