@@ -52,8 +52,11 @@ func TestRelockStopsOnPermanentErrors(t *testing.T) {
 	c.kube.PrependReactor("patch", "statefulsets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "statefulsets"}, "etcd", errors.New("RBAC"))
 	})
+	e := c.engine(t, nil)
+	_, err := e.lease.acquire(context.Background()) // a re-lock writes only on a lease the run holds
+	require.NoError(t, err)
 	start := time.Now()
-	err := c.engine(t, nil).relock(context.Background())
+	err = e.relock(context.Background())
 	require.Error(t, err)
 	assert.True(t, apierrors.IsForbidden(err), "%v", err)
 	assert.Contains(t, err.Error(), "run `etcd-rollout unlock`")

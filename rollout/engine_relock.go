@@ -14,18 +14,32 @@ import (
 const relockTimeout = 30 * time.Second
 
 // relock sets the partition back to the StatefulSet's current replicas on a fresh context, retrying
-// briefly (an API server restart should not leave the StatefulSet unlocked).
+// briefly (an API server restart should not leave the StatefulSet unlocked). Each try first makes sure this
+// run still holds the lease, and writes only within it: an exit after an outage longer than the lease may find
+// another run holding it, rolling, and a re-lock then would break that run's roll (issue 31's audit: the exit
+// read the lease once, took an unreadable one for its own, and retried its write for 30 s). A lease that
+// cannot be read is nobody's yet: the try waits for it. One another run holds ends the re-lock: the
+// StatefulSet is that run's to lock.
 func (e *Engine) relock(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), relockTimeout)
 	defer cancel()
 	last, err := waitFor(rctx, time.Time{}, every(time.Second), func(ctx context.Context) (error, bool, error) {
-		sts, err := e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Get(ctx, e.cfg.StatefulSet, metav1.GetOptions{})
+		if err := e.lease.confirm(ctx); err != nil {
+			if holder := e.lease.newHolder(); holder != "" {
+				err = fmt.Errorf("not re-locking it: %s holds lease %s now, so the StatefulSet is that run's to lock", holder, e.lease.id())
+				return err, false, err
+			}
+			return err, false, nil
+		}
+		wctx, wcancel := e.lease.withinLease(ctx)
+		defer wcancel()
+		sts, err := e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Get(wctx, e.cfg.StatefulSet, metav1.GetOptions{})
 		if err == nil {
 			replicas := 1
 			if sts.Spec.Replicas != nil {
 				replicas = int(*sts.Spec.Replicas)
 			}
-			if _, err = e.setPartition(ctx, replicas); err == nil {
+			if _, err = e.setPartition(wctx, replicas); err == nil {
 				return nil, true, nil
 			}
 		}
@@ -34,8 +48,11 @@ func (e *Engine) relock(ctx context.Context) error {
 		}
 		return err, false, nil
 	})
-	if err == nil {
+	switch {
+	case err == nil:
 		return nil
+	case e.lease.newHolder() != "":
+		return fmt.Errorf("%w: %w", ErrPartitionNotLocked, last)
 	}
 	return fmt.Errorf("%w: re-locking %s/%s failed, run `etcd-rollout unlock`: %w", ErrPartitionNotLocked, e.cfg.Namespace, e.cfg.StatefulSet, last)
 }

@@ -22,7 +22,11 @@ func (e *Engine) transferLeader(ctx context.Context, st ClusterState, step Step)
 	}
 	cctx, cancel := context.WithTimeout(ctx, moveLeaderTimeout)
 	defer cancel()
-	if err := e.etcd.MoveLeader(cctx, from.Pod, to.MemberID); err != nil {
+	// The move is a disruption like a restart: it runs only while this run surely holds the lease (a move that
+	// lands after another run took over would shift the leader under that run's plan).
+	mctx, mcancel := e.lease.withinLease(cctx)
+	defer mcancel()
+	if err := e.etcd.MoveLeader(mctx, from.Pod, to.MemberID); err != nil {
 		// The answer can be lost while the transfer itself went through (seen on a loaded machine: Raft moved
 		// the leader within milliseconds and the call still ran into its deadline). Counting that as a
 		// failure would report our own transfer as an unplanned election: ask the target first.

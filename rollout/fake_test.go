@@ -95,6 +95,8 @@ type fakeEtcd struct {
 	// refusing names members whose client port refuses us while they still vote (and may lead): every call
 	// through them fails as a member that is down would, yet they count for the cluster's quorum.
 	refusing map[string]bool
+	// moveDeadlines is the deadline of each MoveLeader call (zero: none).
+	moveDeadlines []time.Time
 	// beforeStatus, when set, runs at every Status call before it is answered, with f.mu held: a fault that
 	// strikes at the moment the engine looks.
 	beforeStatus func(pod string)
@@ -150,9 +152,11 @@ func (f *fakeEtcd) MemberList(_ context.Context, pod string) ([]member.Info, err
 	return out, nil
 }
 
-func (f *fakeEtcd) MoveLeader(_ context.Context, leaderPod string, to uint64) error {
+func (f *fakeEtcd) MoveLeader(ctx context.Context, leaderPod string, to uint64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	deadline, _ := ctx.Deadline()
+	f.moveDeadlines = append(f.moveDeadlines, deadline)
 	if leaderPod != f.leader {
 		return errors.New("etcdserver: not leader")
 	}

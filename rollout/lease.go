@@ -378,12 +378,18 @@ func (l *rolloutLease) set(lease *coordinationv1.Lease) {
 	l.mu.Unlock()
 }
 
+// seconds is the duration the Lease records, which another run watches it unrenewed for before it takes it
+// over: rounded up, never below this run's own bound on its writes (withinLease), so a lease of 1.5s is
+// recorded as 2 (issue 31's audit: rounded down to 1, a takeover could land before this run's last write).
 func (l *rolloutLease) seconds() int32 {
-	s := int32(l.duration / time.Second)
-	if s < 1 {
-		s = 1
-	}
-	return s
+	return max(int32((l.duration+time.Second-1)/time.Second), 1)
+}
+
+// newHolder is the run seen holding the lease after this one ("" while none was seen).
+func (l *rolloutLease) newHolder() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.takenOverBy
 }
 
 func renewTime(l *coordinationv1.Lease) time.Time {

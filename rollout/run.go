@@ -87,7 +87,7 @@ func (r *run) exit(ctx context.Context, err error, stopRenew func()) error {
 			relocked = false
 			err = errors.Join(err, fmt.Errorf("%w: not re-locking it: %s holds lease %s now, so the StatefulSet is that run's to lock", ErrPartitionNotLocked, holder, e.lease.id()))
 		} else if rerr := e.relock(ctx); rerr != nil {
-			relocked = false
+			relocked, holder = false, e.lease.newHolder()
 			err = errors.Join(err, rerr)
 		} else {
 			e.emit(Step{Kind: StepRelock}, "partition re-locked")
@@ -624,7 +624,9 @@ func (r *run) lock(ctx context.Context, replicas int) error {
 		return fmt.Errorf("not locking the partition: %w", err)
 	}
 	r.touched = true
-	gen, err := r.e.setPartition(ctx, replicas)
+	wctx, cancel := r.e.lease.withinLease(ctx) // a lock landing after a takeover would break the new holder's roll
+	defer cancel()
+	gen, err := r.e.setPartition(wctx, replicas)
 	if err != nil {
 		return err
 	}

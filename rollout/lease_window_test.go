@@ -1,0 +1,109 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// The Lease records a duration no shorter than the one this run bounds its writes by: another run takes it
+// over after watching it unrenewed for the recorded seconds, and a duration rounded down would let that land
+// before this run's last write (issue 31's audit 3d: --lease-duration 1.5s was recorded as 1).
+func TestTheLeaseRecordsNoLessThanItsDuration(t *testing.T) {
+	tests := []struct {
+		duration time.Duration
+		want     int32
+	}{
+		{200 * time.Millisecond, 1},
+		{time.Second, 1},
+		{1500 * time.Millisecond, 2},
+		{3 * time.Second, 3},
+		{14200 * time.Millisecond, 15},
+		{15 * time.Second, 15},
+	}
+	for _, tt := range tests {
+		t.Run(tt.duration.String(), func(t *testing.T) {
+			l := &rolloutLease{duration: tt.duration}
+			assert.Equal(t, tt.want, l.seconds())
+			assert.GreaterOrEqual(t, time.Duration(l.seconds())*time.Second, tt.duration)
+		})
+	}
+}
+
+// The exit's re-lock writes only on a lease this run still holds (issue 31's audit 3a): after an outage longer
+// than the lease, another run may hold it and be rolling, and a re-lock would break its roll; a lease that
+// cannot be read is nobody's yet, and nothing is written until it can be. Virtual time: the re-lock's 30 s pass
+// in no time.
+func TestTheReLockWritesOnlyOnALeaseThisRunHolds(t *testing.T) {
+	tests := []struct {
+		name    string
+		meddle  func(t *testing.T, c *fakeCluster)
+		wantErr string
+	}{
+		{"another run holds it now", func(t *testing.T, c *fakeCluster) { holdLeaseFor(t, c, "another-run") },
+			"not re-locking it: another-run holds lease db/etcd-etcd-rollout now"},
+		{"it cannot be read", func(t *testing.T, c *fakeCluster) {
+			c.kube.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewServiceUnavailable("the API server is restarting")
+			})
+		}, "re-locking db/etcd failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := newFakeCluster(t, 3, 0)
+				e := c.engine(t, nil)
+				_, err := e.lease.acquire(context.Background())
+				require.NoError(t, err)
+				time.Sleep(e.lease.duration) // no renewal since: the lease must be confirmed afresh
+				tt.meddle(t, c)
+				patches := c.stsPatches()
+
+				err = e.relock(context.Background())
+				require.ErrorIs(t, err, ErrPartitionNotLocked)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				assert.Equal(t, patches, c.stsPatches(), "nothing written to the StatefulSet")
+			})
+		})
+	}
+}
+
+// The lock after a recreation gives up when this run can no longer be sure it holds the lease, instead of
+// retrying for the API retry's 30 s (issue 31's audit 3b); and a leader move runs only within the lease too
+// (3c). Virtual time: how long the lock retried is read off the bubble's clock, which moves only as the code
+// waits.
+func TestLocksAndLeaderMovesStayWithinTheLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newFakeCluster(t, 3, 0)
+		e := c.engine(t, nil)
+		_, err := e.lease.acquire(context.Background())
+		require.NoError(t, err)
+		leaseEnds := time.Now().Add(e.lease.duration * 3 / 4)
+
+		st, err := e.Observe(context.Background())
+		require.NoError(t, err)
+		moved, err := e.transferLeader(context.Background(), st, Step{Kind: StepTransferLeader, From: 0, To: 1})
+		require.NoError(t, err)
+		require.True(t, moved)
+		require.Len(t, c.etcd.moveDeadlines, 1)
+		assert.False(t, c.etcd.moveDeadlines[0].IsZero(), "MoveLeader has a deadline")
+		assert.False(t, c.etcd.moveDeadlines[0].After(leaseEnds), "MoveLeader's deadline %s is past the lease's %s", c.etcd.moveDeadlines[0], leaseEnds)
+
+		c.kube.PrependReactor("patch", "statefulsets", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewServiceUnavailable("the API server is restarting")
+		})
+		r := &run{e: e}
+		err = r.lock(context.Background(), 3)
+		require.Error(t, err)
+		assert.True(t, errors.Is(err, context.DeadlineExceeded) || apierrors.IsServiceUnavailable(err), "%v", err)
+		assert.False(t, time.Now().After(leaseEnds.Add(time.Second)), "the lock retried until %s, past the lease's %s", time.Now(), leaseEnds)
+	})
+}
