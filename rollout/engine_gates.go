@@ -46,7 +46,7 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 		reason = r
 		return ok, seen, nil
 	}); err != nil {
-		return passage{}, withReason(err, reason)
+		return passage{}, e.unseenIfUnread(ctx, withReason(err, reason))
 	}
 	rev := want.podRevision(st)
 	witness := &podWitness{} // from the pod the gate just saw Ready on
@@ -127,6 +127,26 @@ func (e *Engine) staysUp(ctx context.Context, st ClusterState, ordinal int) (Inc
 		return Incarnation{}, seen, err
 	}
 	return stable.incarnation, "", nil
+}
+
+// unseenIfUnread turns a pod gate that ran out while the API server did not answer into ErrMemberUnseen: the
+// gate judged the watch's last word on the pod, which stops changing while the API server is away, and a gate
+// that ran out on it is no verdict on the revision (issue 31's audit 5d: an outage longer than the ready
+// timeout got a revision blamed and its member reverted). A direct GET at the timeout tells the two apart:
+// one that answers lets the timeout stand.
+func (e *Engine) unseenIfUnread(ctx context.Context, err error) error {
+	var timeout *GateTimeoutError
+	if !errors.As(err, &timeout) || ctx.Err() != nil {
+		return err
+	}
+	gctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+	defer cancel()
+	_, gerr := e.kube.CoreV1().Pods(e.cfg.Namespace).Get(gctx, timeout.Pod, metav1.GetOptions{})
+	if gerr == nil || apierrors.IsNotFound(gerr) {
+		return err
+	}
+	return fmt.Errorf("%w: %s did not pass the %s gate within %s, and the API server does not answer for its pod (%v); last seen: %s; nothing says the revision failed, so nothing was reverted: run again once the API server answers",
+		ErrMemberUnseen, timeout.Pod, timeout.Gate, timeout.Timeout, gerr, timeout.LastSeen)
 }
 
 // passage is what a member's passed gates vouch for: the etcd process that passed (zero when etcd did not say),

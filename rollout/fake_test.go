@@ -481,6 +481,8 @@ type fakeCluster struct {
 	// for tests that give pods containers.
 	deleted []string
 	images  map[string]string
+	// neverReady names pods that the controller's update leaves not Ready (a readiness probe that never passes).
+	neverReady map[string]bool
 	// promote makes the controller set currentRevision = updateRevision once every pod is at it.
 	promote bool
 }
@@ -555,6 +557,9 @@ func (c *fakeCluster) reconcile(pod string) {
 	}
 	p.Labels[appsv1.ControllerRevisionHashLabelKey] = sts.Status.UpdateRevision
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if c.neverReady[pod] {
+		p.Status.Conditions[0].Status = corev1.ConditionFalse
+	}
 	if img := c.images[sts.Status.UpdateRevision]; img != "" && len(p.Spec.Containers) > 0 {
 		p.Spec.Containers[0].Image = img
 		c.etcd.runsImage(pod, img)

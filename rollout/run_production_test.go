@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -296,4 +297,35 @@ func TestAWaitingGateSaysWhatItLastSaw(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, len(waiting), 2, "a line about every 100ms of the 600ms wait: %q", lines)
 	assert.Regexp(t, `left\): .+`, waiting[0], "it names what it last saw")
+}
+
+// A pod gate that runs out while the API server does not answer is no verdict on the revision: the watch's last
+// word on the pod stopped changing when the API server went away (issue 31's audit 5d: an outage longer than
+// the ready timeout got the revision blamed and the member reverted). The run stops unseen, records no
+// failure, and reverts nothing.
+func TestAPodGateThatRunsOutInAnAPIOutageIsNoVerdict(t *testing.T) {
+	c := newFakeCluster(t, 3, 0)
+	c.neverReady = map[string]bool{"etcd-2": true} // not Ready yet when the API server goes away
+	var away atomic.Bool
+	c.kube.PrependReactor("*", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if away.Load() {
+			return true, nil, apierrors.NewServiceUnavailable("the API server is restarting")
+		}
+		return false, nil, nil
+	})
+	res, err := c.engine(t, func(cfg *Config, o *Options) {
+		cfg.ReadyTimeout = 300 * time.Millisecond
+		o.OnEvent = func(ev Event) {
+			if ev.Kind == EventMemberRecreated {
+				away.Store(true)
+			}
+		}
+	}).Run(context.Background())
+
+	require.ErrorIs(t, err, ErrMemberUnseen)
+	assert.Contains(t, err.Error(), "the API server does not answer for its pod")
+	var gate *GateTimeoutError
+	assert.False(t, errors.As(err, &gate), "no gate verdict: %v", err)
+	assert.Nil(t, res.Failure, "no failure recorded against the revision")
+	assert.Empty(t, c.deletedPods())
 }
