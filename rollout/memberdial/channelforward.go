@@ -38,6 +38,10 @@ const (
 	spareIdle = 10 * time.Second
 )
 
+// dialTimeout bounds opening a websocket for a new connection: longer than a healthy API server takes, well
+// short of the engine's gates. A variable so a test need not wait it out.
+var dialTimeout = 5 * time.Second
+
 // channelForward serves one pod's port on a local listener and carries each connection accepted there over
 // a websocket of its own, in channelProtocol. client-go's forwarder speaks SPDY (tunnelled in a websocket or
 // not), and SPDY's header compressor costs 0.7 MB per forward whatever it carries: at ten clusters rolled at
@@ -130,8 +134,13 @@ func (c *channelForward) serve(local net.Conn) {
 	defer local.Close()
 	ws := c.takeSpare()
 	if ws == nil {
+		// With a deadline: an API server that accepts and then does not answer would hold the connection, and
+		// the look on it, neither served nor failed.
+		dctx, cancel := context.WithTimeout(c.ctx, dialTimeout)
 		var err error
-		if ws, err = c.dial(c.ctx); err != nil {
+		ws, err = c.dial(dctx)
+		cancel()
+		if err != nil {
 			c.end(fmt.Errorf("opening a forwarded connection: %w", err))
 			return
 		}
@@ -171,16 +180,23 @@ func copyToPod(ws *gwebsocket.Conn, local net.Conn) {
 }
 
 // copyFromPod writes the data channel to the local connection until the websocket closes; it returns the
-// kubelet's error, if it sent one.
+// kubelet's error, if it sent one, or the websocket's own end when it was lost after it carried the pod's
+// bytes: the path to the API server broke (as client-go's SPDY forwarder ends on a lost connection), and a
+// look on it is no answer of the member's (issue 31's audit 4: the forward lived on, and such a look was
+// counted the member's own failure).
 func copyFromPod(local net.Conn, ws *gwebsocket.Conn) error {
 	buf := make([]byte, copyBufferSize)
 	headerLeft := [2]int64{portHeaderLen, portHeaderLen}
 	var podErr strings.Builder
+	carried := false
 	for {
 		_, msg, err := ws.NextReader()
 		if err != nil {
-			if podErr.Len() > 0 {
+			switch {
+			case podErr.Len() > 0:
 				return fmt.Errorf("the kubelet: %s", podErr.String())
+			case carried && lostAbnormally(err):
+				return fmt.Errorf("the websocket to the API server was lost: %w", err)
 			}
 			return nil
 		}
@@ -198,10 +214,25 @@ func copyFromPod(local net.Conn, ws *gwebsocket.Conn) error {
 			_, _ = io.Copy(&podErr, io.LimitReader(msg, 4<<10))
 			continue
 		}
-		if _, err := io.CopyBuffer(writerOnly{local}, msg, buf); err != nil {
+		n, err := io.CopyBuffer(writerOnly{local}, msg, buf)
+		carried = carried || n > 0
+		if err != nil {
 			return nil
 		}
 	}
+}
+
+// lostAbnormally says a websocket read ended without either side closing it: no close frame (or one saying
+// something went wrong) and not our own close of it.
+func lostAbnormally(err error) bool {
+	if errors.Is(err, net.ErrClosed) {
+		return false // we closed it: the local connection ended
+	}
+	var closed *gwebsocket.CloseError
+	if errors.As(err, &closed) {
+		return closed.Code != gwebsocket.CloseNormalClosure && closed.Code != gwebsocket.CloseGoingAway
+	}
+	return true
 }
 
 // writerOnly hides the connection's ReadFrom, which would allocate a buffer for every message.

@@ -30,6 +30,10 @@ type fakeKubelet struct {
 	podAddr  string
 	refuse   atomic.Bool
 	upgrades atomic.Int32
+	// hang makes upgrades hang unanswered, as an API server that accepts and then does not answer.
+	hang atomic.Bool
+	// open is every websocket served, so a test can drop them as a broken path to the API server would.
+	open sync.Map
 	// ports is the ports query of every upgrade.
 	mu    sync.Mutex
 	ports []string
@@ -37,6 +41,10 @@ type fakeKubelet struct {
 
 func (k *fakeKubelet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	k.upgrades.Add(1)
+	if k.hang.Load() {
+		<-r.Context().Done() // accepted, never answered
+		return
+	}
 	k.mu.Lock()
 	k.ports = append(k.ports, r.URL.Query().Get("ports"))
 	k.mu.Unlock()
@@ -46,6 +54,8 @@ func (k *fakeKubelet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer ws.Close()
+	k.open.Store(ws, true)
+	defer k.open.Delete(ws)
 	for _, ch := range []byte{dataChannel, errorChannel} {
 		_ = ws.WriteMessage(gwebsocket.BinaryMessage, []byte{ch, 0x4f, 0x09}) // 2383, little-endian
 	}
@@ -64,6 +74,8 @@ func (k *fakeKubelet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				_ = ws.WriteMessage(gwebsocket.BinaryMessage, buf[:1+n])
 			}
 			if err != nil {
+				// The pod closed its end: the kubelet ends the stream with a close frame.
+				_ = ws.WriteControl(gwebsocket.CloseMessage, gwebsocket.FormatCloseMessage(gwebsocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
 				_ = ws.Close()
 				return
 			}
@@ -165,6 +177,53 @@ func TestChannelForwardEndsWhenThePodRefusesAConnection(t *testing.T) {
 	assertClosed(t, first, "the forward's other connection is closed with it")
 	_, err := net.DialTimeout("tcp", f.addr, time.Second)
 	assert.Error(t, err, "the forward's local port is closed")
+}
+
+// dropAll cuts every websocket it serves without a close frame: the API server lost, or a proxy reset.
+func (k *fakeKubelet) dropAll() {
+	k.open.Range(func(ws, _ any) bool {
+		_ = ws.(*gwebsocket.Conn).UnderlyingConn().Close()
+		return true
+	})
+}
+
+// A websocket lost under a connection that carried the member's bytes ends the forward, as a lost connection
+// ends client-go's SPDY forwarder: a look on it did not reach the member (issue 31's audit 4).
+func TestChannelForwardEndsWhenAWebsocketIsLost(t *testing.T) {
+	kubelet, f, _ := openFakeChannelForward(t)
+	conn := connect(t, f)
+	assert.Equal(t, "one\n", echo(t, conn, "one"))
+
+	kubelet.dropAll()
+	assert.ErrorContains(t, waitEnded(t, f, "its websocket was lost"), "the websocket to the API server was lost")
+	assertClosed(t, conn, "the connection is closed with it")
+}
+
+// A websocket for a new connection that the API server accepts and never answers ends the forward at the dial's
+// deadline, rather than holding the connection, and the look on it, neither served nor failed (issue 31's
+// audit 4).
+func TestChannelForwardDialsWithADeadline(t *testing.T) {
+	defer func(d time.Duration) { dialTimeout = d }(dialTimeout)
+	dialTimeout = 100 * time.Millisecond
+	kubelet, f, _ := openFakeChannelForward(t)
+	first := connect(t, f) // takes the websocket the forward opened with
+	assert.Equal(t, "one\n", echo(t, first, "one"))
+
+	kubelet.hang.Store(true)
+	connect(t, f)
+	assert.ErrorContains(t, waitEnded(t, f, "a dial was not answered"), "opening a forwarded connection")
+}
+
+// A connection the client closes ends its websocket cleanly, and the forward serves on.
+func TestChannelForwardOutlivesAConnectionTheClientCloses(t *testing.T) {
+	_, f, _ := openFakeChannelForward(t)
+	conn := connect(t, f)
+	assert.Equal(t, "one\n", echo(t, conn, "one"))
+	require.NoError(t, conn.Close())
+
+	second := connect(t, f)
+	assert.Equal(t, "two\n", echo(t, second, "two"))
+	assert.True(t, f.alive())
 }
 
 func TestChannelForwardStopClosesItsConnections(t *testing.T) {
