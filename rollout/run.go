@@ -51,6 +51,9 @@ type run struct {
 	// downAfterPass names members that refused a look after they passed their gates: they are not reported
 	// rolled by a run that fails.
 	downAfterPass map[string]bool
+	// unproven are the passes onMemberFailure stopped counting (members that passed on one look on a revision
+	// that then failed): still reported rolled, so the exit checks them against the process that passed.
+	unproven map[int]*passedMember
 	// planned is set once the plan has been reported.
 	planned     bool
 	cooldownDue bool
@@ -129,6 +132,7 @@ func (r *run) measureTermAtExit(ctx context.Context) {
 		// from its next process (the schedule checker's seeds 3622 and 8554 of 10,000: a slow crash loop found
 		// down during a revert's gate, up again at the exit).
 		st = r.provenInTheSameProcess(cctx, r.withProven(st), -1)
+		r.restartedSinceAnUnprovenPass(cctx)
 	}
 	cancel()
 	if err == nil {
@@ -145,6 +149,25 @@ func (r *run) measureTermAtExit(ctx context.Context) {
 		}
 	}
 	r.res.countElections()
+}
+
+// restartedSinceAnUnprovenPass marks down every member reported rolled whose pass stopped counting
+// (onMemberFailure) and that answers from another etcd process than the one that passed: it did not stay up,
+// whatever it answers now (the schedule checker's seed 3554 of 10,000: etcd-3, passed on one look, restarted
+// in a slow crash loop, and answered the exit's look from its next process).
+func (r *run) restartedSinceAnUnprovenPass(ctx context.Context) {
+	for _, ordinal := range slices.Sorted(maps.Keys(r.unproven)) {
+		p, pod := r.unproven[ordinal], podName(r.e.cfg.StatefulSet, ordinal)
+		if !p.incarnation.Known() || !slices.Contains(r.res.MembersRolled, pod) {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+		inc, err := r.e.etcd.Incarnation(cctx, pod)
+		cancel()
+		if err == nil && !inc.Same(p.incarnation) {
+			r.downAfterPass[pod] = true
+		}
+	}
 }
 
 // reword tells a person, after a failure with the partition locked, what state the cluster is in and what to

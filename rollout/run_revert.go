@@ -42,6 +42,10 @@ func (r *run) onMemberFailure(ctx context.Context, err error) error {
 	for i, p := range r.passed {
 		if p.oneLook {
 			delete(r.passed, i) // unproven again: it counts for no quorum a delete needs
+			if r.unproven == nil {
+				r.unproven = map[int]*passedMember{}
+			}
+			r.unproven[i] = p
 		}
 	}
 	if ctx.Err() != nil {
