@@ -112,8 +112,11 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 }
 
 // staysUp watches member ordinal until it has been healthy, in one etcd process, for the stability window (the
-// first member's etcd gate, without the pod gate: its pod is not ours to wait for) or the health timeout
-// passes. It returns the process that stayed up (zero when etcd does not name it) and what it last saw.
+// first member's etcd gate, without the pod gate: its pod is not ours to wait for), the health timeout passes,
+// or it breaks once: a member seen falling or restarting while it is watched is flapping, whatever a later
+// stretch shows (the schedule checker's seed 16110 of 100,000: a slow crash loop fell during the watch, then
+// stayed up for the window, and a second pod was deleted). It returns the process that stayed up (zero when
+// etcd does not name it) and what it last saw.
 func (e *Engine) staysUp(ctx context.Context, st ClusterState, ordinal int) (Incarnation, string, error) {
 	pod := st.Members[ordinal].Pod
 	stable := &stability{stableFor: e.stableFor, incarnationOf: func(ctx context.Context) (Incarnation, error) { return e.etcd.Incarnation(ctx, pod) }}
@@ -121,6 +124,9 @@ func (e *Engine) staysUp(ctx context.Context, st ClusterState, ordinal int) (Inc
 		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
 		defer cancel()
 		ok, seen, err := stable.observe(cctx, e.memberHealthy(cctx, st, ordinal))
+		if err == nil && stable.breaks > 0 {
+			err = errFlapped
+		}
 		return seen, ok, err
 	})
 	if err != nil {
@@ -128,6 +134,9 @@ func (e *Engine) staysUp(ctx context.Context, st ClusterState, ordinal int) (Inc
 	}
 	return stable.incarnation, "", nil
 }
+
+// errFlapped is staysUp's answer for a member that broke a healthy stretch while it was watched.
+var errFlapped = errors.New("it fell or restarted while it was watched")
 
 // unseenIfUnread turns a pod gate that ran out while the API server did not answer into ErrMemberUnseen: the
 // gate judged the watch's last word on the pod, which stops changing while the API server is away, and a gate
