@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -105,5 +106,42 @@ func TestLocksAndLeaderMovesStayWithinTheLease(t *testing.T) {
 		require.Error(t, err)
 		assert.True(t, errors.Is(err, context.DeadlineExceeded) || apierrors.IsServiceUnavailable(err), "%v", err)
 		assert.False(t, time.Now().After(leaseEnds.Add(time.Second)), "the lock retried until %s, past the lease's %s", time.Now(), leaseEnds)
+	})
+}
+
+// A revert's pod delete confirms the lease first, as the lowering does: renewals refused for longer than half
+// the lease (the API server refusing Lease updates) while another run took the lease over, and the revert must
+// delete nothing although the renewal loop has not noticed (issue 31's audit: without the confirm in
+// deleteMemberPod this mutation survived every test). Virtual time, so the gate outlasts half the lease.
+func TestAPodDeleteConfirmsTheLeaseFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newFakeCluster(t, 3, 0)
+		c.etcd.brokenAfterRestart["etcd-2"] = true
+		var refuseRenewals atomic.Bool
+		c.kube.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+			if refuseRenewals.Load() {
+				return true, nil, apierrors.NewServiceUnavailable("the API server is restarting")
+			}
+			return false, nil, nil
+		})
+		takenOver := false
+		e := c.engine(t, func(cfg *Config, o *Options) {
+			o.LeaseDuration = 4 * time.Second
+			cfg.ReadyTimeout, cfg.HealthTimeout = 30*time.Second, 3*time.Second // the gate outlasts half the lease
+			o.OnEvent = func(ev Event) {
+				switch {
+				case ev.Kind == EventMemberReady && ev.Pod == "etcd-2":
+					refuseRenewals.Store(true)
+				case ev.Kind == EventProgress && ev.Step.Kind == StepRecreate && !takenOver:
+					holdLeaseFor(t, c, "another-run") // taken over while the renewals failed
+					takenOver = true
+				}
+			}
+		})
+		_, err := e.Run(context.Background())
+		require.True(t, takenOver, "the revert began")
+		require.ErrorIs(t, err, ErrLeaseLost)
+		assert.Contains(t, err.Error(), "not deleting pod db/etcd-2")
+		assert.Empty(t, c.deletedPods(), "etcd-2's pod is not deleted on a lease another run holds")
 	})
 }
