@@ -14,7 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -708,4 +710,33 @@ func TestAPodReplacedAsItsMemberPassesIsNoFailureOfTheMember(t *testing.T) {
 	require.NoError(t, err, "no failure of etcd-2 or its revision")
 	assert.Nil(t, res.Failure)
 	assert.Equal(t, []string{newRev, newRev, newRev}, c.revisions())
+}
+
+// A run cancelled while the partition is lowered re-locks it on its way out, on a context of its own, retrying
+// what the API server refuses for a moment (issue 31's audit: a re-lock on the run's cancelled context gave up at
+// its first failure, and only the schedule checker caught it). The fake clientset ignores contexts, so the first
+// re-lock write fails, as a request on an ended context would.
+func TestACancelledRunReLocksThePartition(t *testing.T) {
+	c := newFakeCluster(t, 3, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var lowered, refusedOnce atomic.Bool
+	c.kube.PrependReactor("patch", "statefulsets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if lowered.Load() && refusedOnce.CompareAndSwap(false, true) {
+			return true, nil, apierrors.NewServiceUnavailable("the API server is restarting")
+		}
+		return false, nil, nil
+	})
+	_, err := c.engine(t, func(cfg *Config, o *Options) {
+		o.OnEvent = func(ev Event) {
+			if ev.Kind == EventPartitionLowered && !lowered.Load() {
+				lowered.Store(true)
+				cancel() // Ctrl-C with etcd-2 in flight
+			}
+		}
+	}).Run(ctx)
+	require.True(t, lowered.Load())
+	require.True(t, refusedOnce.Load(), "the re-lock's first write was refused")
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, 3, c.partition(), "the partition is locked again")
 }
