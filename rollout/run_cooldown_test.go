@@ -128,3 +128,28 @@ func unreachableFor(d time.Duration) func(*fakeCluster) {
 		time.AfterFunc(d, func() { c.etcd.setUnseen("etcd-2", false) })
 	}
 }
+
+// With no cool-down, the members that passed are still checked against the etcd process that passed before the
+// next member is disrupted: a member that restarted since it passed stops the run there (issue 31's audit: with
+// the check skipped at cool-down 0, only the schedule checker caught it). Five members, so that the fresh
+// look's quorum rule alone would not stop the next restart.
+func TestWithoutACoolDownAPassedMemberIsCheckedBeforeTheNext(t *testing.T) {
+	c := newFakeCluster(t, 5, 0)
+	restarted := false
+	_, err := c.engine(t, func(cfg *Config, o *Options) {
+		cfg.Cooldown = 0
+		o.OnEvent = func(ev Event) {
+			if ev.Kind == EventMemberRolled && ev.Pod == "etcd-4" && !restarted {
+				restarted = true
+				c.etcd.restartQuietly("etcd-4") // a slow crash loop: it restarted after it passed, and answers
+			}
+		}
+	}).Run(context.Background())
+
+	require.True(t, restarted)
+
+	var gate *GateTimeoutError
+	require.ErrorAs(t, err, &gate)
+	assert.Equal(t, "etcd-4", gate.Pod)
+	assert.NotContains(t, c.restarted, "etcd-3", "nothing else is disrupted after etcd-4 did not stay up")
+}
