@@ -13,7 +13,12 @@ import (
 //
 // Which pods the controller passes (kubernetes' stateful_set_control.go): for an update, every pod, in
 // ordinal order, before it deletes the highest outdated one; for the recreation of a deleted pod, those
-// below it. Under Parallel it waits only for the pods above an update's target.
+// below it. Under Parallel it recreates a deleted pod at once, and, since Kubernetes 1.35
+// (MaxUnavailableStatefulSet on by default), updates nothing while any pod is unavailable: it counts them
+// across every ordinal against maxUnavailable, 1 here. Before 1.35 it waited only for the pods above an
+// update's target; holding on the others too costs an older cluster nothing but a wait for a pod that is
+// out anyway, and keeps one member disrupted at a time (issue 31's audit 2: under Parallel the run lowered
+// the partition and waited out the ready timeout with it lowered).
 func controllerWillAct(st ClusterState, step Step) error {
 	var target int
 	var recreate bool
@@ -31,12 +36,10 @@ func controllerWillAct(st ClusterState, step Step) error {
 		}
 		var waitedFor bool
 		switch {
-		case st.OrderedReady && recreate:
-			waitedFor = m.Ordinal < target
-		case st.OrderedReady:
+		case !recreate:
 			waitedFor = true
-		default:
-			waitedFor = !recreate && m.Ordinal > target
+		case st.OrderedReady:
+			waitedFor = m.Ordinal < target
 		}
 		if why := unavailable(st, m); waitedFor && why != "" {
 			return blocked("the StatefulSet controller will not act on %s while %s %s (podManagementPolicy %s); holding until it is",

@@ -555,6 +555,9 @@ func (c *fakeCluster) reconcile(pod string) {
 	if p.Labels[appsv1.ControllerRevisionHashLabelKey] == sts.Status.UpdateRevision {
 		return
 	}
+	if sts.Spec.PodManagementPolicy == appsv1.ParallelPodManagement && c.anyPodNotReady() {
+		return // Kubernetes 1.35+: unavailable pods at any ordinal use up maxUnavailable (1)
+	}
 	p.Labels[appsv1.ControllerRevisionHashLabelKey] = sts.Status.UpdateRevision
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	if c.neverReady[pod] {
@@ -575,6 +578,22 @@ func (c *fakeCluster) reconcile(pod string) {
 	c.mu.Lock()
 	c.restarted = append(c.restarted, pod)
 	c.mu.Unlock()
+}
+
+// anyPodNotReady says whether one of the StatefulSet's pods is not Ready.
+func (c *fakeCluster) anyPodNotReady() bool {
+	for i := 0; i < c.n; i++ {
+		obj, err := c.kube.Tracker().Get(podGVR, "db", podName("etcd", i))
+		if err != nil {
+			return true
+		}
+		for _, cond := range obj.(*corev1.Pod).Status.Conditions {
+			if cond.Type == corev1.PodReady && cond.Status != corev1.ConditionTrue {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // recreate is the controller's answer to a deleted pod: a new pod (new UID) at the update revision if its

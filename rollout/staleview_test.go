@@ -326,16 +326,31 @@ func TestAFailedRelockKeepsTheLease(t *testing.T) {
 // etcd says: with etcd-0's readiness probe failing, the run holds, naming the pod, and never lowers the
 // partition. Before, it lowered it, waited out the ready timeout and reverted a member that never left the
 // old revision.
+// Under Parallel the same holds since Kubernetes 1.35, which counts unavailable pods across every ordinal
+// against maxUnavailable (issue 31's audit 2): the fake controller acts on nothing while a pod is not Ready.
 func TestNoPartitionIsLoweredWhileTheControllerWillNotAct(t *testing.T) {
-	c := newFakeCluster(t, 3, 1)
-	c.setPodReady(t, 0, false)
-	_, err := c.engine(t, func(cfg *Config, _ *Options) { cfg.ReadyTimeout = 300 * time.Millisecond }).Run(context.Background())
+	for _, policy := range []appsv1.PodManagementPolicyType{appsv1.OrderedReadyPodManagement, appsv1.ParallelPodManagement} {
+		t.Run(string(policy), func(t *testing.T) {
+			c := newFakeCluster(t, 3, 1)
+			c.setPodManagement(t, policy)
+			c.setPodReady(t, 0, false)
+			_, err := c.engine(t, func(cfg *Config, _ *Options) { cfg.ReadyTimeout = 300 * time.Millisecond }).Run(context.Background())
 
-	require.ErrorIs(t, err, ErrBlocked)
-	assert.Contains(t, err.Error(), "the StatefulSet controller will not act on etcd-2 while etcd-0 is not Ready (podManagementPolicy OrderedReady)")
-	assert.Zero(t, c.stsPatches(), "the partition was never lowered")
-	assert.Empty(t, c.restarted)
-	assert.Empty(t, c.deletedPods())
+			require.ErrorIs(t, err, ErrBlocked)
+			assert.Contains(t, err.Error(), "the StatefulSet controller will not act on etcd-2 while etcd-0 is not Ready (podManagementPolicy "+string(policy)+")")
+			assert.Zero(t, c.stsPatches(), "the partition was never lowered")
+			assert.Empty(t, c.restarted)
+			assert.Empty(t, c.deletedPods())
+		})
+	}
+}
+
+func (c *fakeCluster) setPodManagement(t *testing.T, policy appsv1.PodManagementPolicyType) {
+	obj, err := c.kube.Tracker().Get(stsGVR, "db", "etcd")
+	require.NoError(t, err)
+	sts := obj.(*appsv1.StatefulSet).DeepCopy()
+	sts.Spec.PodManagementPolicy = policy
+	require.NoError(t, c.kube.Tracker().Update(stsGVR, sts, "db"))
 }
 
 func (c *fakeCluster) setPodReady(t *testing.T, ordinal int, ready bool) {
