@@ -157,9 +157,38 @@ func (c *channelForward) serve(local net.Conn) {
 	}()
 	copyToPod(ws, local)
 	closeWebsocket(ws)
-	if err := <-fromPod; err != nil {
+	err := <-fromPod
+	var lost *lostWebsocketError
+	if errors.As(err, &lost) {
+		err = c.pathBroken(lost)
+	}
+	if err != nil {
 		c.end(err)
 	}
+}
+
+// pathBroken tells a websocket lost because the path to the API server broke from one the API server ended
+// without a close frame because the pod closed its end, which it does too (the kube-apiserver in front of
+// kwok's kubelet ends every such stream with 1006): a new websocket, dialed with a deadline, opens only over a
+// working path. It returns the forward's error when it does not, nil when it does (the new websocket is kept for
+// the next connection).
+func (c *channelForward) pathBroken(lost *lostWebsocketError) error {
+	dctx, cancel := context.WithTimeout(c.ctx, dialTimeout)
+	ws, err := c.dial(dctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("%w, and a new one cannot be opened: %w", lost, err)
+	}
+	c.mu.Lock()
+	keep := c.spare == nil && !c.ended
+	if keep {
+		c.spare = ws
+	}
+	c.mu.Unlock()
+	if !keep {
+		closeWebsocket(ws)
+	}
+	return nil
 }
 
 // copyToPod sends what the local connection writes as data-channel messages until it closes.
@@ -180,10 +209,10 @@ func copyToPod(ws *gwebsocket.Conn, local net.Conn) {
 }
 
 // copyFromPod writes the data channel to the local connection until the websocket closes; it returns the
-// kubelet's error, if it sent one, or the websocket's own end when it was lost after it carried the pod's
-// bytes: the path to the API server broke (as client-go's SPDY forwarder ends on a lost connection), and a
-// look on it is no answer of the member's (issue 31's audit 4: the forward lived on, and such a look was
-// counted the member's own failure).
+// kubelet's error, if it sent one, or a *lostWebsocketError when the websocket ended without a close frame after
+// it carried the pod's bytes: the path to the API server may have broken (client-go's SPDY forwarder ends on a
+// lost connection), and a look on a broken path is no answer of the member's (issue 31's audit 4: the forward
+// lived on, and such a look was counted the member's own failure). serve tells the two apart (pathBroken).
 func copyFromPod(local net.Conn, ws *gwebsocket.Conn) error {
 	buf := make([]byte, copyBufferSize)
 	headerLeft := [2]int64{portHeaderLen, portHeaderLen}
@@ -196,7 +225,7 @@ func copyFromPod(local net.Conn, ws *gwebsocket.Conn) error {
 			case podErr.Len() > 0:
 				return fmt.Errorf("the kubelet: %s", podErr.String())
 			case carried && lostAbnormally(err):
-				return fmt.Errorf("the websocket to the API server was lost: %w", err)
+				return &lostWebsocketError{cause: err}
 			}
 			return nil
 		}
@@ -221,6 +250,15 @@ func copyFromPod(local net.Conn, ws *gwebsocket.Conn) error {
 		}
 	}
 }
+
+// lostWebsocketError is a websocket that ended without a close frame after it carried the pod's bytes.
+type lostWebsocketError struct{ cause error }
+
+func (e *lostWebsocketError) Error() string {
+	return "the websocket to the API server was lost: " + e.cause.Error()
+}
+
+func (e *lostWebsocketError) Unwrap() error { return e.cause }
 
 // lostAbnormally says a websocket read ended without either side closing it: no close frame (or one saying
 // something went wrong) and not our own close of it.
