@@ -160,7 +160,7 @@ func summary(target string, res rollout.Result) string {
 	}
 	elections := fmt.Sprintf("%d unplanned election(s)", res.UnplannedElections)
 	if res.ElectionsUnknown {
-		elections = "unplanned elections unknown (no raft term read at the start or the end)"
+		elections = "unplanned elections unknown (" + res.ElectionsUnknownWhy + ")"
 	}
 	return fmt.Sprintf("%s: rolled %d member(s) (%s) to revision %s%s; %d leader transfer(s), %s, %d API request(s); partition locked",
 		target, len(res.MembersRolled), strings.Join(res.MembersRolled, ", "), res.UpdateRevision, took,

@@ -28,7 +28,7 @@ func finished(members ...string) rollout.Result {
 func TestAnUnmeasuredElectionCountIsAbsentNotZero(t *testing.T) {
 	logs := recordLogs(t)
 	res := finished("etcd-2", "etcd-1", "etcd-0")
-	res.ElectionsUnknown = true
+	res.ElectionsUnknown, res.ElectionsUnknownWhy = true, "no raft term read at the start or the end"
 	f := &fakeCluster{uid: "uid-1", state: healthyState("rev-b", 2), result: res}
 	s := server(t, f.deps())
 	resp, err := s.Update(p.UpdateRequest{Urn: rolloutURN, ID: "db/etcd", State: state(nil),

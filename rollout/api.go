@@ -356,11 +356,15 @@ type Result struct {
 	TermAfter          uint64
 	UnplannedElections int // TermAfter - TermBefore - LeaderTransfers, never below 0
 	// ElectionsUnknown says the run could not measure UnplannedElections (no term was read at its start, or
-	// none at its exit): the 0 there was not measured.
-	ElectionsUnknown bool
-	Members          []MemberTiming
-	StartedAt        time.Time
-	FinishedAt       time.Time
+	// none at its exit, or a leader move of its own cannot be told from an election): the 0 there was not
+	// measured. ElectionsUnknownWhy says which, in words.
+	ElectionsUnknown    bool
+	ElectionsUnknownWhy string
+	// movesUnknown counts leader moves whose outcome the run could not tell (countElections).
+	movesUnknown int
+	Members      []MemberTiming
+	StartedAt    time.Time
+	FinishedAt   time.Time
 	// Failure is the member that failed its gates on the new revision, when one did.
 	Failure *Failure
 	// ClusterVersion is the cluster version etcd reported at the end of a complete run ("3.6.0"); after a

@@ -472,6 +472,9 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 		if moved {
 			r.res.LeaderTransfers++
 		}
+		if errors.Is(err, errMoveOutcomeUnknown) {
+			r.res.movesUnknown++
+		}
 		if err != nil {
 			return r.lookAgain(ctx, step, err)
 		}

@@ -141,6 +141,9 @@ func (r *run) revert(ctx context.Context, ordinal int) (string, error) {
 			if moved {
 				r.res.LeaderTransfers++
 			}
+			if errors.Is(err, errMoveOutcomeUnknown) {
+				r.res.movesUnknown++
+			}
 			if err != nil {
 				return "", fmt.Errorf("moving the leader off %s before reverting it: %w", m.Pod, err)
 			}

@@ -549,6 +549,45 @@ func TestRunCountsATransferWhoseLeaderWasLostAtOnce(t *testing.T) {
 	})
 }
 
+// A leader move whose answer is lost while the leadership moves on at once (the target stalls, the others elect)
+// cannot be told from an election: the run says its count is unknown, and why, rather than report our move as
+// an election (the schedule checker's seed 95 of 1,000, once lost answers were drawn: 2 reported, 1 happened),
+// or an election as our move.
+func TestAMoveWhoseOutcomeIsUnknownLeavesTheElectionsUnknown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newFakeCluster(t, 3, 2)
+		c.etcd.moveLeaderAnswersLost, c.etcd.leadershipLostAfterMove = 1, 1
+		res, err := c.engine(t, func(_ *Config, o *Options) { o.LeaseDuration = time.Hour }).Run(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, 1, c.etcd.elections)
+		assert.True(t, res.ElectionsUnknown, "reported %d unplanned elections", res.UnplannedElections)
+		assert.Contains(t, res.ElectionsUnknownWhy, "1 leader move answered with an error while the leadership went elsewhere")
+		assert.Contains(t, res.Summary(), "unplanned elections unknown: 1 leader move answered with an error")
+		assert.Equal(t, []string{newRev, newRev, newRev}, c.revisions())
+	})
+}
+
+// A run cancelled as its leader move goes out still learns whether the move happened, and counts it: the move's
+// answer lost to the cancel is no election (the schedule checker's seed 647 of 1,000).
+func TestACancelledRunCountsTheMoveItMade(t *testing.T) {
+	c := newFakeCluster(t, 3, 2)
+	c.etcd.moveLeaderAnswersLost = 1
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res, err := c.engine(t, func(_ *Config, o *Options) {
+		o.OnEvent = func(ev Event) {
+			if ev.Kind == EventLeaderMoving {
+				cancel() // the move goes out as the run is cancelled
+			}
+		}
+	}).Run(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, 1, c.etcd.moves)
+	assert.Equal(t, 1, res.LeaderTransfers, "the move went through")
+	assert.False(t, res.ElectionsUnknown, "%s", res.ElectionsUnknownWhy)
+	assert.Zero(t, res.UnplannedElections)
+}
+
 // A gate proves a revision only on the pod it saw Ready at that revision, up to the pass: when someone else
 // deletes the pod mid-gate, the controller recreates it on the old revision (the partition is locked), and that
 // healthy process must not pass the gate for the new one. Seed 144 of the schedule checker: the replaced pod

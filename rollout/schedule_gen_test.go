@@ -54,6 +54,9 @@ var allEventKinds = []eventKind{evTemplate, evCrash, evCrashLoop, evUnreachable,
 // deleteStream seeds the stream evDelete events are drawn from.
 const deleteStream = 0xde1
 
+// moveStream seeds the stream of the leader moves' faults (schedule.MoveAnswerLost, LeadershipLost).
+const moveStream = 0x7a2
+
 // longOutageStream seeds the stream that stretches one outage in eight to several leases (stretchOutages).
 const longOutageStream = 0x10f6
 
@@ -208,6 +211,10 @@ type schedule struct {
 	// StartJitter makes every other read of a member's process start a second late without a restart, as
 	// Linux reports it now and then (bootTimeJitter).
 	StartJitter bool
+	// MoveAnswerLost makes the first MoveLeader move the leader but answer with a timeout, as when its answer
+	// is lost on the way back; LeadershipLost makes the first successful one followed at once by an election
+	// that takes the leadership from the new leader (moveStream).
+	MoveAnswerLost, LeadershipLost bool
 	// Runs is how many runs may go: each one that does not succeed is resumed by a fresh engine.
 	Runs   int
 	Events []schedEvent
@@ -219,8 +226,8 @@ func (s schedule) String() string {
 	if s.SlowLoop {
 		loop = "slow (up for longer than the stability window)"
 	}
-	fmt.Fprintf(&b, "seed %d: %d members, leader etcd-%d, updated already %v, update revision crash-loops from the start: %v, crash loops %s, cool-down %s, process starts jitter by a second: %v, up to %d runs\n",
-		s.Seed, s.Members, s.Leader, podNames(s.Updated), s.BadRevision, loop, s.Cooldown, s.StartJitter, s.Runs)
+	fmt.Fprintf(&b, "seed %d: %d members, leader etcd-%d, updated already %v, update revision crash-loops from the start: %v, crash loops %s, cool-down %s, process starts jitter by a second: %v, first leader move's answer lost: %v, first moved leadership lost at once: %v, up to %d runs\n",
+		s.Seed, s.Members, s.Leader, podNames(s.Updated), s.BadRevision, loop, s.Cooldown, s.StartJitter, s.MoveAnswerLost, s.LeadershipLost, s.Runs)
 	for _, ev := range s.Events {
 		fmt.Fprintf(&b, "  event: %s\n", ev)
 	}
@@ -241,6 +248,8 @@ func generateSchedule(seed uint64, enabled []eventKind) schedule {
 	s := schedule{Seed: seed, Members: 3, Runs: 1}
 	// Drawn from a stream of its own, so that adding it left every earlier seed's schedule as it was.
 	s.StartJitter = rand.New(rand.NewPCG(seed, 0x717)).IntN(2) == 0
+	moves := rand.New(rand.NewPCG(seed, moveStream))
+	s.MoveAnswerLost, s.LeadershipLost = moves.IntN(6) == 0, moves.IntN(6) == 0
 	if rng.IntN(5) == 0 {
 		s.Members = 5
 	}

@@ -350,8 +350,8 @@ func mapKeys(m map[string]moment) []string {
 // disruptions, so the count must be between the elections between its first and last disruption and those
 // of its whole life.
 func (w *world) checkReportedElections(se *schedEngine, res Result, post worldSnapshot) {
-	if res.TermAfter == 0 {
-		return // it says the count is unknown
+	if res.ElectionsUnknown {
+		return // it says the count is unknown (no term read after, or a move it cannot tell from an election)
 	}
 	outer := post.elections - se.elStart
 	inner := 0

@@ -164,6 +164,12 @@ func newWorld(t *testing.T, s schedule) *world {
 		w.f.crashUp, w.f.crashDown = slowLoopUp, slowLoopDown
 	}
 	w.f.startJitter = s.StartJitter
+	if s.MoveAnswerLost {
+		w.f.moveLeaderAnswersLost = 1
+	}
+	if s.LeadershipLost {
+		w.f.leadershipLostAfterMove = 1
+	}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	t.Cleanup(w.cancel)
 	if s.BadRevision {

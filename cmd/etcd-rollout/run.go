@@ -43,7 +43,7 @@ func printSummary(cmd *cobra.Command, res rollout.Result, err error) {
 	fmt.Fprintf(out, "  members rolled:       %d %v\n", len(res.MembersRolled), res.MembersRolled)
 	fmt.Fprintf(out, "  leader transfers:     %d\n", res.LeaderTransfers)
 	if res.ElectionsUnknown {
-		fmt.Fprintf(out, "  unplanned elections:  unknown (raft term %d → %d: not read at the start or the end)\n", res.TermBefore, res.TermAfter)
+		fmt.Fprintf(out, "  unplanned elections:  unknown (raft term %d → %d: %s)\n", res.TermBefore, res.TermAfter, res.ElectionsUnknownWhy)
 	} else {
 		fmt.Fprintf(out, "  unplanned elections:  %d (raft term %d → %d)\n", res.UnplannedElections, res.TermBefore, res.TermAfter)
 	}
