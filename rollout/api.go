@@ -362,6 +362,8 @@ type Result struct {
 	ElectionsUnknownWhy string
 	// movesUnknown counts leader moves whose outcome the run could not tell (countElections).
 	movesUnknown int
+	// leaseTakenBy is the run that took this run's lease over, whose own leader moves this run's terms count.
+	leaseTakenBy string
 	Members      []MemberTiming
 	StartedAt    time.Time
 	FinishedAt   time.Time

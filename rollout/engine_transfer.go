@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 )
 
 // moveLeaderTimeout bounds one MoveLeader call. etcd aborts a transfer that does not finish within one
@@ -39,9 +41,10 @@ func (e *Engine) transferLeader(ctx context.Context, st ClusterState, step Step)
 			e.emit(step, "MoveLeader %s → %s answered %v, but %s leads: the transfer went through", from.Pod, to.Pod, err, to.Pod)
 			return true, nil
 		}
-		if e.termMovedSince(ask, st) {
+		if moved, answered := e.termMovedSince(ask, st); moved || (!answered && member.AnswerLost(err)) {
 			// The transfer may have gone through and the leadership moved on at once (the target stalled, the
-			// others elected), or an election alone moved the term: nobody can tell which.
+			// others elected), or an election alone moved the term; or nobody answers to say (the schedule
+			// checker's seed 5509 of 10,000: an API server outage began with the move): nobody can tell which.
 			return false, fmt.Errorf("moving leader %s → %s: %w (%w)", from.Pod, to.Pod, err, errMoveOutcomeUnknown)
 		}
 		return false, fmt.Errorf("moving leader %s → %s: %w", from.Pod, to.Pod, err)
@@ -56,22 +59,24 @@ func (e *Engine) transferLeader(ctx context.Context, st ClusterState, step Step)
 }
 
 // errMoveOutcomeUnknown marks a MoveLeader that failed while the raft term moved past the one the move was
-// planned on, and the target does not lead: the move may have cost a term of ours, or none.
-var errMoveOutcomeUnknown = errors.New("the term moved on, so whether the transfer happened is unknown")
+// planned on, or whose answer was lost with no member left to say: the move may have cost a term of ours, or
+// none.
+var errMoveOutcomeUnknown = errors.New("whether the transfer happened is unknown")
 
-// termMovedSince says some member reports a raft term above the highest in st (a member that does not answer
-// says nothing).
-func (e *Engine) termMovedSince(ctx context.Context, st ClusterState) bool {
+// termMovedSince says whether some member reports a raft term above the highest in st, and whether any member
+// answered at all.
+func (e *Engine) termMovedSince(ctx context.Context, st ClusterState) (moved, answered bool) {
 	before := maxTerm(st)
 	for _, m := range st.Members {
 		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
 		s, err := e.etcd.Status(cctx, m.Pod)
 		cancel()
-		if err == nil && s.RaftTerm > before {
-			return true
+		if err == nil {
+			answered = true
+			moved = moved || s.RaftTerm > before
 		}
 	}
-	return false
+	return moved, answered
 }
 
 // leaderIs asks the target first, then the others, who leads; it is the last check before the partition

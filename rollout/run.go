@@ -102,6 +102,7 @@ func (r *run) exit(ctx context.Context, err error, stopRenew func()) error {
 		}
 	}
 	if err != nil {
+		res.leaseTakenBy = holder
 		r.measureTermAtExit(ctx)
 	}
 	err = r.reword(ctx, err, relocked)

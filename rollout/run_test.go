@@ -779,3 +779,20 @@ func TestACancelledRunReLocksThePartition(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 3, c.partition(), "the partition is locked again")
 }
+
+// A MoveLeader whose answer is lost while no member answers afterwards (an API server outage that began with the
+// move) has an unknown outcome, not a failed one: it may have moved the leader (the schedule checker's seed 5509
+// of 10,000: such a move was counted as none, and its term as an election).
+func TestAMoveNobodyCanAnswerForHasAnUnknownOutcome(t *testing.T) {
+	c := newFakeCluster(t, 3, 2)
+	e := c.engine(t, nil)
+	st, err := e.Observe(context.Background())
+	require.NoError(t, err)
+	c.etcd.moveLeaderAnswersLost = 1
+	c.etcd.unseen = map[string]bool{"etcd-0": true, "etcd-1": true, "etcd-2": true} // the path to every member goes
+
+	moved, err := e.transferLeader(context.Background(), st, Step{Kind: StepTransferLeader, From: 2, To: 0})
+	assert.False(t, moved)
+	require.ErrorIs(t, err, errMoveOutcomeUnknown)
+	assert.Equal(t, 1, c.etcd.moves, "the fake moved it")
+}
