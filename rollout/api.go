@@ -13,6 +13,8 @@ package rollout
 
 import (
 	"time"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/durability"
 )
 
 // Defaults keep the old rollout Job's behaviour where it had one.
@@ -166,6 +168,9 @@ type ClusterState struct {
 	// MinReadySeconds), whatever etcd says.
 	OrderedReady    bool
 	MinReadySeconds int
+	// Durability is where the template's etcd keeps its data dir (and WAL dir) and whether each outlives the
+	// pod: a member whose data dies with its pod must be replaced, never restarted under its old identity.
+	Durability []durability.Dir
 	// MaxUnavailable is how many pods the StatefulSet controller may take down at once in a rolling update, as
 	// it resolves spec.updateStrategy.rollingUpdate.maxUnavailable (1 when unset; Kubernetes 1.35 and later
 	// honour it by default, the MaxUnavailableStatefulSet feature).

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/durability"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 )
 
@@ -117,6 +118,11 @@ func stsState(sts *appsv1.StatefulSet) ClusterState {
 	if c := EtcdContainer(sts.Spec.Template.Spec.Containers); c != nil {
 		st.TemplateImage = c.Image
 		st.TemplateSettings = EtcdSettings(c)
+		claims := make([]string, 0, len(sts.Spec.VolumeClaimTemplates))
+		for _, vct := range sts.Spec.VolumeClaimTemplates {
+			claims = append(claims, vct.Name)
+		}
+		st.Durability = durability.Of(durability.Template{Spec: &sts.Spec.Template.Spec, Container: c, Claims: claims, FlagValues: EtcdFlagValues(c)})
 	}
 	if sts.Spec.Replicas != nil {
 		st.Replicas = int(*sts.Spec.Replicas)

@@ -10,6 +10,24 @@ import (
 // Nothing has been changed when it is returned; the message names what is wrong.
 var ErrBlocked = errors.New("rollout blocked")
 
+// ErrDataDiesWithPod is wrapped when a member to roll keeps its data where a pod delete loses it: restarted, it
+// would come back under its old identity with an empty log (issue 32). Waiting does not change that.
+var ErrDataDiesWithPod = errors.New("the members' data does not outlive their pods")
+
+// checkDurability refuses a roll of members whose data dir or WAL dir dies with the pod, before anything is
+// touched, naming the volume: until the engine replaces such members (remove, add as a learner, promote), a
+// roll would restart each under its old member ID with an empty log, which etcd may adopt and Raft's
+// durability does not survive. A directory whose durability the template does not say is not refused.
+func checkDurability(s ClusterState) error {
+	for _, d := range s.Durability {
+		if d.Kind.Lost() {
+			return fmt.Errorf("%w: %s, so deleting a member's pod loses its data, and a roll would restart each member under its old identity with an empty log (etcd may adopt the old member ID and forget what it acknowledged); this rollout does not replace such members yet: move the %s onto a volumeClaimTemplate, then run again",
+				ErrDataDiesWithPod, d.Why, d.Role)
+		}
+	}
+	return nil
+}
+
 // ErrUnsafeStrategy is wrapped when the StatefulSet's update strategy lets its controller disrupt more than one
 // member at a time: no waiting fixes it, so preview and the run refuse at once, before anything is touched.
 var ErrUnsafeStrategy = errors.New("the StatefulSet's update strategy is unsafe for etcd")
@@ -46,6 +64,11 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 			ErrUnsafeStrategy, s.MaxUnavailable)
 	}
 
+	if len(needsRoll) > 0 {
+		if err := checkDurability(s); err != nil {
+			return p, err
+		}
+	}
 	if err := checkPodsExist(s); err != nil {
 		return p, err
 	}

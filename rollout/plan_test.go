@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/durability"
 )
 
 const (
@@ -462,6 +464,44 @@ func TestAMemberOnlyWaitedForGoesBeforeAnyRestart(t *testing.T) {
 			require.NoError(t, err)
 			require.GreaterOrEqual(t, len(p.Steps), len(tt.want))
 			assert.Equal(t, tt.want, p.Steps[:len(tt.want)])
+		})
+	}
+}
+
+// A roll of members whose data dies with their pod is refused before anything is touched: restarted, each would
+// come back under its old identity with an empty log (issue 32). Nothing to roll, nothing refused; a directory
+// whose durability the template does not say is not refused either.
+func TestARollOfMembersWhoseDataDiesWithThePodIsRefused(t *testing.T) {
+	dir := func(kind durability.Kind, why string) durability.Dir {
+		return durability.Dir{Role: "data dir", Path: "/var/lib/etcd", Volume: "data", Kind: kind, Why: why}
+	}
+	tests := []struct {
+		name    string
+		dirs    []durability.Dir
+		updated []int
+		refused bool
+	}{
+		{"on a claim", []durability.Dir{dir(durability.SurvivesPod, "")}, nil, false},
+		{"unknown", []durability.Dir{dir(durability.Unknown, "")}, nil, false},
+		{"on an emptyDir", []durability.Dir{dir(durability.DiesWithPod, `the data dir /var/lib/etcd is on emptyDir volume "data" mounted at /var/lib/etcd`)}, nil, true},
+		{"the WAL dir on no volume", []durability.Dir{dir(durability.SurvivesPod, ""), {Role: "WAL dir", Kind: durability.DiesWithContainer}}, nil, true},
+		{"on an emptyDir, nothing to roll", []durability.Dir{dir(durability.DiesWithPod, "")}, []int{0, 1, 2}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := healthyState(3, 0, tt.updated...)
+			if len(tt.updated) == 3 {
+				s.CurrentRevision = s.UpdateRevision
+			}
+			s.Durability = tt.dirs
+			_, err := PlanRollout(s, LeaderLazy)
+			if !tt.refused {
+				assert.NotErrorIs(t, err, ErrDataDiesWithPod)
+				return
+			}
+			require.ErrorIs(t, err, ErrDataDiesWithPod)
+			assert.NotErrorIs(t, err, ErrBlocked, "not a state to wait out")
+			assert.Contains(t, err.Error(), "onto a volumeClaimTemplate, then run again")
 		})
 	}
 }

@@ -329,3 +329,26 @@ func TestAPodGateThatRunsOutInAnAPIOutageIsNoVerdict(t *testing.T) {
 	assert.Nil(t, res.Failure, "no failure recorded against the revision")
 	assert.Empty(t, c.deletedPods())
 }
+
+// A StatefulSet whose etcd keeps its data on an emptyDir is refused before the run writes anything, naming the
+// volume (issue 32: today's restart would bring each member back under its old identity with an empty log).
+func TestARunRefusesMembersWhoseDataDiesWithThePodBeforeTouchingAnything(t *testing.T) {
+	c := newFakeCluster(t, 3, 0)
+	obj, err := c.kube.Tracker().Get(stsGVR, "db", "etcd")
+	require.NoError(t, err)
+	sts := obj.(*appsv1.StatefulSet).DeepCopy()
+	sts.Spec.Template.Spec = corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "etcd", Image: "registry.k8s.io/etcd:3.6.8-0",
+			Args:         []string{"--data-dir=/var/lib/etcd/data"},
+			VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/etcd"}}}},
+		Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}}},
+	}
+	require.NoError(t, c.kube.Tracker().Update(stsGVR, sts, "db"))
+
+	_, err = c.engine(t, nil).Run(context.Background())
+	require.ErrorIs(t, err, ErrDataDiesWithPod)
+	assert.Contains(t, err.Error(), `the data dir /var/lib/etcd/data is on emptyDir volume "data" in memory (tmpfs) mounted at /var/lib/etcd`)
+	assert.Zero(t, c.stsPatches(), "nothing written")
+	assert.Empty(t, c.restarted)
+	assert.Empty(t, c.deletedPods())
+}

@@ -1,0 +1,164 @@
+// Package durability says whether an etcd member's data outlives its pod, from the StatefulSet's pod template:
+// where etcd keeps its data and its WAL, and what kind of volume holds each. The engine needs it before it
+// touches a member: deleting the pod of a member whose data dies with it is a replacement, not a restart, and
+// restarting it under its old identity with an empty log breaks Raft's durability (issue 32; the facts are in
+// ../shared/notes/shapes.md §1).
+//
+// It reads the template's own words only: a value it cannot resolve (a shell variable, a `$(VAR)`, a config
+// file whose content is elsewhere, a relative path against an unknown working directory) is Unknown, never a
+// guess either way.
+package durability
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Kind is how long a directory's content lives.
+type Kind string
+
+const (
+	// Unknown: the template does not say where the directory is, or on what.
+	Unknown Kind = "Unknown"
+	// SurvivesPod: on a PersistentVolumeClaim (a volumeClaimTemplate or a claim named in the pod).
+	SurvivesPod Kind = "SurvivesPod"
+	// SameNodeOnly: on a hostPath: it survives the pod only if the pod comes back on the same node.
+	SameNodeOnly Kind = "SameNodeOnly"
+	// DiesWithPod: on an emptyDir (any medium), a generic ephemeral volume or an inline CSI volume: the kubelet
+	// keeps it across container restarts and deletes it with the pod.
+	DiesWithPod Kind = "DiesWithPod"
+	// DiesWithContainer: on no volume, in the container's writable layer.
+	DiesWithContainer Kind = "DiesWithContainer"
+)
+
+// Lost says a pod delete loses what the directory holds.
+func (k Kind) Lost() bool { return k == DiesWithPod || k == DiesWithContainer }
+
+// Dir is one directory etcd writes, classified.
+type Dir struct {
+	// Role is "data dir" or "WAL dir".
+	Role string
+	// Path is where etcd keeps it inside the container ("" when unknown).
+	Path string
+	// Volume is the volume it is on ("" when none or unknown).
+	Volume string
+	Kind   Kind
+	// Why says, for a person, how Kind was found.
+	Why string
+}
+
+// Template is what the classification reads: the pod template's spec, its etcd container, the names of the
+// StatefulSet's volumeClaimTemplates, and the values etcd gets for its flags (flag name → value, with ETCD_*
+// variables folded in, as rollout.EtcdFlagValues reads them).
+type Template struct {
+	Spec       *corev1.PodSpec
+	Container  *corev1.Container
+	Claims     []string
+	FlagValues map[string]string
+}
+
+// Of classifies the data dir and, when etcd is given one, the WAL dir.
+func Of(t Template) []Dir {
+	if file := t.FlagValues["config-file"]; file != "" {
+		why := fmt.Sprintf("etcd reads its settings from %s, whose data-dir and wal-dir win over the flags and are not read here", file)
+		return []Dir{{Role: "data dir", Kind: Unknown, Why: why}}
+	}
+	dataDir := t.FlagValues["data-dir"]
+	if dataDir == "" {
+		name := t.FlagValues["name"]
+		if name == "" {
+			name = "default"
+		}
+		dataDir = name + ".etcd" // etcd's default, relative to its working directory
+	}
+	dirs := []Dir{t.classify("data dir", dataDir)}
+	if wal := t.FlagValues["wal-dir"]; wal != "" {
+		dirs = append(dirs, t.classify("WAL dir", wal))
+	}
+	return dirs
+}
+
+// classify finds the volume p is on and what kind of volume that is.
+func (t Template) classify(role, p string) Dir {
+	d := Dir{Role: role, Path: p}
+	switch {
+	case strings.ContainsAny(p, "$`"):
+		d.Kind, d.Why = Unknown, fmt.Sprintf("the %s %q is expanded when the container starts", role, p)
+		return d
+	case !path.IsAbs(p):
+		if t.Container == nil || t.Container.WorkingDir == "" {
+			d.Kind, d.Why = Unknown, fmt.Sprintf("the %s %q is relative to the image's working directory, which the template does not name", role, p)
+			return d
+		}
+		p = path.Join(t.Container.WorkingDir, p)
+		d.Path = p
+	}
+	mount, ok := t.mountOf(p)
+	if !ok {
+		d.Kind, d.Why = DiesWithContainer, fmt.Sprintf("the %s %s is on no volume mounted in container %s", role, p, t.containerName())
+		return d
+	}
+	d.Volume = mount.Name
+	d.Kind, d.Why = t.volumeKind(mount)
+	d.Why = fmt.Sprintf("the %s %s is on %s mounted at %s", role, p, d.Why, mount.MountPath)
+	return d
+}
+
+// mountOf is the container's mount that holds p: the one with the longest mount path that contains it.
+func (t Template) mountOf(p string) (corev1.VolumeMount, bool) {
+	var best corev1.VolumeMount
+	found := false
+	if t.Container == nil {
+		return best, false
+	}
+	for _, m := range t.Container.VolumeMounts {
+		mp := path.Clean(m.MountPath)
+		if (p == mp || strings.HasPrefix(p, strings.TrimSuffix(mp, "/")+"/")) && (!found || len(mp) > len(path.Clean(best.MountPath))) {
+			best, found = m, true
+		}
+	}
+	return best, found
+}
+
+// volumeKind says what kind of volume mount m is on, and names it for a person.
+func (t Template) volumeKind(m corev1.VolumeMount) (Kind, string) {
+	for _, c := range t.Claims {
+		if c == m.Name {
+			return SurvivesPod, fmt.Sprintf("volumeClaimTemplate %q", c)
+		}
+	}
+	if t.Spec == nil {
+		return Unknown, fmt.Sprintf("volume %q, which the template does not define", m.Name)
+	}
+	for _, v := range t.Spec.Volumes {
+		if v.Name != m.Name {
+			continue
+		}
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			return SurvivesPod, fmt.Sprintf("PersistentVolumeClaim %q (volume %q)", v.PersistentVolumeClaim.ClaimName, v.Name)
+		case v.EmptyDir != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory:
+			return DiesWithPod, fmt.Sprintf("emptyDir volume %q in memory (tmpfs)", v.Name)
+		case v.EmptyDir != nil:
+			return DiesWithPod, fmt.Sprintf("emptyDir volume %q", v.Name)
+		case v.Ephemeral != nil:
+			return DiesWithPod, fmt.Sprintf("generic ephemeral volume %q", v.Name)
+		case v.CSI != nil:
+			return DiesWithPod, fmt.Sprintf("inline CSI volume %q", v.Name)
+		case v.HostPath != nil:
+			return SameNodeOnly, fmt.Sprintf("hostPath volume %q (%s)", v.Name, v.HostPath.Path)
+		}
+		return Unknown, fmt.Sprintf("volume %q, of a kind not judged here", v.Name)
+	}
+	return Unknown, fmt.Sprintf("volume %q, which the template does not define", m.Name)
+}
+
+func (t Template) containerName() string {
+	if t.Container == nil {
+		return "etcd"
+	}
+	return t.Container.Name
+}
