@@ -135,6 +135,13 @@ func (e *Engine) staysUp(ctx context.Context, st ClusterState, ordinal int) (Inc
 	return stable.incarnation, "", nil
 }
 
+// processOf reads which etcd process serves pod now (its Incarnation), within one member call's time.
+func (e *Engine) processOf(ctx context.Context, pod string) (Incarnation, error) {
+	cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+	defer cancel()
+	return e.etcd.Incarnation(cctx, pod)
+}
+
 // errFlapped is staysUp's answer for a member that broke a healthy stretch while it was watched.
 var errFlapped = errors.New("it fell or restarted while it was watched")
 

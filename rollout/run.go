@@ -162,10 +162,7 @@ func (r *run) restartedSinceAnUnprovenPass(ctx context.Context) {
 		if !p.incarnation.Known() || !slices.Contains(r.res.MembersRolled, pod) {
 			continue
 		}
-		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
-		inc, err := r.e.etcd.Incarnation(cctx, pod)
-		cancel()
-		if err == nil && !inc.Same(p.incarnation) {
+		if inc, err := r.e.processOf(ctx, pod); err == nil && !inc.Same(p.incarnation) {
 			r.downAfterPass[pod] = true
 		}
 	}

@@ -324,10 +324,8 @@ func (r *run) provenInTheSameProcess(ctx context.Context, st ClusterState, excep
 		if ordinal == except || ordinal >= len(st.Members) || !st.Members[ordinal].Proven || !p.incarnation.Known() {
 			continue
 		}
-		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
 		pod := st.Members[ordinal].Pod
-		inc, err := r.e.etcd.Incarnation(cctx, pod)
-		cancel()
+		inc, err := r.e.processOf(ctx, pod)
 		restarted := err == nil && !inc.Same(p.incarnation)
 		if err != nil || restarted {
 			st.Members[ordinal].Proven = false

@@ -63,9 +63,7 @@ func (u stayedUp) stillUp(rule func(ClusterState, int) error) func(ClusterState,
 			if !process.Known() {
 				continue
 			}
-			cctx, cancel := context.WithTimeout(u.ctx, memberCallTimeout)
-			inc, err := u.run.e.etcd.Incarnation(cctx, now.Members[i].Pod)
-			cancel()
+			inc, err := u.run.e.processOf(u.ctx, now.Members[i].Pod)
 			if err != nil || !inc.Same(process) {
 				why := fmt.Sprintf("now etcd process %s", inc.Name())
 				if err != nil {
