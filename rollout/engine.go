@@ -260,7 +260,7 @@ func (e *Engine) Run(ctx context.Context) (res Result, err error) {
 	defer cancel(nil)
 	stopRenew := e.lease.keepRenewed(runCtx, cancel)
 
-	r := &run{e: e, res: &res, lease: lease, passed: map[int]*passedMember{}, rolledFrom: map[int]string{}, requestsBefore: requestsBefore}
+	r := &run{e: e, res: &res, lease: lease, passed: map[int]*passedMember{}, unproven: map[int]*passedMember{}, rolledFrom: map[int]string{}, requestsBefore: requestsBefore}
 	defer func() {
 		p := recover()
 		if p != nil {

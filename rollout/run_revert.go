@@ -42,9 +42,6 @@ func (r *run) onMemberFailure(ctx context.Context, err error) error {
 	for i, p := range r.passed {
 		if p.oneLook {
 			delete(r.passed, i) // unproven again: it counts for no quorum a delete needs
-			if r.unproven == nil {
-				r.unproven = map[int]*passedMember{}
-			}
 			r.unproven[i] = p
 		}
 	}
@@ -154,7 +151,7 @@ func (r *run) revert(ctx context.Context, ordinal int) (string, error) {
 		}
 		e.emit(Step{Kind: StepRecreate, Ordinal: ordinal}, "reverting %s: deleting its pod (revision %s) with the partition locked; the controller recreates it at %s", m.Pod, m.Revision, to)
 		e.etcd.Forget(m.Pod)
-		if err := r.deleteOnAFreshLook(ctx, st, ordinal, stayedUp.stillUp(anotherFailedMemberDown)); err != nil {
+		if err := r.deleteOnAFreshLook(ctx, st, ordinal, r.watchedStillUp(ctx, stayedUp, anotherFailedMemberDown)); err != nil {
 			return "", fmt.Errorf("not reverting %s: %w", m.Pod, err)
 		}
 	}

@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -16,9 +17,9 @@ import (
 // ones that do not answer us are left to the quorum rule, as every delete leaves them.
 //
 // It returns the process each watched member stayed up in, which the look right before the delete checks
-// again (stillUp).
+// again (run.watchedStillUp).
 func (r *run) othersOnTheFailedRevisionStayUp(ctx context.Context, st ClusterState, ordinal int) (stayedUp, error) {
-	up := stayedUp{run: r, ctx: ctx, processes: map[int]Incarnation{}}
+	up := stayedUp{}
 	for _, o := range st.Members {
 		if o.Ordinal == ordinal || !o.PodExists || o.Unseen || !needsProof(st, o) {
 			continue
@@ -27,10 +28,10 @@ func (r *run) othersOnTheFailedRevisionStayUp(ctx context.Context, st ClusterSta
 		process, seen, err := r.e.staysUp(ctx, st, o.Ordinal)
 		if err != nil {
 			r.notUp(o.Pod, o.Ordinal, seen)
-			return stayedUp{}, fmt.Errorf("%w: %s, also on revision %s, did not stay healthy for %s within %s (%s); not deleting a second member's pod: the partition is locked, bring the cluster back by hand (apply the previous template, then run again)",
+			return nil, fmt.Errorf("%w: %s, also on revision %s, did not stay healthy for %s within %s (%s); not deleting a second member's pod: the partition is locked, bring the cluster back by hand (apply the previous template, then run again)",
 				ErrBlocked, o.Pod, st.UpdateRevision, r.e.stableFor, r.e.cfg.HealthTimeout, seen)
 		}
-		up.processes[o.Ordinal] = process
+		up[o.Ordinal] = process
 	}
 	return up, nil
 }
@@ -45,25 +46,23 @@ func (r *run) notUp(pod string, ordinal int, seen string) {
 	}
 }
 
-// stayedUp is the etcd process each member othersOnTheFailedRevisionStayUp watched stayed up in.
-type stayedUp struct {
-	run       *run
-	ctx       context.Context
-	processes map[int]Incarnation
-}
+// stayedUp is the etcd process each member othersOnTheFailedRevisionStayUp watched stayed up in, by ordinal.
+type stayedUp map[int]Incarnation
 
-// stillUp is rule for a look right before the delete, with every watched member still answering from the process
-// that stayed up: one that restarted since, or cannot say, refuses the delete.
-func (u stayedUp) stillUp(rule func(ClusterState, int) error) func(ClusterState, int) error {
+// watchedStillUp is rule for a look right before the delete, with every watched member still answering from the process
+// that stayed up: one that restarted since, or cannot say, refuses the delete. Members are asked lowest ordinal
+// first, so that a schedule replays alike.
+func (r *run) watchedStillUp(ctx context.Context, up stayedUp, rule func(ClusterState, int) error) func(ClusterState, int) error {
 	return func(now ClusterState, ordinal int) error {
 		if err := rule(now, ordinal); err != nil {
 			return err
 		}
-		for i, process := range u.processes {
+		for _, i := range slices.Sorted(maps.Keys(up)) {
+			process := up[i]
 			if !process.Known() {
 				continue
 			}
-			inc, err := u.run.e.processOf(u.ctx, now.Members[i].Pod)
+			inc, err := r.e.processOf(ctx, now.Members[i].Pod)
 			if err != nil || !inc.Same(process) {
 				why := fmt.Sprintf("now etcd process %s", inc.Name())
 				if err != nil {
