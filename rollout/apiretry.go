@@ -2,6 +2,8 @@ package rollout
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"time"
 
@@ -26,10 +28,16 @@ func withAPIRetry(ctx context.Context, call func(context.Context) error) error {
 		}
 		return err, err == nil, nil
 	})
-	if lastErr != nil {
-		return lastErr // what the API server said, not that the retries ran out
+	switch {
+	case lastErr == nil:
+		return err
+	case err != nil && ctx.Err() != nil && !errors.Is(lastErr, err):
+		// What the API server said, and that the caller's context ended the retries: a run cancelled while
+		// its write was refused must read as cancelled (CI at a206277: a Ctrl-C during a lock read as an API
+		// failure, and the run's report said so).
+		return fmt.Errorf("%w; stopped retrying: %w", lastErr, err)
 	}
-	return err
+	return lastErr // what the API server said, not that the retries ran out
 }
 
 func permanent(err error) bool {

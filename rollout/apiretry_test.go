@@ -42,7 +42,8 @@ func TestWithAPIRetryStopsOnPermanentErrors(t *testing.T) {
 	cancel()
 	calls = 0
 	err = withAPIRetry(ctx, func(context.Context) error { calls++; return errors.New("connection refused") })
-	assert.EqualError(t, err, "connection refused")
+	assert.ErrorContains(t, err, "connection refused", "what the API server said comes first")
+	assert.ErrorIs(t, err, context.Canceled, "and why the retries stopped: a cancelled run must read as cancelled")
 	assert.Equal(t, 1, calls)
 }
 
