@@ -24,6 +24,10 @@ func TestLayersKeepToTheirImports(t *testing.T) {
 	}{
 		{pkg: "./", forbidden: []string{"github.com/pulumi/"}},
 		{pkg: "./memberdial", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", module + "/rollout"}},
+		// The pure decisions below the engine read typed values and make no call: no etcd, no engine, and for
+		// the replacement's procedure not even Kubernetes' types.
+		{pkg: "./internal/durability", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/client-go", module + "/rollout"}},
+		{pkg: "./internal/replace", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/", module + "/rollout"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.pkg, func(t *testing.T) {
@@ -32,7 +36,7 @@ func TestLayersKeepToTheirImports(t *testing.T) {
 			deps := strings.Fields(string(out))
 			require.NotEmpty(t, deps)
 			for _, dep := range deps {
-				if dep == module+"/rollout/memberdial" {
+				if dep == module+"/rollout/"+strings.TrimPrefix(tt.pkg, "./") {
 					continue // itself
 				}
 				for _, f := range tt.forbidden {
@@ -60,7 +64,7 @@ func TestOnlyMemberAccessTalksToEtcd(t *testing.T) {
 // A type's methods live in its type's file, or in files named <type>_<topic>.go when there are many
 // (docs/architecture.md): a newcomer finds Engine's in engine*.go and a run's steps in run*.go.
 func TestMethodsLiveInTheirTypesFiles(t *testing.T) {
-	for _, dir := range []string{".", "internal/member", "memberdial", "../provider"} {
+	for _, dir := range []string{".", "internal/member", "internal/replace", "internal/durability", "memberdial", "../provider"} {
 		t.Run(dir, func(t *testing.T) {
 			files := map[string]map[string]bool{} // receiver type: the files holding its methods
 			for _, m := range methodsIn(t, dir) {

@@ -43,6 +43,8 @@ type Info struct {
 	ID        uint64
 	Name      string
 	IsLearner bool
+	// PeerURLs are the member's advertised peer URLs: the name a replaced member keeps across its new IDs.
+	PeerURLs []string
 }
 
 // Clients keeps one single-endpoint etcd client per member, so every request reaches the member it
@@ -220,7 +222,7 @@ func (m *Clients) MemberList(ctx context.Context, pod string) ([]Info, error) {
 	}
 	out := make([]Info, 0, len(resp.Members))
 	for _, mem := range resp.Members {
-		out = append(out, Info{ID: mem.ID, Name: mem.Name, IsLearner: mem.IsLearner})
+		out = append(out, Info{ID: mem.ID, Name: mem.Name, IsLearner: mem.IsLearner, PeerURLs: mem.PeerURLs})
 	}
 	return out, nil
 }
