@@ -126,6 +126,9 @@ func childRolloutInputs(args EtcdRollingUpgradeArgs, versionHash pulumi.StringIn
 	if args.OnFailure != nil {
 		inputs["onFailure"] = args.OnFailure
 	}
+	if args.AcceptPreStopMemberRemoval != nil {
+		inputs["acceptPreStopMemberRemoval"] = args.AcceptPreStopMemberRemoval
+	}
 	optional := map[string]pulumi.IntInput{
 		"clientPort":           args.ClientPort,
 		"cooldownSeconds":      args.CooldownSeconds,

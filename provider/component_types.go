@@ -26,7 +26,9 @@ type EtcdRollingUpgradeArgs struct {
 	ReadyTimeoutSeconds  pulumi.IntInput    `pulumi:"readyTimeoutSeconds,optional"`
 	HealthTimeoutSeconds pulumi.IntInput    `pulumi:"healthTimeoutSeconds,optional"`
 	OnFailure            pulumi.StringInput `pulumi:"onFailure,optional"`
-	DependsOnSts         pulumi.AnyOutput   `pulumi:"dependsOnSts,optional"`
+	// AcceptPreStopMemberRemoval: see acceptPreStopMemberRemovalDoc.
+	AcceptPreStopMemberRemoval pulumi.BoolInput `pulumi:"acceptPreStopMemberRemoval,optional"`
+	DependsOnSts               pulumi.AnyOutput `pulumi:"dependsOnSts,optional"`
 
 	Kubeconfig  pulumi.StringInput `pulumi:"kubeconfig,optional" provider:"secret"`
 	Context     pulumi.StringInput `pulumi:"context,optional"`
@@ -46,6 +48,7 @@ func (a *EtcdRollingUpgradeArgs) Annotate(an infer.Annotator) {
 	an.Describe(&a.ReadyTimeoutSeconds, "Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.")
 	an.Describe(&a.HealthTimeoutSeconds, "Per member, how long etcd may take to call the member healthy and caught up. Default 60.")
 	an.Describe(&a.OnFailure, onFailureDoc)
+	an.Describe(&a.AcceptPreStopMemberRemoval, acceptPreStopMemberRemovalDoc)
 	an.Describe(&a.DependsOnSts, "The resource that applies the StatefulSet (any resource); the rollout runs after it.")
 	an.Describe(&a.Kubeconfig, "Kubeconfig path or document, used when no kubernetes provider is passed in the resource "+
 		"options. Without either, the rollout uses what the default kubernetes provider uses: the stack config "+

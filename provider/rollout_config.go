@@ -33,6 +33,7 @@ func engineConfig(in RolloutArgs, holder string) rollout.Config {
 	if in.OnFailure != nil && *in.OnFailure != "" {
 		cfg.OnFailure = rollout.FailurePolicy(*in.OnFailure)
 	}
+	cfg.AcceptPreStopMemberRemoval = in.AcceptPreStopMemberRemoval != nil && *in.AcceptPreStopMemberRemoval
 	return cfg
 }
 

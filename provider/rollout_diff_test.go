@@ -45,6 +45,9 @@ func TestDiff(t *testing.T) {
 			"kubeconfig": property.New("/other/kubeconfig").WithSecret(true),
 			"context":    property.New("other"), "cluster": property.New("other"),
 		}), "uid-1", map[string]p.DiffKind{}, ""},
+		{"accepting preStop member removal is not a diff: it changes what a run may do, not the cluster", inputs(map[string]property.Value{
+			"acceptPreStopMemberRemoval": property.New(true),
+		}), "uid-1", map[string]p.DiffKind{}, ""},
 		{"settings are updates", inputs(map[string]property.Value{"cooldownSeconds": property.New(5.0)}), "uid-1",
 			map[string]p.DiffKind{"cooldownSeconds": p.Update}, ""},
 		{"another StatefulSet is a replacement", inputs(map[string]property.Value{"stsName": property.New("etcd-b")}), "uid-2",

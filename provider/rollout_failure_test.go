@@ -63,8 +63,11 @@ func TestRecordFailure(t *testing.T) {
 	}
 }
 
-func TestOnFailureInput(t *testing.T) {
+func TestInputsThatDecideWhatARunMayDo(t *testing.T) {
 	stop := "stop"
 	assert.Equal(t, rollout.FailureStop, engineConfig(RolloutArgs{StsName: "etcd", Namespace: "db", ServiceName: "etcd", OnFailure: &stop}, "").OnFailure)
 	assert.Equal(t, rollout.FailureRevert, engineConfig(RolloutArgs{StsName: "etcd", Namespace: "db", ServiceName: "etcd"}, "").OnFailure)
+	accept := true
+	assert.True(t, engineConfig(RolloutArgs{StsName: "etcd", Namespace: "db", ServiceName: "etcd", AcceptPreStopMemberRemoval: &accept}, "").AcceptPreStopMemberRemoval)
+	assert.False(t, engineConfig(RolloutArgs{StsName: "etcd", Namespace: "db", ServiceName: "etcd"}, "").AcceptPreStopMemberRemoval)
 }

@@ -51,6 +51,10 @@ type RolloutArgs struct {
 	// StatefulSet: then a missing one is refused in preview even on the first create. Never a diff.
 	StsMustExist *bool `pulumi:"stsMustExist,optional"`
 
+	// AcceptPreStopMemberRemoval rolls pods whose preStop hook removes their own member. Never a diff: it
+	// changes what a run may do, not what the cluster should be.
+	AcceptPreStopMemberRemoval *bool `pulumi:"acceptPreStopMemberRemoval,optional"`
+
 	// EtcdContainer is set by EtcdRollingUpgrade when it owns the StatefulSet: the etcd container of the pod
 	// template it is about to apply, so that a preview judges the new template's etcd version and flags
 	// before the StatefulSet is updated. Never a diff.
@@ -73,6 +77,7 @@ func (r *RolloutArgs) Annotate(a infer.Annotator) {
 	a.Describe(&r.ReadyTimeoutSeconds, "Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.")
 	a.Describe(&r.HealthTimeoutSeconds, "Per member, how long etcd may take to call the member healthy and caught up. Default 60.")
 	a.Describe(&r.OnFailure, onFailureDoc)
+	a.Describe(&r.AcceptPreStopMemberRemoval, acceptPreStopMemberRemovalDoc)
 	a.Describe(&r.Kubeconfig, "Kubeconfig path or document. Empty: client-go's default loading rules. Changes are not a diff.")
 	a.Describe(&r.Context, "Kubeconfig context to use. Changes are not a diff.")
 	a.Describe(&r.Cluster, "Kubeconfig cluster to use. Changes are not a diff.")
@@ -143,6 +148,13 @@ const onFailureDoc = `What happens to a member that fails its gates on the new r
 	`deleted with the partition locked, so the StatefulSet controller recreates it on the current (old) revision, ` +
 	`and the update fails once it is healthy again; refused past the point of no return of a minor-version ` +
 	`upgrade. "stop": the member is left as it is for a person to look at.`
+
+// acceptPreStopMemberRemovalDoc is shared by the component's and the Rollout's acceptPreStopMemberRemoval input.
+const acceptPreStopMemberRemovalDoc = `Roll pods whose preStop hook removes their own member from etcd when they stop ` +
+	`(the Bitnami etcd chart's removeMemberOnContainerTermination; scripts that run etcdctl member remove). Without it ` +
+	`such a roll is refused in preview and before anything is touched: every restart would remove a voter with no ` +
+	`quorum check, racing the rollout, and the start script would add it back as a voter. Accept it to roll the hook ` +
+	`away, or for a hook that removes only members above the initial cluster size. Default false. Never causes a diff.`
 
 // Annotate documents RolloutState in the schema.
 func (s *RolloutState) Annotate(a infer.Annotator) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/durability"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/selfremoval"
 )
 
 // Defaults keep the old rollout Job's behaviour where it had one.
@@ -76,6 +77,10 @@ type Config struct {
 	LeaderPolicy LeaderPolicy
 	// OnFailure is what happens to a member that fails its gates on the new revision (default FailureRevert).
 	OnFailure FailurePolicy
+	// AcceptPreStopMemberRemoval rolls pods whose preStop hook removes their own member from etcd (the Bitnami
+	// chart's removeMemberOnContainerTermination): without it such a roll is refused before anything is touched,
+	// as every restart would then remove a voter with no quorum check, racing the rollout.
+	AcceptPreStopMemberRemoval bool
 
 	// Holder names this rollout in the StatefulSet's Lease; it is shown to a second rollout that is refused.
 	Holder string
@@ -96,7 +101,9 @@ type MemberState struct {
 	PodUID string
 	// Revision is the pod's controller-revision-hash label.
 	Revision string
-	Ready    bool
+	// SelfRemoval are the pod's preStop hooks that remove its member from etcd: they run when the pod stops.
+	SelfRemoval []selfremoval.Hook
+	Ready       bool
 	// ReadySince is when the pod last turned Ready (its condition's lastTransitionTime, by the node's clock).
 	ReadySince time.Time
 	// Image is what the pod's etcd container runs: the version a member is rolled from.
@@ -171,6 +178,8 @@ type ClusterState struct {
 	// Durability is where the template's etcd keeps its data dir (and WAL dir) and whether each outlives the
 	// pod: a member whose data dies with its pod must be replaced, never restarted under its old identity.
 	Durability []durability.Dir
+	// SelfRemoval are the template's preStop hooks that remove a member from etcd when its pod stops.
+	SelfRemoval []selfremoval.Hook
 	// MaxUnavailable is how many pods the StatefulSet controller may take down at once in a rolling update, as
 	// it resolves spec.updateStrategy.rollingUpdate.maxUnavailable (1 when unset; Kubernetes 1.35 and later
 	// honour it by default, the MaxUnavailableStatefulSet feature).

@@ -156,6 +156,9 @@ func (e *Engine) Plan(ctx context.Context) (ClusterState, Plan, error) {
 	}
 	p, err := PlanRollout(st, e.cfg.LeaderPolicy)
 	p.Cooldown = e.cfg.Cooldown
+	if err == nil {
+		err = checkSelfRemoval(st, p, e.cfg.AcceptPreStopMemberRemoval)
+	}
 	if err != nil {
 		if hopeless := unfixableByWaiting(st); hopeless != nil {
 			err = fmt.Errorf("%w (%w)", err, hopeless)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/durability"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/selfremoval"
 )
 
 // Observe reads the StatefulSet, its pods and every member's own view of etcd, all afresh. It fails only
@@ -124,6 +125,7 @@ func stsState(sts *appsv1.StatefulSet) ClusterState {
 		}
 		st.Durability = durability.Of(durability.Template{Spec: &sts.Spec.Template.Spec, Container: c, Claims: claims, FlagValues: EtcdFlagValues(c)})
 	}
+	st.SelfRemoval = selfremoval.Find(&sts.Spec.Template.Spec)
 	if sts.Spec.Replicas != nil {
 		st.Replicas = int(*sts.Spec.Replicas)
 	}
@@ -168,6 +170,7 @@ func (e *Engine) observeMember(ctx context.Context, ordinal int) MemberState {
 	}
 	m.PodExists, m.PodUID = true, string(pod.UID)
 	m.Revision = pod.Labels[appsv1.ControllerRevisionHashLabelKey]
+	m.SelfRemoval = selfremoval.Find(&pod.Spec)
 	m.Ready, m.ReadySince, m.Running = podReady(pod), readySince(pod), pod.Status.Phase == corev1.PodRunning
 	if c := EtcdContainer(pod.Spec.Containers); c != nil {
 		m.Image = c.Image

@@ -27,6 +27,7 @@ func TestLayersKeepToTheirImports(t *testing.T) {
 		// The pure decisions below the engine read typed values and make no call: no etcd, no engine, and for
 		// the replacement's procedure not even Kubernetes' types.
 		{pkg: "./internal/durability", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/client-go", module + "/rollout"}},
+		{pkg: "./internal/selfremoval", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/client-go", module + "/rollout"}},
 		{pkg: "./internal/replace", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/", module + "/rollout"}},
 	}
 	for _, tt := range tests {

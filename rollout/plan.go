@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/selfremoval"
 )
 
 // ErrBlocked is wrapped by every error that means "the observed state does not allow a rollout to start".
@@ -26,6 +28,42 @@ func checkDurability(s ClusterState) error {
 		}
 	}
 	return nil
+}
+
+// ErrPreStopRemovesMember is wrapped when pods the roll would stop, or the pods it would start, remove their own
+// member from etcd in a preStop hook, and the user has not accepted it (Config.AcceptPreStopMemberRemoval).
+var ErrPreStopRemovesMember = errors.New("the pods remove their own etcd member when they stop")
+
+// checkSelfRemoval refuses a plan that restarts members whose pods remove their own member from etcd when they
+// stop, unless accepted: every restart would remove a voter with no quorum check, racing the rollout, and the
+// start script would add it back as a voter. The hook that runs is the stopping pod's, so the running pods
+// are asked first; the template's hook runs at every later restart (and at a revert's delete). Waiting does
+// not change it: the error is not ErrBlocked.
+func checkSelfRemoval(s ClusterState, p Plan, accepted bool) error {
+	if accepted || len(p.Roll) == 0 {
+		return nil
+	}
+	for _, ordinal := range p.Roll {
+		if m := s.Members[ordinal]; len(m.SelfRemoval) > 0 {
+			how := "turn the hook off in the template"
+			if len(s.SelfRemoval) == 0 {
+				how = "the template no longer has it, but the running pods do, and their hook runs when the roll stops them"
+			}
+			return selfRemovalError(m.Pod+"'s pod", m.SelfRemoval[0], how)
+		}
+	}
+	if len(s.SelfRemoval) > 0 {
+		return selfRemovalError("the pod template", s.SelfRemoval[0], "turn the hook off in the template")
+	}
+	return nil
+}
+
+func selfRemovalError(who string, h selfremoval.Hook, how string) error {
+	if h.TurnOff != "" && how == "turn the hook off in the template" {
+		how = "turn the hook off (" + h.TurnOff + ")"
+	}
+	return fmt.Errorf("%w: %s runs `%s` in container %s's preStop hook, so every restart would remove a voter with no quorum check, racing this rollout, and add it back as a voter; %s, then roll with acceptPreStopMemberRemoval: true (CLI: --accept-prestop-member-removal), which also rolls a hook that removes only members above the initial cluster size (a scale-down script), safe to accept",
+		ErrPreStopRemovesMember, who, Truncate(h.Command, 200), h.Container, how)
 }
 
 // ErrUnsafeStrategy is wrapped when the StatefulSet's update strategy lets its controller disrupt more than one

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/durability"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/selfremoval"
 )
 
 const (
@@ -502,6 +503,53 @@ func TestARollOfMembersWhoseDataDiesWithThePodIsRefused(t *testing.T) {
 			require.ErrorIs(t, err, ErrDataDiesWithPod)
 			assert.NotErrorIs(t, err, ErrBlocked, "not a state to wait out")
 			assert.Contains(t, err.Error(), "onto a volumeClaimTemplate, then run again")
+		})
+	}
+}
+
+// Pods whose preStop hook removes their own member are not rolled unless the user accepts it: the running
+// pods' hook is what runs when the roll stops them, the template's at every later restart.
+func TestARollOfPodsThatRemoveTheirOwnMemberNeedsConsent(t *testing.T) {
+	bitnami := selfremoval.Hook{Container: "etcd", Command: "/opt/bitnami/scripts/etcd/prestop.sh", TurnOff: "the Bitnami etcd chart's removeMemberOnContainerTermination: false"}
+	script := selfremoval.Hook{Container: "etcd", Command: "/bin/sh -ec etcdctl member remove $(member_hash)"}
+	tests := []struct {
+		name     string
+		template []selfremoval.Hook
+		pods     []selfremoval.Hook // on every running pod
+		updated  []int
+		accepted bool
+		want     string // "" when the plan goes ahead
+	}{
+		{"no hook", nil, nil, nil, false, ""},
+		{"the Bitnami hook on the pods and the template", []selfremoval.Hook{bitnami}, []selfremoval.Hook{bitnami}, nil, false,
+			"etcd-2's pod runs `/opt/bitnami/scripts/etcd/prestop.sh` in container etcd's preStop hook, so every restart would remove a voter with no quorum check, racing this rollout, and add it back as a voter; turn the hook off (the Bitnami etcd chart's removeMemberOnContainerTermination: false), then roll with acceptPreStopMemberRemoval: true"},
+		{"the template turned it off; the running pods still have it", nil, []selfremoval.Hook{bitnami}, nil, false,
+			"the template no longer has it, but the running pods do, and their hook runs when the roll stops them, then roll with acceptPreStopMemberRemoval: true"},
+		{"a new template adds a hook", []selfremoval.Hook{script}, nil, nil, false,
+			"the pod template runs `/bin/sh -ec etcdctl member remove $(member_hash)` in container etcd's preStop hook"},
+		{"accepted", []selfremoval.Hook{bitnami}, []selfremoval.Hook{bitnami}, nil, true, ""},
+		{"nothing to roll", []selfremoval.Hook{bitnami}, []selfremoval.Hook{bitnami}, []int{0, 1, 2}, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := healthyState(3, 0, tt.updated...)
+			if len(tt.updated) == 3 {
+				s.CurrentRevision = s.UpdateRevision
+			}
+			s.SelfRemoval = tt.template
+			for i := range s.Members {
+				s.Members[i].SelfRemoval = tt.pods
+			}
+			p, err := PlanRollout(s, LeaderLazy)
+			require.NoError(t, err)
+			err = checkSelfRemoval(s, p, tt.accepted)
+			if tt.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrPreStopRemovesMember)
+			assert.NotErrorIs(t, err, ErrBlocked, "not a state to wait out")
+			assert.Contains(t, err.Error(), tt.want)
 		})
 	}
 }

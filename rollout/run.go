@@ -321,6 +321,9 @@ func (r *run) planOrHold(ctx context.Context, st ClusterState) (plan Plan, ready
 	if err == nil && !r.disrupted && (len(plan.Roll) > 0 || len(plan.Wait) > 0) {
 		err = checkVersionPaths(st)
 	}
+	if err == nil {
+		err = checkSelfRemoval(st, plan, e.cfg.AcceptPreStopMemberRemoval)
+	}
 	if err == nil && len(plan.Steps) > 0 {
 		err = controllerWillAct(st, plan.Steps[0])
 	}

@@ -352,3 +352,36 @@ func TestARunRefusesMembersWhoseDataDiesWithThePodBeforeTouchingAnything(t *test
 	assert.Empty(t, c.restarted)
 	assert.Empty(t, c.deletedPods())
 }
+
+// A run over pods whose preStop hook removes their own member refuses before anything is touched, in preview
+// too, and rolls them once the user accepts it.
+func TestARunOverPodsThatRemoveTheirOwnMemberNeedsConsent(t *testing.T) {
+	hook := &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/opt/bitnami/scripts/etcd/prestop.sh"}}}}
+	for _, accepted := range []bool{false, true} {
+		t.Run(fmt.Sprintf("accepted=%v", accepted), func(t *testing.T) {
+			c := newFakeCluster(t, 3, 0)
+			for i := range 3 {
+				obj, err := c.kube.Tracker().Get(podGVR, "db", podName("etcd", i))
+				require.NoError(t, err)
+				pod := obj.(*corev1.Pod).DeepCopy()
+				pod.Spec.Containers = []corev1.Container{{Name: "etcd", Lifecycle: hook}}
+				require.NoError(t, c.kube.Tracker().Update(podGVR, pod, "db"))
+			}
+			e := c.engine(t, func(cfg *Config, _ *Options) { cfg.AcceptPreStopMemberRemoval = accepted })
+			_, _, planErr := e.Plan(context.Background())
+			res, err := e.Run(context.Background())
+			if accepted {
+				require.NoError(t, planErr)
+				require.NoError(t, err)
+				assert.Len(t, res.MembersRolled, 3)
+				return
+			}
+			require.ErrorIs(t, planErr, ErrPreStopRemovesMember, "the preview refuses")
+			require.ErrorIs(t, err, ErrPreStopRemovesMember)
+			assert.Contains(t, err.Error(), "etcd-2's pod runs `/opt/bitnami/scripts/etcd/prestop.sh`")
+			assert.Zero(t, c.stsPatches(), "nothing written")
+			assert.Empty(t, c.restarted)
+			assert.Empty(t, c.deletedPods())
+		})
+	}
+}

@@ -22,7 +22,7 @@ type options struct {
 	caFile, certFile, keyFile                        string
 	cooldown, readyTimeout, healthTimeout            time.Duration
 	leaderPolicy, onFailure                          string
-	direct                                           bool
+	direct, acceptPreStopMemberRemoval               bool
 	leaseDuration                                    time.Duration
 }
 
@@ -43,6 +43,7 @@ func (o *options) bind(cmd *cobra.Command) {
 	f.StringVar(&o.leaderPolicy, "leader-policy", string(rollout.LeaderLazy), `where the leader goes before a member restarts: "lazy" (fewest transfers) or "job-like" (the old Job's: to member 0, then to N-1)`)
 	f.StringVar(&o.onFailure, "on-failure", string(rollout.FailureRevert), `what happens to a member that fails its gates on the new revision: "revert" (delete its pod with the partition locked, so it comes back on the old revision, then fail) or "stop" (leave it for a person)`)
 	f.DurationVar(&o.leaseDuration, "lease-duration", 15*time.Second, "how long the rollout lease stays valid without renewal: after a run is killed, the next one waits this long")
+	f.BoolVar(&o.acceptPreStopMemberRemoval, "accept-prestop-member-removal", false, "roll pods whose preStop hook removes their own member from etcd (the Bitnami chart's removeMemberOnContainerTermination); refused without it, as every restart would remove a voter with no quorum check")
 	f.BoolVar(&o.direct, "direct", false, "reach members at <pod>.<service>.<namespace>.svc instead of port-forwarding (inside the cluster)")
 }
 
@@ -82,6 +83,7 @@ func (o *options) engine(ctx context.Context, onEvent func(rollout.Event)) (*rol
 	cfg.Cooldown, cfg.ReadyTimeout, cfg.HealthTimeout = o.cooldown, o.readyTimeout, o.healthTimeout
 	cfg.LeaderPolicy = rollout.LeaderPolicy(o.leaderPolicy)
 	cfg.OnFailure = rollout.FailurePolicy(o.onFailure)
+	cfg.AcceptPreStopMemberRemoval = o.acceptPreStopMemberRemoval
 	if o.caFile != "" || o.certFile != "" || o.keyFile != "" {
 		cfg.TLS = &rollout.TLSFiles{CAFile: o.caFile, CertFile: o.certFile, KeyFile: o.keyFile}
 	}

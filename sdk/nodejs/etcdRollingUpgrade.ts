@@ -77,6 +77,7 @@ export class EtcdRollingUpgrade extends pulumi.ComponentResource {
             if (args?.stsName === undefined && !opts.urn) {
                 throw new Error("Missing required property 'stsName'");
             }
+            resourceInputs["acceptPreStopMemberRemoval"] = args?.acceptPreStopMemberRemoval;
             resourceInputs["clientPort"] = args?.clientPort;
             resourceInputs["context"] = args?.context;
             resourceInputs["cooldownSeconds"] = args?.cooldownSeconds;
@@ -115,6 +116,10 @@ export class EtcdRollingUpgrade extends pulumi.ComponentResource {
  * The set of arguments for constructing a EtcdRollingUpgrade resource.
  */
 export interface EtcdRollingUpgradeArgs {
+    /**
+     * Roll pods whose preStop hook removes their own member from etcd when they stop (the Bitnami etcd chart's removeMemberOnContainerTermination; scripts that run etcdctl member remove). Without it such a roll is refused in preview and before anything is touched: every restart would remove a voter with no quorum check, racing the rollout, and the start script would add it back as a voter. Accept it to roll the hook away, or for a hook that removes only members above the initial cluster size. Default false. Never causes a diff.
+     */
+    acceptPreStopMemberRemoval?: pulumi.Input<boolean | undefined>;
     /**
      * etcd client port on each pod. Default 2379.
      */

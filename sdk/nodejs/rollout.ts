@@ -116,6 +116,7 @@ export class Rollout extends pulumi.CustomResource {
             if (args?.versionHash === undefined && !opts.urn) {
                 throw new Error("Missing required property 'versionHash'");
             }
+            resourceInputs["acceptPreStopMemberRemoval"] = args?.acceptPreStopMemberRemoval;
             resourceInputs["clientPort"] = args?.clientPort;
             resourceInputs["cluster"] = args?.cluster;
             resourceInputs["context"] = args?.context;
@@ -170,6 +171,10 @@ export class Rollout extends pulumi.CustomResource {
  * The set of arguments for constructing a Rollout resource.
  */
 export interface RolloutArgs {
+    /**
+     * Roll pods whose preStop hook removes their own member from etcd when they stop (the Bitnami etcd chart's removeMemberOnContainerTermination; scripts that run etcdctl member remove). Without it such a roll is refused in preview and before anything is touched: every restart would remove a voter with no quorum check, racing the rollout, and the start script would add it back as a voter. Accept it to roll the hook away, or for a hook that removes only members above the initial cluster size. Default false. Never causes a diff.
+     */
+    acceptPreStopMemberRemoval?: pulumi.Input<boolean | undefined>;
     /**
      * etcd client port on each pod. Default 2379.
      */

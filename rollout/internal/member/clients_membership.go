@@ -33,8 +33,13 @@ var ErrPeerURLExists = errors.New("a member has this peer URL already")
 // ErrClusterNotReadyForChange is returned when etcd refuses a membership change because it would leave too few
 // members it has heard from for long enough ("etcdserver: unhealthy cluster": with strict reconfiguration
 // checks, the default, a peer counts only once connected for five seconds, so a remove right after a member
-// (re)joined is refused). Retry; a refusal that lasts means a member really is down.
+// (re)joined is refused; "not enough started members": a voter has not started). Retry; a refusal that lasts
+// means a member really is down.
 var ErrClusterNotReadyForChange = errors.New("etcd refuses the change while too few members are connected")
+
+// ErrTooManyLearners is returned by MemberAddAsLearner when etcd holds as many learners as it allows (one by
+// default, --max-learners): a learner someone else added, or one a killed run left.
+var ErrTooManyLearners = errors.New("etcd holds as many learners as it allows")
 
 // MemberRemove removes member id, through pod.
 func (m *Clients) MemberRemove(ctx context.Context, pod string, id uint64) error {
@@ -85,8 +90,10 @@ func (m *Clients) write(ctx context.Context, pod, what string, call func(context
 		err = ErrLearnerNotReady
 	case errors.Is(err, rpctypes.ErrMemberNotLearner):
 		err = ErrNotLearner
-	case errors.Is(err, rpctypes.ErrUnhealthy):
+	case errors.Is(err, rpctypes.ErrUnhealthy), errors.Is(err, rpctypes.ErrMemberNotEnoughStarted):
 		err = ErrClusterNotReadyForChange
+	case errors.Is(err, rpctypes.ErrTooManyLearners):
+		err = ErrTooManyLearners
 	case errors.Is(err, rpctypes.ErrPeerURLExist), errors.Is(err, rpctypes.ErrMemberExist):
 		err = ErrPeerURLExists
 	default:

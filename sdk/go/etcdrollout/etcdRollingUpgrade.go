@@ -63,6 +63,8 @@ func NewEtcdRollingUpgrade(ctx *pulumi.Context,
 }
 
 type etcdRollingUpgradeArgs struct {
+	// Roll pods whose preStop hook removes their own member from etcd when they stop (the Bitnami etcd chart's removeMemberOnContainerTermination; scripts that run etcdctl member remove). Without it such a roll is refused in preview and before anything is touched: every restart would remove a voter with no quorum check, racing the rollout, and the start script would add it back as a voter. Accept it to roll the hook away, or for a hook that removes only members above the initial cluster size. Default false. Never causes a diff.
+	AcceptPreStopMemberRemoval *bool `pulumi:"acceptPreStopMemberRemoval"`
 	// etcd client port on each pod. Default 2379.
 	ClientPort *int `pulumi:"clientPort"`
 	// Kubeconfig context, used with kubeconfig or, without it, instead of kubernetes:context.
@@ -95,6 +97,8 @@ type etcdRollingUpgradeArgs struct {
 
 // The set of arguments for constructing a EtcdRollingUpgrade resource.
 type EtcdRollingUpgradeArgs struct {
+	// Roll pods whose preStop hook removes their own member from etcd when they stop (the Bitnami etcd chart's removeMemberOnContainerTermination; scripts that run etcdctl member remove). Without it such a roll is refused in preview and before anything is touched: every restart would remove a voter with no quorum check, racing the rollout, and the start script would add it back as a voter. Accept it to roll the hook away, or for a hook that removes only members above the initial cluster size. Default false. Never causes a diff.
+	AcceptPreStopMemberRemoval pulumi.BoolPtrInput
 	// etcd client port on each pod. Default 2379.
 	ClientPort pulumi.IntPtrInput
 	// Kubeconfig context, used with kubeconfig or, without it, instead of kubernetes:context.

@@ -107,6 +107,8 @@ func RolloutExists(ctx *pulumi.Context,
 }
 
 type rolloutArgs struct {
+	// Roll pods whose preStop hook removes their own member from etcd when they stop (the Bitnami etcd chart's removeMemberOnContainerTermination; scripts that run etcdctl member remove). Without it such a roll is refused in preview and before anything is touched: every restart would remove a voter with no quorum check, racing the rollout, and the start script would add it back as a voter. Accept it to roll the hook away, or for a hook that removes only members above the initial cluster size. Default false. Never causes a diff.
+	AcceptPreStopMemberRemoval *bool `pulumi:"acceptPreStopMemberRemoval"`
 	// etcd client port on each pod. Default 2379.
 	ClientPort *int `pulumi:"clientPort"`
 	// Kubeconfig cluster to use. Changes are not a diff.
@@ -143,6 +145,8 @@ type rolloutArgs struct {
 
 // The set of arguments for constructing a Rollout resource.
 type RolloutArgs struct {
+	// Roll pods whose preStop hook removes their own member from etcd when they stop (the Bitnami etcd chart's removeMemberOnContainerTermination; scripts that run etcdctl member remove). Without it such a roll is refused in preview and before anything is touched: every restart would remove a voter with no quorum check, racing the rollout, and the start script would add it back as a voter. Accept it to roll the hook away, or for a hook that removes only members above the initial cluster size. Default false. Never causes a diff.
+	AcceptPreStopMemberRemoval pulumi.BoolPtrInput
 	// etcd client port on each pod. Default 2379.
 	ClientPort pulumi.IntPtrInput
 	// Kubeconfig cluster to use. Changes are not a diff.

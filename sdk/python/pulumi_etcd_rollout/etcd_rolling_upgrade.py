@@ -25,6 +25,7 @@ class EtcdRollingUpgradeArgs:
                  namespace: pulumi.Input[_builtins.str],
                  service_name: pulumi.Input[_builtins.str],
                  sts_name: pulumi.Input[_builtins.str],
+                 accept_pre_stop_member_removal: pulumi.Input[Optional[_builtins.bool]] = None,
                  client_port: pulumi.Input[Optional[_builtins.int]] = None,
                  context: pulumi.Input[Optional[_builtins.str]] = None,
                  cooldown_seconds: pulumi.Input[Optional[_builtins.int]] = None,
@@ -42,6 +43,7 @@ class EtcdRollingUpgradeArgs:
         :param pulumi.Input[_builtins.str] namespace: Namespace of the StatefulSet.
         :param pulumi.Input[_builtins.str] service_name: The StatefulSet's governing (headless) Service.
         :param pulumi.Input[_builtins.str] sts_name: Name of the etcd StatefulSet.
+        :param pulumi.Input[_builtins.bool] accept_pre_stop_member_removal: Roll pods whose preStop hook removes their own member from etcd when they stop (the Bitnami etcd chart's removeMemberOnContainerTermination; scripts that run etcdctl member remove). Without it such a roll is refused in preview and before anything is touched: every restart would remove a voter with no quorum check, racing the rollout, and the start script would add it back as a voter. Accept it to roll the hook away, or for a hook that removes only members above the initial cluster size. Default false. Never causes a diff.
         :param pulumi.Input[_builtins.int] client_port: etcd client port on each pod. Default 2379.
         :param pulumi.Input[_builtins.str] context: Kubeconfig context, used with kubeconfig or, without it, instead of kubernetes:context.
         :param pulumi.Input[_builtins.int] cooldown_seconds: Pause after each member passes its health gate. Default 30.
@@ -57,6 +59,8 @@ class EtcdRollingUpgradeArgs:
         pulumi.set(__self__, "namespace", namespace)
         pulumi.set(__self__, "service_name", service_name)
         pulumi.set(__self__, "sts_name", sts_name)
+        if accept_pre_stop_member_removal is not None:
+            pulumi.set(__self__, "accept_pre_stop_member_removal", accept_pre_stop_member_removal)
         if client_port is not None:
             pulumi.set(__self__, "client_port", client_port)
         if context is not None:
@@ -115,6 +119,18 @@ class EtcdRollingUpgradeArgs:
     @sts_name.setter
     def sts_name(self, value: pulumi.Input[_builtins.str]):
         pulumi.set(self, "sts_name", value)
+
+    @_builtins.property
+    @pulumi.getter(name="acceptPreStopMemberRemoval")
+    def accept_pre_stop_member_removal(self) -> pulumi.Input[Optional[_builtins.bool]]:
+        """
+        Roll pods whose preStop hook removes their own member from etcd when they stop (the Bitnami etcd chart's removeMemberOnContainerTermination; scripts that run etcdctl member remove). Without it such a roll is refused in preview and before anything is touched: every restart would remove a voter with no quorum check, racing the rollout, and the start script would add it back as a voter. Accept it to roll the hook away, or for a hook that removes only members above the initial cluster size. Default false. Never causes a diff.
+        """
+        return pulumi.get(self, "accept_pre_stop_member_removal")
+
+    @accept_pre_stop_member_removal.setter
+    def accept_pre_stop_member_removal(self, value: pulumi.Input[Optional[_builtins.bool]]):
+        pulumi.set(self, "accept_pre_stop_member_removal", value)
 
     @_builtins.property
     @pulumi.getter(name="clientPort")
@@ -255,6 +271,7 @@ class EtcdRollingUpgrade(pulumi.ComponentResource):
     def __init__(__self__,
                  resource_name: str,
                  opts: Optional[pulumi.ResourceOptions] = None,
+                 accept_pre_stop_member_removal: pulumi.Input[Optional[_builtins.bool]] = None,
                  client_port: pulumi.Input[Optional[_builtins.int]] = None,
                  context: pulumi.Input[Optional[_builtins.str]] = None,
                  cooldown_seconds: pulumi.Input[Optional[_builtins.int]] = None,
@@ -275,6 +292,7 @@ class EtcdRollingUpgrade(pulumi.ComponentResource):
 
         :param str resource_name: The name of the resource.
         :param pulumi.ResourceOptions opts: Options for the resource.
+        :param pulumi.Input[_builtins.bool] accept_pre_stop_member_removal: Roll pods whose preStop hook removes their own member from etcd when they stop (the Bitnami etcd chart's removeMemberOnContainerTermination; scripts that run etcdctl member remove). Without it such a roll is refused in preview and before anything is touched: every restart would remove a voter with no quorum check, racing the rollout, and the start script would add it back as a voter. Accept it to roll the hook away, or for a hook that removes only members above the initial cluster size. Default false. Never causes a diff.
         :param pulumi.Input[_builtins.int] client_port: etcd client port on each pod. Default 2379.
         :param pulumi.Input[_builtins.str] context: Kubeconfig context, used with kubeconfig or, without it, instead of kubernetes:context.
         :param pulumi.Input[_builtins.int] cooldown_seconds: Pause after each member passes its health gate. Default 30.
@@ -314,6 +332,7 @@ class EtcdRollingUpgrade(pulumi.ComponentResource):
     def _internal_init(__self__,
                  resource_name: str,
                  opts: Optional[pulumi.ResourceOptions] = None,
+                 accept_pre_stop_member_removal: pulumi.Input[Optional[_builtins.bool]] = None,
                  client_port: pulumi.Input[Optional[_builtins.int]] = None,
                  context: pulumi.Input[Optional[_builtins.str]] = None,
                  cooldown_seconds: pulumi.Input[Optional[_builtins.int]] = None,
@@ -339,6 +358,7 @@ class EtcdRollingUpgrade(pulumi.ComponentResource):
                 raise TypeError('__props__ is only valid when passed in combination with a valid opts.id to get an existing resource')
             __props__ = EtcdRollingUpgradeArgs.__new__(EtcdRollingUpgradeArgs)
 
+            __props__.__dict__["accept_pre_stop_member_removal"] = accept_pre_stop_member_removal
             __props__.__dict__["client_port"] = client_port
             __props__.__dict__["context"] = context
             __props__.__dict__["cooldown_seconds"] = cooldown_seconds

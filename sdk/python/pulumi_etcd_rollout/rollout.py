@@ -25,6 +25,7 @@ class RolloutArgs:
                  service_name: pulumi.Input[_builtins.str],
                  sts_name: pulumi.Input[_builtins.str],
                  version_hash: pulumi.Input[_builtins.str],
+                 accept_pre_stop_member_removal: pulumi.Input[Optional[_builtins.bool]] = None,
                  client_port: pulumi.Input[Optional[_builtins.int]] = None,
                  cluster: pulumi.Input[Optional[_builtins.str]] = None,
                  context: pulumi.Input[Optional[_builtins.str]] = None,
@@ -44,6 +45,7 @@ class RolloutArgs:
         :param pulumi.Input[_builtins.str] service_name: The StatefulSet's governing (headless) Service.
         :param pulumi.Input[_builtins.str] sts_name: Name of the etcd StatefulSet.
         :param pulumi.Input[_builtins.str] version_hash: Changes whenever the pod template changes; a change means a rollout.
+        :param pulumi.Input[_builtins.bool] accept_pre_stop_member_removal: Roll pods whose preStop hook removes their own member from etcd when they stop (the Bitnami etcd chart's removeMemberOnContainerTermination; scripts that run etcdctl member remove). Without it such a roll is refused in preview and before anything is touched: every restart would remove a voter with no quorum check, racing the rollout, and the start script would add it back as a voter. Accept it to roll the hook away, or for a hook that removes only members above the initial cluster size. Default false. Never causes a diff.
         :param pulumi.Input[_builtins.int] client_port: etcd client port on each pod. Default 2379.
         :param pulumi.Input[_builtins.str] cluster: Kubeconfig cluster to use. Changes are not a diff.
         :param pulumi.Input[_builtins.str] context: Kubeconfig context to use. Changes are not a diff.
@@ -61,6 +63,8 @@ class RolloutArgs:
         pulumi.set(__self__, "service_name", service_name)
         pulumi.set(__self__, "sts_name", sts_name)
         pulumi.set(__self__, "version_hash", version_hash)
+        if accept_pre_stop_member_removal is not None:
+            pulumi.set(__self__, "accept_pre_stop_member_removal", accept_pre_stop_member_removal)
         if client_port is not None:
             pulumi.set(__self__, "client_port", client_port)
         if cluster is not None:
@@ -133,6 +137,18 @@ class RolloutArgs:
     @version_hash.setter
     def version_hash(self, value: pulumi.Input[_builtins.str]):
         pulumi.set(self, "version_hash", value)
+
+    @_builtins.property
+    @pulumi.getter(name="acceptPreStopMemberRemoval")
+    def accept_pre_stop_member_removal(self) -> pulumi.Input[Optional[_builtins.bool]]:
+        """
+        Roll pods whose preStop hook removes their own member from etcd when they stop (the Bitnami etcd chart's removeMemberOnContainerTermination; scripts that run etcdctl member remove). Without it such a roll is refused in preview and before anything is touched: every restart would remove a voter with no quorum check, racing the rollout, and the start script would add it back as a voter. Accept it to roll the hook away, or for a hook that removes only members above the initial cluster size. Default false. Never causes a diff.
+        """
+        return pulumi.get(self, "accept_pre_stop_member_removal")
+
+    @accept_pre_stop_member_removal.setter
+    def accept_pre_stop_member_removal(self, value: pulumi.Input[Optional[_builtins.bool]]):
+        pulumi.set(self, "accept_pre_stop_member_removal", value)
 
     @_builtins.property
     @pulumi.getter(name="clientPort")
@@ -285,6 +301,7 @@ class Rollout(pulumi.CustomResource):
     def __init__(__self__,
                  resource_name: str,
                  opts: Optional[pulumi.ResourceOptions] = None,
+                 accept_pre_stop_member_removal: pulumi.Input[Optional[_builtins.bool]] = None,
                  client_port: pulumi.Input[Optional[_builtins.int]] = None,
                  cluster: pulumi.Input[Optional[_builtins.str]] = None,
                  context: pulumi.Input[Optional[_builtins.str]] = None,
@@ -307,6 +324,7 @@ class Rollout(pulumi.CustomResource):
 
         :param str resource_name: The name of the resource.
         :param pulumi.ResourceOptions opts: Options for the resource.
+        :param pulumi.Input[_builtins.bool] accept_pre_stop_member_removal: Roll pods whose preStop hook removes their own member from etcd when they stop (the Bitnami etcd chart's removeMemberOnContainerTermination; scripts that run etcdctl member remove). Without it such a roll is refused in preview and before anything is touched: every restart would remove a voter with no quorum check, racing the rollout, and the start script would add it back as a voter. Accept it to roll the hook away, or for a hook that removes only members above the initial cluster size. Default false. Never causes a diff.
         :param pulumi.Input[_builtins.int] client_port: etcd client port on each pod. Default 2379.
         :param pulumi.Input[_builtins.str] cluster: Kubeconfig cluster to use. Changes are not a diff.
         :param pulumi.Input[_builtins.str] context: Kubeconfig context to use. Changes are not a diff.
@@ -348,6 +366,7 @@ class Rollout(pulumi.CustomResource):
     def _internal_init(__self__,
                  resource_name: str,
                  opts: Optional[pulumi.ResourceOptions] = None,
+                 accept_pre_stop_member_removal: pulumi.Input[Optional[_builtins.bool]] = None,
                  client_port: pulumi.Input[Optional[_builtins.int]] = None,
                  cluster: pulumi.Input[Optional[_builtins.str]] = None,
                  context: pulumi.Input[Optional[_builtins.str]] = None,
@@ -373,6 +392,7 @@ class Rollout(pulumi.CustomResource):
                 raise TypeError('__props__ is only valid when passed in combination with a valid opts.id to get an existing resource')
             __props__ = RolloutArgs.__new__(RolloutArgs)
 
+            __props__.__dict__["accept_pre_stop_member_removal"] = accept_pre_stop_member_removal
             __props__.__dict__["client_port"] = client_port
             __props__.__dict__["cluster"] = cluster
             __props__.__dict__["context"] = context
