@@ -24,6 +24,13 @@ type etcdAccess interface {
 	// Incarnation names the etcd process serving pod (its start time): one not Same as before means it
 	// restarted.
 	Incarnation(ctx context.Context, pod string) (Incarnation, error)
+	// MemberRemove, MemberAddAsLearner and MemberPromote change etcd's membership through pod, a member that
+	// answers (a replacement: issue 32). etcd's answers that say a change landed already, or cannot yet, come
+	// back typed (member.ErrMemberNotFound, ErrPeerURLExists, ErrNotLearner, ErrLearnerNotReady,
+	// ErrClusterNotReadyForChange, ErrTooManyLearners).
+	MemberRemove(ctx context.Context, pod string, id uint64) error
+	MemberAddAsLearner(ctx context.Context, pod, peerURL string) (member.Info, error)
+	MemberPromote(ctx context.Context, pod string, id uint64) error
 	// ActivePeers is the set of member IDs pod's Raft transport is connected to, by pod's own word.
 	ActivePeers(ctx context.Context, pod string) (map[uint64]bool, error)
 	// Forget closes every connection to the member. The engine calls it right before the member restarts:

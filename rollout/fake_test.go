@@ -100,6 +100,8 @@ type fakeEtcd struct {
 	// beforeStatus, when set, runs at every Status call before it is answered, with f.mu held: a fault that
 	// strikes at the moment the engine looks.
 	beforeStatus func(pod string)
+	// membership is who left and joined (fake_membership_test.go).
+	membership membership
 }
 
 func newFakeEtcd(n, leader int) *fakeEtcd {
@@ -146,7 +148,14 @@ func (f *fakeEtcd) MemberList(_ context.Context, pod string) ([]member.Info, err
 	}
 	var out []member.Info
 	for p, id := range f.ids {
-		out = append(out, member.Info{ID: id, Name: p, IsLearner: f.learner[p]})
+		if f.membership.removed[p] {
+			continue
+		}
+		name := p
+		if f.membership.unstarted[p] {
+			name = ""
+		}
+		out = append(out, member.Info{ID: id, Name: name, IsLearner: f.learner[p], PeerURLs: []string{peerURL(p)}})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
@@ -437,6 +446,9 @@ func (f *fakeEtcd) restart(pod string) {
 	} else {
 		delete(f.down, pod) // a member down on an older revision comes up on a working one
 	}
+	if f.membership.ephemeral {
+		f.startsEmpty(pod)
+	}
 	if f.crashLoopAfterRestart[pod] {
 		f.crashStart[pod] = time.Now()
 	}
@@ -485,6 +497,8 @@ type fakeCluster struct {
 	neverReady map[string]bool
 	// promote makes the controller set currentRevision = updateRevision once every pod is at it.
 	promote bool
+	// recreations counts the pods the controller recreated at the update revision (each gets a new UID).
+	recreations int
 }
 
 var stsGVR = appsv1.SchemeGroupVersion.WithResource("statefulsets")
@@ -555,10 +569,17 @@ func (c *fakeCluster) reconcile(pod string) {
 	if p.Labels[appsv1.ControllerRevisionHashLabelKey] == sts.Status.UpdateRevision {
 		return
 	}
-	if sts.Spec.PodManagementPolicy == appsv1.ParallelPodManagement && c.anyPodNotReady() {
-		return // Kubernetes 1.35+: unavailable pods at any ordinal use up maxUnavailable (1)
+	if c.anyPodNotReady() {
+		// Kubernetes 1.35+ under Parallel: unavailable pods at any ordinal use up maxUnavailable (1); under
+		// OrderedReady the controller updates no pod while one is not Running and Ready, that pod included
+		// (kubernetes#67250): the engine deletes such a pod itself.
+		return
 	}
 	p.Labels[appsv1.ControllerRevisionHashLabelKey] = sts.Status.UpdateRevision
+	c.mu.Lock()
+	c.recreations++
+	p.UID = types.UID(fmt.Sprintf("pod-uid-r%d", c.recreations)) // the controller deletes the pod and creates another
+	c.mu.Unlock()
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	if c.neverReady[pod] {
 		p.Status.Conditions[0].Status = corev1.ConditionFalse
@@ -643,6 +664,9 @@ func (f *fakeEtcd) revive(pod string) {
 	f.bumpIncarnation(pod)
 	delete(f.down, pod)
 	delete(f.crashStart, pod)
+	if f.membership.ephemeral {
+		f.startsEmpty(pod)
+	}
 }
 
 // containerRestarted is the kubelet's account of a container that exited and was started again in the same

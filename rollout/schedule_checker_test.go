@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 )
 
@@ -164,6 +165,31 @@ func TestScheduleChecksJudgeByTruth(t *testing.T) {
 			},
 		},
 		{
+			name:  "a member removed while the others are up",
+			setup: func(w *world, se *schedEngine) {}, act: removeMember("etcd-2"),
+		},
+		{
+			name: "a member removed while another member is down and the last look found it so",
+			setup: func(w *world, se *schedEngine) {
+				w.crash("etcd-0", 0)
+				se.lastStatus["etcd-0"] = statusLook{at: w.now(), down: true}
+			},
+			act: removeMember("etcd-2"), want: []string{"b"},
+		},
+		{
+			name:  "a pod delete that brings a member whose data died with its pod back under its old ID",
+			setup: func(w *world, se *schedEngine) { w.f.membership.ephemeral = true },
+			act:   deleteThroughTheAPI("etcd-2"), want: []string{"g"},
+		},
+		{
+			name: "a pod delete after its member was removed: it waits to be added back, nothing adopted",
+			setup: func(w *world, se *schedEngine) {
+				w.f.membership.ephemeral = true
+				removeMember("etcd-2")(w, se)
+			},
+			act: deleteThroughTheAPI("etcd-2"),
+		},
+		{
 			name:  "a run that reports a member rolled that is back on the old revision",
 			setup: func(w *world, se *schedEngine) {},
 			act: func(w *world, se *schedEngine) {
@@ -208,6 +234,32 @@ func deletePod(pod string) func(w *world, se *schedEngine) {
 	return func(w *world, se *schedEngine) {
 		pre := w.snapshot()
 		w.judgeDelete(se, pre, w.snapshot(), pod)
+	}
+}
+
+// removeMember is run-1's MemberRemove of pod's member, judged as the etcd hook judges it (w.mu is held). It
+// lands whatever etcd's own reconfiguration check would say (an etcd run with --strict-reconfig-check=false):
+// the checks must see the breach, not count on etcd to refuse it.
+func removeMember(pod string) func(w *world, se *schedEngine) {
+	return func(w *world, se *schedEngine) {
+		pre := w.snapshot()
+		w.f.mu.Lock()
+		w.f.membership.mark(&w.f.membership.removed, pod)
+		w.f.down[pod] = true
+		w.f.mu.Unlock()
+		w.judgeMembership(se, pre, "removed "+pod, pod)
+	}
+}
+
+// deleteThroughTheAPI is run-1's delete of pod sent to the fake cluster (whose controller recreates it) and
+// judged as the request hook judges it (w.mu is held).
+func deleteThroughTheAPI(pod string) func(w *world, se *schedEngine) {
+	return func(w *world, se *schedEngine) {
+		pre := w.snapshot()
+		del := k8stesting.NewDeleteAction(podGVR, "db", pod)
+		_, err := w.c.kube.Invokes(del, nil)
+		require.NoError(w.t, err)
+		w.judgeRequest(se, del, pre, err)
 	}
 }
 

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -256,6 +257,42 @@ func (s *scheduledEtcd) MoveLeader(ctx context.Context, leaderPod string, to uin
 		err := s.w.f.MoveLeader(ctx, leaderPod, to)
 		if to := s.w.f.leaderPod(); to != pre.leader {
 			s.w.judgeMoveLeader(s.se, pre, to)
+		}
+		return err
+	})
+}
+
+// MemberRemove is a disruption of the member removed, judged like a restart; adding and promoting a learner
+// disrupt nobody but are writes only the lease holder may make.
+func (s *scheduledEtcd) MemberRemove(ctx context.Context, pod string, id uint64) error {
+	return s.call(atMemberRemove, "MemberRemove", pod, func() error {
+		pre := s.w.snapshot()
+		target, listed := s.w.memberOfID(id)
+		err := s.w.f.MemberRemove(ctx, pod, id)
+		if err == nil && listed {
+			s.w.judgeMembership(s.se, pre, fmt.Sprintf("removed member %x (%s)", id, target), target)
+		}
+		return err
+	})
+}
+
+func (s *scheduledEtcd) MemberAddAsLearner(ctx context.Context, pod, url string) (info member.Info, err error) {
+	err = s.call(atMemberAdd, "MemberAddAsLearner", pod, func() error {
+		pre := s.w.snapshot()
+		if info, err = s.w.f.MemberAddAsLearner(ctx, pod, url); err == nil {
+			s.w.judgeMembership(s.se, pre, "added a learner at "+url, "")
+		}
+		return err
+	})
+	return info, err
+}
+
+func (s *scheduledEtcd) MemberPromote(ctx context.Context, pod string, id uint64) error {
+	return s.call(atMemberPromote, "MemberPromote", pod, func() error {
+		pre := s.w.snapshot()
+		err := s.w.f.MemberPromote(ctx, pod, id)
+		if err == nil {
+			s.w.judgeMembership(s.se, pre, fmt.Sprintf("promoted learner %x", id), "")
 		}
 		return err
 	})

@@ -71,6 +71,11 @@ const (
 	atStatus      injectionPoint = "etcd Status"
 	atMoveLeader  injectionPoint = "etcd MoveLeader"
 	atIncarnation injectionPoint = "etcd Incarnation"
+	// The membership changes of a replacement (members whose data dies with their pod): a kill or a crash
+	// right before one lands in its crash window.
+	atMemberRemove  injectionPoint = "etcd MemberRemove"
+	atMemberAdd     injectionPoint = "etcd MemberAddAsLearner"
+	atMemberPromote injectionPoint = "etcd MemberPromote"
 	// atPassed is the engine's own step boundary "a member passed its gates" (its event saying so): a crash
 	// loop injected there is the member that passed restarting at once and flapping from then on.
 	atPassed injectionPoint = "report of a member that passed"

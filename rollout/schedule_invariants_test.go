@@ -23,6 +23,8 @@ type worldSnapshot struct {
 	holder, leader        string
 	restarted, deleted    int
 	elections             int
+	// adopted counts pods that came back with an empty data dir under the member ID that voted before.
+	adopted int
 }
 
 // snapshot reads the state; w.mu is held.
@@ -30,7 +32,7 @@ func (w *world) snapshot() worldSnapshot {
 	sts := w.stsNow()
 	s := worldSnapshot{replicas: 1, partition: -1, updateRev: sts.Status.UpdateRevision, currentRev: sts.Status.CurrentRevision,
 		revs: w.revisionsNow(), holder: w.holderNow(),
-		leader: w.f.leaderPod(), elections: w.electionsNow()}
+		leader: w.f.leaderPod(), elections: w.electionsNow(), adopted: len(w.f.adoptedPods())}
 	if sts.Spec.Replicas != nil {
 		s.replicas = int(*sts.Spec.Replicas)
 	}
@@ -55,6 +57,11 @@ func (w *world) judgeRequest(se *schedEngine, a k8stesting.Action, pre worldSnap
 				w.judgeDelete(se, pre, post, del.GetName())
 			}
 		}
+	}
+	if post.adopted > pre.adopted {
+		// (g): a member whose data died with its pod is replaced, never restarted under its old identity.
+		adopted := w.f.adoptedPods()
+		w.violate("g", se, "%s %s: %s came back with an empty data dir under the member ID that voted before", a.GetVerb(), a.GetResource().Resource, adopted[len(adopted)-1])
 	}
 	w.noteDisrupted(pre)
 }
@@ -101,6 +108,26 @@ func (w *world) judgeDelete(se *schedEngine, pre, post worldSnapshot, pod string
 		return
 	}
 	w.disruption(se, pre, post, "deleted pod "+pod, []int{ordinal})
+}
+
+// judgeMembership judges a membership change of se's: removing target's member is a disruption of it (one at a
+// time, the others keep quorum); adding or promoting a learner (target "") disrupts nobody but needs the lease.
+func (w *world) judgeMembership(se *schedEngine, pre worldSnapshot, what, target string) {
+	post := pre
+	post.elections = w.electionsNow()
+	var targets []int
+	if ordinal, ok := ordinalOf("etcd", target); ok {
+		targets = []int{ordinal}
+		w.disrupted[target] = true
+	}
+	w.disruption(se, pre, post, what, targets)
+}
+
+// memberOfID is the pod whose listed member has id; w.mu is held.
+func (w *world) memberOfID(id uint64) (string, bool) {
+	w.f.mu.Lock()
+	defer w.f.mu.Unlock()
+	return w.f.memberWithID(id)
 }
 
 // judgeMoveLeader judges a leader transfer that moved the leader: a disruption of no member, but one only
@@ -187,7 +214,7 @@ func (w *world) healthy(pod string) bool {
 	w.f.mu.Lock()
 	defer w.f.mu.Unlock()
 	_, looping := w.f.crashStart[pod]
-	return !w.f.down[pod] && !looping
+	return !w.f.down[pod] && !looping && !w.f.learner[pod] && !w.f.membership.removed[pod]
 }
 
 // answerable says whether se could have known that pod, which is not healthy, is so, and how. Each rule is
