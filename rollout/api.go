@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/durability"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/replace"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/selfremoval"
 )
 
@@ -103,7 +105,11 @@ type MemberState struct {
 	Revision string
 	// SelfRemoval are the pod's preStop hooks that remove its member from etcd: they run when the pod stops.
 	SelfRemoval []selfremoval.Hook
-	Ready       bool
+	// DataLost says the pod keeps its etcd data dir or WAL dir where deleting the pod loses it (an emptyDir, no
+	// volume): DataWhy says where, for a person.
+	DataLost bool
+	DataWhy  string
+	Ready    bool
 	// ReadySince is when the pod last turned Ready (its condition's lastTransitionTime, by the node's clock).
 	ReadySince time.Time
 	// Image is what the pod's etcd container runs: the version a member is rolled from.
@@ -180,6 +186,16 @@ type ClusterState struct {
 	Durability []durability.Dir
 	// SelfRemoval are the template's preStop hooks that remove a member from etcd when its pod stops.
 	SelfRemoval []selfremoval.Hook
+	// TemplateInitialClusterState is the template's --initial-cluster-state (or ETCD_INITIAL_CLUSTER_STATE), as
+	// written ("" when it does not say): a replaced member must start with "existing".
+	TemplateInitialClusterState string
+	// Membership is etcd's member list as the leader (else any member that answered) gave it; MembershipKnown
+	// says one did (an empty list read from nobody is not "nobody is a member").
+	Membership      []member.Info
+	MembershipKnown bool
+	// Replacing are the replacements in flight (records a run wrote before removing a member whose data dies
+	// with its pod), by ordinal; read only when some member's data dies with its pod.
+	Replacing map[int]replace.Record
 	// MaxUnavailable is how many pods the StatefulSet controller may take down at once in a rolling update, as
 	// it resolves spec.updateStrategy.rollingUpdate.maxUnavailable (1 when unset; Kubernetes 1.35 and later
 	// honour it by default, the MaxUnavailableStatefulSet feature).
@@ -196,8 +212,11 @@ const (
 	StepLock           StepKind = "lock"            // set partition = replicas (and skipAwait) before anything
 	StepTransferLeader StepKind = "transfer-leader" // MoveLeader From -> To
 	StepLowerPartition StepKind = "lower-partition" // partition = Ordinal: the StatefulSet controller recreates that pod
-	StepWaitMember     StepKind = "wait-member"     // pod at updateRevision and Ready, then etcd health gates
-	StepCooldown       StepKind = "cooldown"
+	// StepReplace replaces a member whose data dies with its pod: remove it, let its pod go, add its peer URL
+	// back as a learner, promote it once caught up (internal/replace decides each next step).
+	StepReplace    StepKind = "replace"
+	StepWaitMember StepKind = "wait-member" // pod at updateRevision and Ready, then etcd health gates
+	StepCooldown   StepKind = "cooldown"
 	// StepRecreate deletes a member's pod while the partition is locked, so the controller recreates it at
 	// the current revision: the revert of a member that failed on the new revision, and the revival of a
 	// member that is already down on a revision it will not start from. It costs no quorum: the member is out.
@@ -229,6 +248,8 @@ type Plan struct {
 	Steps []Step
 	// Roll lists the ordinals that will be restarted, in order.
 	Roll []int
+	// Replace lists the ordinals of Roll that are replaced, not restarted: their data dies with their pod.
+	Replace []int
 	// Wait lists the ordinals already at updateRevision whose health gate must still pass (a resumed run
 	// whose previous attempt stopped while that member was coming back).
 	Wait []int

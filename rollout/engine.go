@@ -18,6 +18,7 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/replacerecord"
 )
 
 // Options carries how the engine reaches the cluster and reports progress.
@@ -63,6 +64,11 @@ type Engine struct {
 	proven provenRevisions
 	lease  *rolloutLease
 	status *statusPublisher
+	// records keeps the replacements in flight (members whose data dies with their pod), across runs.
+	records *replacerecord.Store
+	// leaderSeenDown, set by a run, hears of a leader that a gate's look found down by its own answer: a member
+	// the run saw pass that did so did not stay up, though the gate goes on.
+	leaderSeenDown func(pod string)
 
 	// watch caches the StatefulSet and its pods while a run holds the lease (memberwatch.go).
 	watch *memberWatch
@@ -126,6 +132,7 @@ func New(cfg Config, opts Options) (*Engine, error) {
 	}
 	e.lease = &rolloutLease{kube: e.kube, namespace: cfg.Namespace, name: LeaseName(cfg.StatefulSet), holder: cfg.Holder, duration: d}
 	e.status = newStatusPublisher(e.kube, cfg, e.lease)
+	e.records = replacerecord.New(e.kube, cfg.Namespace, cfg.StatefulSet, withAPIRetry)
 	// A takeover waits a whole lease duration before anything happens: say why, so nobody thinks it hangs.
 	e.lease.watching = func(holder string, upTo time.Duration) {
 		e.emit(Step{}, "lease %s is held by %s: watching it for up to %s; it is taken over if nobody renews it, and the run is refused if someone does",
@@ -264,6 +271,8 @@ func (e *Engine) Run(ctx context.Context) (res Result, err error) {
 	stopRenew := e.lease.keepRenewed(runCtx, cancel)
 
 	r := &run{e: e, res: &res, lease: lease, passed: map[int]*passedMember{}, unproven: map[int]*passedMember{}, rolledFrom: map[int]string{}, requestsBefore: requestsBefore}
+	e.leaderSeenDown = r.sawDown
+	defer func() { e.leaderSeenDown = nil }()
 	defer func() {
 		p := recover()
 		if p != nil {

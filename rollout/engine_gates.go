@@ -391,6 +391,12 @@ func (e *Engine) memberHealthy(ctx context.Context, st ClusterState, ordinal int
 			// The leader did not answer us: that says nothing of this member, which answered (the schedule
 			// checker's seed 2046 of ROLLOUT_SCHEDULE_FROM=2000: a leader whose client port refused us for a
 			// second got a healthy canary reverted). No verdict on the member: a look that did not reach it.
+			// A leader down by its own answer is a verdict on the leader, though: the run hears of it
+			// (the schedule checker's seed 3496 of 10,000 with members whose data dies with their pod: a leader
+			// that passed and crash-looped, seen down by a canary's gate, was reported rolled).
+			if e.leaderSeenDown != nil && !member.CouldNotLook(err) {
+				e.leaderSeenDown(leaderPod)
+			}
 			return look{seen: fmt.Sprintf("leader %s: %v", leaderPod, err), noLook: true, reason: problemOf(err)}
 		}
 		leaderIndex = ls.RaftIndex

@@ -46,6 +46,13 @@ func (e *Engine) Observe(ctx context.Context) (ClusterState, error) {
 	}
 	e.observeMemberList(ctx, &st)
 	e.observeClusterVersion(ctx, &st)
+	if anyDataLost(st) {
+		// Only where a member is replaced rather than restarted: a replacement a killed run left half done
+		// is found from its record.
+		if st.Replacing, err = e.records.Load(ctx); err != nil {
+			return st, err
+		}
+	}
 	return st, nil
 }
 
@@ -123,7 +130,9 @@ func stsState(sts *appsv1.StatefulSet) ClusterState {
 		for _, vct := range sts.Spec.VolumeClaimTemplates {
 			claims = append(claims, vct.Name)
 		}
-		st.Durability = durability.Of(durability.Template{Spec: &sts.Spec.Template.Spec, Container: c, Claims: claims, FlagValues: EtcdFlagValues(c)})
+		values := EtcdFlagValues(c)
+		st.Durability = durability.Of(durability.Template{Spec: &sts.Spec.Template.Spec, Container: c, Claims: claims, FlagValues: values})
+		st.TemplateInitialClusterState = values["initial-cluster-state"]
 	}
 	st.SelfRemoval = selfremoval.Find(&sts.Spec.Template.Spec)
 	if sts.Spec.Replicas != nil {
@@ -174,6 +183,11 @@ func (e *Engine) observeMember(ctx context.Context, ordinal int) MemberState {
 	m.Ready, m.ReadySince, m.Running = podReady(pod), readySince(pod), pod.Status.Phase == corev1.PodRunning
 	if c := EtcdContainer(pod.Spec.Containers); c != nil {
 		m.Image = c.Image
+		for _, d := range durability.Of(durability.Template{Spec: &pod.Spec, Container: c, FlagValues: EtcdFlagValues(c)}) {
+			if d.Kind.Lost() && !m.DataLost {
+				m.DataLost, m.DataWhy = true, d.Why
+			}
+		}
 	}
 	if pod.DeletionTimestamp != nil {
 		m.Ready = false
@@ -226,7 +240,7 @@ func (e *Engine) observeMemberList(ctx context.Context, st *ClusterState) {
 		if err != nil {
 			continue
 		}
-		st.VotingMembers, st.Learners = 0, 0
+		st.VotingMembers, st.Learners, st.Membership, st.MembershipKnown = 0, 0, list, true
 		for _, mem := range list {
 			if mem.IsLearner {
 				st.Learners++

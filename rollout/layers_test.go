@@ -29,6 +29,7 @@ func TestLayersKeepToTheirImports(t *testing.T) {
 		{pkg: "./internal/durability", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/client-go", module + "/rollout"}},
 		{pkg: "./internal/selfremoval", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/client-go", module + "/rollout"}},
 		{pkg: "./internal/replace", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/", module + "/rollout"}},
+		{pkg: "./internal/replacerecord", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", module + "/rollout/memberdial", module + "/rollout/internal/member"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.pkg, func(t *testing.T) {
@@ -65,7 +66,7 @@ func TestOnlyMemberAccessTalksToEtcd(t *testing.T) {
 // A type's methods live in its type's file, or in files named <type>_<topic>.go when there are many
 // (docs/architecture.md): a newcomer finds Engine's in engine*.go and a run's steps in run*.go.
 func TestMethodsLiveInTheirTypesFiles(t *testing.T) {
-	for _, dir := range []string{".", "internal/member", "internal/replace", "internal/durability", "memberdial", "../provider"} {
+	for _, dir := range []string{".", "internal/member", "internal/replace", "internal/replacerecord", "internal/durability", "memberdial", "../provider"} {
 		t.Run(dir, func(t *testing.T) {
 			files := map[string]map[string]bool{} // receiver type: the files holding its methods
 			for _, m := range methodsIn(t, dir) {

@@ -3,8 +3,12 @@ package rollout
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/durability"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/replace"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/selfremoval"
 )
 
@@ -12,22 +16,81 @@ import (
 // Nothing has been changed when it is returned; the message names what is wrong.
 var ErrBlocked = errors.New("rollout blocked")
 
-// ErrDataDiesWithPod is wrapped when a member to roll keeps its data where a pod delete loses it: restarted, it
-// would come back under its old identity with an empty log (issue 32). Waiting does not change that.
+// ErrDataDiesWithPod is wrapped when members whose data dies with their pod cannot be replaced safely as the
+// template stands (issue 32): a data dir and a WAL dir of different durability, a single member, or a start
+// that would found a new cluster. Waiting does not change it: the template must.
 var ErrDataDiesWithPod = errors.New("the members' data does not outlive their pods")
 
-// checkDurability refuses a roll of members whose data dir or WAL dir dies with the pod, before anything is
-// touched, naming the volume: until the engine replaces such members (remove, add as a learner, promote), a
-// roll would restart each under its old member ID with an empty log, which etcd may adopt and Raft's
-// durability does not survive. A directory whose durability the template does not say is not refused.
-func checkDurability(s ClusterState) error {
+// replaced says member i is replaced, not restarted: its pod, or the pod the template makes, keeps its data
+// where a pod delete loses it. Deleting such a pod while its member is listed would bring it back under its
+// old member ID with an empty log, which etcd adopts and Raft's durability does not survive; it is removed,
+// added back as a learner and promoted instead (internal/replace).
+func replaced(s ClusterState, i int) bool { return s.Members[i].DataLost || templateDataLost(s) }
+
+func templateDataLost(s ClusterState) bool {
 	for _, d := range s.Durability {
 		if d.Kind.Lost() {
-			return fmt.Errorf("%w: %s, so deleting a member's pod loses its data, and a roll would restart each member under its old identity with an empty log (etcd may adopt the old member ID and forget what it acknowledged); this rollout does not replace such members yet: move the %s onto a volumeClaimTemplate, then run again",
-				ErrDataDiesWithPod, d.Why, d.Role)
+			return true
 		}
 	}
+	return false
+}
+
+// anyDataLost says some member is replaced rather than restarted.
+func anyDataLost(s ClusterState) bool {
+	for i := range s.Members {
+		if replaced(s, i) {
+			return true
+		}
+	}
+	return templateDataLost(s)
+}
+
+// checkDurability refuses, before anything is touched, a roll of members whose data dies with their pod that
+// a replacement cannot do safely: a data dir and a WAL dir of different durability (a replacement would keep
+// one and lose the other), a single member (there is nobody to replace it from: a roll loses everything), and
+// a template that starts etcd with --initial-cluster-state=new (the replaced member must join the running
+// cluster as the learner added for it; "new" fails with "member has already been bootstrapped", or founds a
+// second cluster).
+func checkDurability(s ClusterState) error {
+	var lost, kept string
+	for _, d := range s.Durability {
+		switch {
+		case d.Kind.Lost() && lost == "":
+			lost = d.Why
+		case (d.Kind == durability.SurvivesPod || d.Kind == durability.SameNodeOnly) && kept == "":
+			kept = d.Why
+		}
+	}
+	switch {
+	case lost != "" && kept != "":
+		return fmt.Errorf("%w: %s, but %s: a member's replacement would lose one and keep the other; put the data dir and the WAL dir on the same kind of volume, then run again",
+			ErrDataDiesWithPod, lost, kept)
+	case !anyDataLost(s):
+		return nil
+	case s.Replicas == 1:
+		return fmt.Errorf("%w: the only member's data dies with its pod (%s): restarting it loses every key, and there is no other member to replace it from; move the data dir onto a volumeClaimTemplate (or scale to 3 members) first, then run again",
+			ErrDataDiesWithPod, dataWhy(s))
+	case s.TemplateInitialClusterState == "new":
+		return fmt.Errorf("%w: the template starts etcd with --initial-cluster-state=new, but a member whose data dies with its pod (%s) is replaced: it must join the running cluster as the learner added for it, and with \"new\" it fails (\"member has already been bootstrapped\") or founds a cluster of its own; start it with --initial-cluster-state=existing when its data dir is empty and the cluster exists (docs/usage.md, \"Members whose data dies with their pod\"), then run again",
+			ErrDataDiesWithPod, dataWhy(s))
+	}
 	return nil
+}
+
+// dataWhy says, for a person, where a replaced member keeps its data.
+func dataWhy(s ClusterState) string {
+	for _, d := range s.Durability {
+		if d.Kind.Lost() {
+			return d.Why
+		}
+	}
+	for _, m := range s.Members {
+		if m.DataLost {
+			return m.Pod + ": " + m.DataWhy
+		}
+	}
+	return "unknown"
 }
 
 // ErrPreStopRemovesMember is wrapped when pods the roll would stop, or the pods it would start, remove their own
@@ -107,6 +170,9 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 			return p, err
 		}
 	}
+	if resumed, ok, err := resumeReplacement(s, p); ok || err != nil {
+		return resumed, err
+	}
 	if err := checkPodsExist(s); err != nil {
 		return p, err
 	}
@@ -154,7 +220,12 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 				}
 				transfer(to)
 			}
-			p.Steps = append(p.Steps, Step{Kind: StepLowerPartition, Ordinal: i, AlreadyDown: !s.Members[i].Healthy})
+			if replaced(s, i) {
+				p.Steps = append(p.Steps, Step{Kind: StepReplace, Ordinal: i})
+				p.Replace = append(p.Replace, i)
+			} else {
+				p.Steps = append(p.Steps, Step{Kind: StepLowerPartition, Ordinal: i, AlreadyDown: !s.Members[i].Healthy})
+			}
 			p.Roll = append(p.Roll, i)
 		} else {
 			p.Wait = append(p.Wait, i)
@@ -166,6 +237,53 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 	p.VersionMove = versionMove(s, p.Roll)
 	p.Versions = versionPath(s, p.Roll)
 	return p, planDowngrade(s, &p)
+}
+
+// resumeReplacement finds a replacement a run left half done (its record says it removed the member) and plans
+// to finish it before anything else: with the member removed, or a learner in its place, the member set is
+// not one the other rules accept, and nothing else may be disrupted until the new member votes. A record whose
+// member votes again under its new ID (or whose old member was never removed) needs nothing special: the usual
+// rules plan it. What the record and etcd's member list cannot both be is refused (replace.ErrUnsafeRejoin,
+// replace.ErrUnexpectedMembership): no step fixes it.
+func resumeReplacement(s ClusterState, p Plan) (Plan, bool, error) {
+	for _, i := range slices.Sorted(maps.Keys(s.Replacing)) {
+		if i >= len(s.Members) {
+			continue
+		}
+		if !s.MembershipKnown {
+			// A list nobody gave is not a list without the member: that would read as "removed" (the schedule
+			// checker's seed 387 of 10,000 with members whose data dies with their pod).
+			return p, false, blocked("a replacement of %s is in flight, and no member answered for etcd's member list (%s)", s.Members[i].Pod, describeMembers(s))
+		}
+		next, err := replace.Next(replaceObserved(s, i, s.Replacing[i]))
+		if err != nil {
+			return p, false, fmt.Errorf("%s: %w", s.Members[i].Pod, err)
+		}
+		switch next.Action {
+		case replace.Verify, replace.MoveLeader, replace.Remove:
+			continue
+		}
+		p.Steps = append(p.Steps, Step{Kind: StepReplace, Ordinal: i}, Step{Kind: StepWaitMember, Ordinal: i}, Step{Kind: StepRelock, Ordinal: s.Replicas})
+		p.Roll, p.Replace = []int{i}, []int{i}
+		return p, true, nil
+	}
+	return p, false, nil
+}
+
+// replaceObserved is what replace.Next reads of member i in s, with its record (nil for none yet).
+func replaceObserved(s ClusterState, i int, rec replace.Record) replace.Observed {
+	m := s.Members[i]
+	o := replace.Observed{PeerURL: rec.PeerURL, Record: &rec,
+		Pod: replace.Pod{Exists: m.PodExists, UID: m.PodUID, AtUpdateRevision: m.Revision == s.UpdateRevision}}
+	for _, mem := range s.Membership {
+		o.Members = append(o.Members, replace.Member{ID: mem.ID, Name: mem.Name, PeerURLs: mem.PeerURLs, Learner: mem.IsLearner})
+	}
+	for _, other := range s.Members {
+		if other.Reachable && other.IsLeader {
+			o.Leader = other.MemberID
+		}
+	}
+	return o
 }
 
 // checkShape refuses an observation a plan cannot be made from, and names each ordinal's pod.
@@ -238,8 +356,8 @@ func reviveFirst(s ClusterState, work []int, needsRoll map[int]bool) int {
 	for _, k := range work[1:] {
 		m := s.Members[k]
 		stale := m.Revision != s.CurrentRevision && m.Revision != s.UpdateRevision
-		if !needsRoll[k] || !stale || m.Healthy {
-			continue
+		if !needsRoll[k] || !stale || m.Healthy || replaced(s, k) {
+			continue // a member whose data dies with its pod is never brought back by a delete: it is replaced
 		}
 		if quorumKept && !m.Unseen || !quorumKept && checkQuorum(withHealthy(s, k), work[0]) == nil {
 			return k

@@ -469,40 +469,54 @@ func TestAMemberOnlyWaitedForGoesBeforeAnyRestart(t *testing.T) {
 	}
 }
 
-// A roll of members whose data dies with their pod is refused before anything is touched: restarted, each would
-// come back under its old identity with an empty log (issue 32). Nothing to roll, nothing refused; a directory
-// whose durability the template does not say is not refused either.
-func TestARollOfMembersWhoseDataDiesWithThePodIsRefused(t *testing.T) {
+// Members whose data dies with their pod are replaced, not restarted, and what a replacement cannot do safely
+// is refused before anything is touched: a data dir and a WAL dir of different durability, a single member,
+// a template that would found a new cluster.
+func TestMembersWhoseDataDiesWithThePodArePlannedAsReplacements(t *testing.T) {
 	dir := func(kind durability.Kind, why string) durability.Dir {
 		return durability.Dir{Role: "data dir", Path: "/var/lib/etcd", Volume: "data", Kind: kind, Why: why}
 	}
+	emptyDir := dir(durability.DiesWithPod, `the data dir /var/lib/etcd is on emptyDir volume "data" mounted at /var/lib/etcd`)
 	tests := []struct {
-		name    string
-		dirs    []durability.Dir
-		updated []int
-		refused bool
+		name         string
+		dirs         []durability.Dir
+		members      int
+		clusterState string
+		updated      []int
+		wantKinds    []StepKind // the restart steps, in order
+		refused      string
 	}{
-		{"on a claim", []durability.Dir{dir(durability.SurvivesPod, "")}, nil, false},
-		{"unknown", []durability.Dir{dir(durability.Unknown, "")}, nil, false},
-		{"on an emptyDir", []durability.Dir{dir(durability.DiesWithPod, `the data dir /var/lib/etcd is on emptyDir volume "data" mounted at /var/lib/etcd`)}, nil, true},
-		{"the WAL dir on no volume", []durability.Dir{dir(durability.SurvivesPod, ""), {Role: "WAL dir", Kind: durability.DiesWithContainer}}, nil, true},
-		{"on an emptyDir, nothing to roll", []durability.Dir{dir(durability.DiesWithPod, "")}, []int{0, 1, 2}, false},
+		{"on a claim: restarts", []durability.Dir{dir(durability.SurvivesPod, "")}, 3, "", nil, []StepKind{StepLowerPartition, StepLowerPartition, StepLowerPartition}, ""},
+		{"unknown: restarts", []durability.Dir{dir(durability.Unknown, "")}, 3, "", nil, []StepKind{StepLowerPartition, StepLowerPartition, StepLowerPartition}, ""},
+		{"on an emptyDir: replaced", []durability.Dir{emptyDir}, 3, "existing", nil, []StepKind{StepReplace, StepReplace, StepReplace}, ""},
+		{"the data dir on a claim, the WAL dir on no volume", []durability.Dir{dir(durability.SurvivesPod, "the data dir is on a claim"), {Role: "WAL dir", Kind: durability.DiesWithContainer, Why: "the WAL dir is on no volume"}}, 3, "", nil, nil,
+			"the WAL dir is on no volume, but the data dir is on a claim: a member's replacement would lose one and keep the other"},
+		{"one member", []durability.Dir{emptyDir}, 1, "", nil, nil, "the only member's data dies with its pod"},
+		{"a template that founds a new cluster", []durability.Dir{emptyDir}, 3, "new", nil, nil, "the template starts etcd with --initial-cluster-state=new"},
+		{"on an emptyDir, nothing to roll", []durability.Dir{emptyDir}, 3, "new", []int{0, 1, 2}, nil, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := healthyState(3, 0, tt.updated...)
-			if len(tt.updated) == 3 {
+			s := healthyState(tt.members, 0, tt.updated...)
+			if len(tt.updated) == tt.members {
 				s.CurrentRevision = s.UpdateRevision
 			}
-			s.Durability = tt.dirs
-			_, err := PlanRollout(s, LeaderLazy)
-			if !tt.refused {
-				assert.NotErrorIs(t, err, ErrDataDiesWithPod)
+			s.Durability, s.TemplateInitialClusterState = tt.dirs, tt.clusterState
+			p, err := PlanRollout(s, LeaderLazy)
+			if tt.refused != "" {
+				require.ErrorIs(t, err, ErrDataDiesWithPod)
+				assert.NotErrorIs(t, err, ErrBlocked, "not a state to wait out")
+				assert.Contains(t, err.Error(), tt.refused)
 				return
 			}
-			require.ErrorIs(t, err, ErrDataDiesWithPod)
-			assert.NotErrorIs(t, err, ErrBlocked, "not a state to wait out")
-			assert.Contains(t, err.Error(), "onto a volumeClaimTemplate, then run again")
+			require.NoError(t, err)
+			var kinds []StepKind
+			for _, st := range p.Steps {
+				if st.Kind == StepLowerPartition || st.Kind == StepReplace {
+					kinds = append(kinds, st.Kind)
+				}
+			}
+			assert.Equal(t, tt.wantKinds, kinds)
 		})
 	}
 }

@@ -32,6 +32,9 @@ func (p Plan) String() string {
 	if len(p.Roll) > 0 {
 		parts = append(parts, fmt.Sprintf("roll %s to revision %s", p.names(p.Roll), p.UpdateRevision))
 	}
+	if len(p.Replace) > 0 {
+		parts = append(parts, p.replaceLine())
+	}
 	if len(p.Wait) > 0 {
 		parts = append(parts, fmt.Sprintf("wait for %s (already at %s) to be healthy", p.names(p.Wait), p.UpdateRevision))
 	}
@@ -97,6 +100,8 @@ func (p Plan) describe(st Step) string {
 			line += fmt.Sprintf(" — point of no return: the cluster version moves to %d.%d after it", v.To.Major, v.To.Minor)
 		}
 		return line
+	case StepReplace:
+		return fmt.Sprintf("replace %s (its data dies with its pod): remove its member, let its pod go, add it back as a learner, promote it once caught up", p.name(st.Ordinal))
 	case StepEnableDowngrade:
 		return fmt.Sprintf("etcd downgrade validate and enable %s, then wait until the cluster version and every member's storage version are %s (before %s restarts on %s)", st.Version, st.Version, p.name(st.Ordinal), st.Version)
 	case StepRecreate:
@@ -112,6 +117,19 @@ func (p Plan) describe(st Step) string {
 		return fmt.Sprintf("re-lock: set partition back to %d", st.Ordinal)
 	}
 	return string(st.Kind)
+}
+
+// replaceLine says which members are replaced rather than restarted, and what the window costs: while one is
+// removed the cluster has one voter fewer, and tolerates that many fewer failures.
+func (p Plan) replaceLine() string {
+	voters := len(p.Pods) - 1
+	spare := voters - Quorum(voters)
+	cost := fmt.Sprintf("while one is out the other %d voters tolerate %s", voters, plural(spare, "more failure", "more failures"))
+	if spare == 0 {
+		cost = fmt.Sprintf("while one is out the other %d voters tolerate no failure", voters)
+	}
+	return fmt.Sprintf("replace %s instead of restarting (their data dies with the pod: each is removed, added back as a learner and promoted); %s",
+		p.names(p.Replace), cost)
 }
 
 func (p Plan) hasLock() bool {

@@ -390,6 +390,16 @@ func (r *run) observe(ctx context.Context) (ClusterState, error) {
 	return r.withProven(st), nil
 }
 
+// sawDown hears of a member a gate's look found down by its own answer: one this run saw pass did not stay up,
+// and is not reported rolled unless a later look shows it back in the same process (measureTermAtExit).
+func (r *run) sawDown(pod string) {
+	if ordinal, ok := ordinalOf(r.e.cfg.StatefulSet, pod); ok {
+		if _, passed := r.passed[ordinal]; passed && r.downAfterPass != nil {
+			r.downAfterPass[pod] = true
+		}
+	}
+}
+
 // refusedAfterPassing is the failure of a member that passed its gates in this run and that st saw refuse a
 // look by its own answer (not one that never reached it): it did not stay up, whatever the plan would do next
 // (a blocked plan holds and would not look at it again). One whose pod someone else replaced since the look
@@ -481,35 +491,13 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 		}
 		e.announce(Event{Kind: EventLeaderMoved, Step: step, From: from, To: to}, "leader moved %s → %s", from, to)
 		e.record(ctx, r.uid, corev1.EventTypeNormal, ReasonLeaderTransferred, fmt.Sprintf("Moved the etcd leader from %s to %s before restarting a member", from, to))
-	case StepLowerPartition:
-		isLeader, err := e.leaderIs(ctx, st, step.Ordinal)
-		if err != nil {
-			return fmt.Errorf("rolling %s: %w", st.Members[step.Ordinal].Pod, err)
-		}
-		if isLeader {
-			if r.retries++; r.retries > maxStepRetries {
-				return fmt.Errorf("rolling %s: it became leader again %d times; stopping", st.Members[step.Ordinal].Pod, r.retries)
-			}
-			e.emit(step, "%s leads again; planning a transfer first", st.Members[step.Ordinal].Pod)
-			return nil
-		}
-		// The quorum the plan counted on must still answer at the moment of the lowering, from the etcd process
-		// that passed: a member that passed and stops answering or restarted did not stay up (its failure);
-		// one no look reaches is held for.
-		holding, err := r.lookAtPassed(ctx, true)
-		if err != nil {
+	case StepReplace:
+		if err := r.replaceMember(ctx, st, step); err != nil {
 			return err
 		}
-		if holding {
-			e.emit(step, "a member that passed cannot be seen right before %s restarts; looking again", st.Members[step.Ordinal].Pod)
-			return nil
-		}
-		if err := r.quorumOnAFreshLook(ctx, step.Ordinal); err != nil {
-			if !errors.Is(err, ErrBlocked) {
-				return err
-			}
-			e.emit(step, "%v, on a look right before lowering the partition; looking again", err)
-			return sleep(ctx, e.pollEvery) // a member flapping between the two looks must not make this a busy loop
+	case StepLowerPartition:
+		if clear, err := r.clearToDisrupt(ctx, st, step); err != nil || !clear {
+			return err
 		}
 		if err := r.rollMember(ctx, st, step); err != nil {
 			if errors.Is(err, ErrReplacedMidGate) {
@@ -580,6 +568,12 @@ func (r *run) finish(ctx context.Context) error {
 			return derr
 		}
 	}
+	if err == nil && len(after.Replacing) > 0 {
+		// Every member votes on the update revision: no replacement is in flight any more.
+		if cerr := e.records.Clear(ctx); cerr != nil {
+			e.emit(Step{Kind: StepRelock}, "the replacement records stay (the next run clears them): %v", cerr)
+		}
+	}
 	r.res.APIRequests = int(e.requests.count() - r.requestsBefore)
 	r.res.countElections()
 	e.announce(Event{Kind: EventDone, Step: Step{Kind: StepRelock}, Summary: r.res.Summary()}, "done: %s", r.res.Summary())
@@ -632,16 +626,58 @@ func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) error 
 	e.announce(Event{Kind: EventMemberRecreated, Step: Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, Pod: pod},
 		"%s recreated at %s, partition locked again; waiting for it to be Ready, etcd healthy and caught up", pod, st.UpdateRevision)
 	oneLook := e.proven.has(st.UpdateRevision)
-	pass, err := e.waitMember(ctx, st, step.Ordinal, expectedSpec{Partition: st.Replicas, Generation: r.gen}, start)
+	return r.gateRestarted(ctx, st, step.Ordinal, expectedSpec{Partition: st.Replicas, Generation: r.gen}, oneLook, start)
+}
+
+// gateRestarted waits for the gates of a member this run restarted (or replaced) since start, and reports it
+// rolled once it passes.
+func (r *run) gateRestarted(ctx context.Context, st ClusterState, ordinal int, want expectedSpec, oneLook bool, start time.Time) error {
+	e, pod := r.e, st.Members[ordinal].Pod
+	pass, err := e.waitMember(ctx, st, ordinal, want, start)
 	if err != nil {
 		return fmt.Errorf("rolling %s: %w", pod, err)
 	}
 	down := time.Since(start)
-	r.passed[step.Ordinal] = r.newPassed(ctx, pod, pass, oneLook)
+	r.passed[ordinal] = r.newPassed(ctx, pod, pass, oneLook)
 	r.res.reportRolled(MemberTiming{Pod: pod, Down: down, Finished: time.Now(), Process: pass.incarnation.Name()})
-	e.announce(Event{Kind: EventMemberRolled, Step: Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, Pod: pod, Elapsed: down}, "%s rolled in %s", pod, down.Round(10*time.Millisecond))
+	e.announce(Event{Kind: EventMemberRolled, Step: Step{Kind: StepWaitMember, Ordinal: ordinal}, Pod: pod, Elapsed: down}, "%s rolled in %s", pod, down.Round(10*time.Millisecond))
 	e.record(ctx, r.uid, corev1.EventTypeNormal, ReasonMemberRolled, fmt.Sprintf("Rolled %s to revision %s; etcd healthy after %s", pod, st.UpdateRevision, down.Round(10*time.Millisecond)))
 	return nil
+}
+
+// clearToDisrupt is what every disruption of a member (a restart, a replacement's remove) checks right before
+// it: the member does not lead again, the quorum the plan counted on still answers from the etcd process that
+// passed (a member that passed and stops answering or restarted did not stay up: its failure; one no look
+// reaches is held for), and the others keep a quorum on a fresh look. Not clear means look again.
+func (r *run) clearToDisrupt(ctx context.Context, st ClusterState, step Step) (bool, error) {
+	e, pod := r.e, st.Members[step.Ordinal].Pod
+	isLeader, err := e.leaderIs(ctx, st, step.Ordinal)
+	if err != nil {
+		return false, fmt.Errorf("rolling %s: %w", pod, err)
+	}
+	if isLeader {
+		if r.retries++; r.retries > maxStepRetries {
+			return false, fmt.Errorf("rolling %s: it became leader again %d times; stopping", pod, r.retries)
+		}
+		e.emit(step, "%s leads again; planning a transfer first", pod)
+		return false, nil
+	}
+	holding, err := r.lookAtPassed(ctx, true)
+	if err != nil {
+		return false, err
+	}
+	if holding {
+		e.emit(step, "a member that passed cannot be seen right before %s restarts; looking again", pod)
+		return false, nil
+	}
+	if err := r.quorumOnAFreshLook(ctx, step.Ordinal); err != nil {
+		if !errors.Is(err, ErrBlocked) {
+			return false, err
+		}
+		e.emit(step, "%v, on a look right before disrupting it; looking again", err)
+		return false, sleep(ctx, e.pollEvery) // a member flapping between the two looks must not make this a busy loop
+	}
+	return true, nil
 }
 
 // lock sets partition = replicas. It is always safe for the cluster, but not for another run: a run that lost

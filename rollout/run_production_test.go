@@ -24,6 +24,8 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/replacerecord"
 )
 
 // A new cluster whose members start late has no leader (and pods the controller has not created yet) on
@@ -330,27 +332,52 @@ func TestAPodGateThatRunsOutInAnAPIOutageIsNoVerdict(t *testing.T) {
 	assert.Empty(t, c.deletedPods())
 }
 
-// A StatefulSet whose etcd keeps its data on an emptyDir is refused before the run writes anything, naming the
-// volume (issue 32: today's restart would bring each member back under its old identity with an empty log).
-func TestARunRefusesMembersWhoseDataDiesWithThePodBeforeTouchingAnything(t *testing.T) {
-	c := newFakeCluster(t, 3, 0)
+// emptyDirTemplate gives the fake StatefulSet a template whose etcd keeps its data on an emptyDir, and makes
+// the fake etcd's members lose their data with their pod, as etcd would with such a template.
+func emptyDirTemplate(t *testing.T, c *fakeCluster, args ...string) {
 	obj, err := c.kube.Tracker().Get(stsGVR, "db", "etcd")
 	require.NoError(t, err)
 	sts := obj.(*appsv1.StatefulSet).DeepCopy()
 	sts.Spec.Template.Spec = corev1.PodSpec{
 		Containers: []corev1.Container{{Name: "etcd", Image: "registry.k8s.io/etcd:3.6.8-0",
-			Args:         []string{"--data-dir=/var/lib/etcd/data"},
+			Args:         append([]string{"--data-dir=/var/lib/etcd/data"}, args...),
 			VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/etcd"}}}},
 		Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}}},
 	}
 	require.NoError(t, c.kube.Tracker().Update(stsGVR, sts, "db"))
+	c.etcd.membership.ephemeral = true
+}
 
-	_, err = c.engine(t, nil).Run(context.Background())
-	require.ErrorIs(t, err, ErrDataDiesWithPod)
-	assert.Contains(t, err.Error(), `the data dir /var/lib/etcd/data is on emptyDir volume "data" in memory (tmpfs) mounted at /var/lib/etcd`)
-	assert.Zero(t, c.stsPatches(), "nothing written")
-	assert.Empty(t, c.restarted)
-	assert.Empty(t, c.deletedPods())
+// Members whose data dies with their pod are replaced: each is removed, its pod goes, it comes back as a
+// learner under a new member ID and is promoted; none restarts under the ID whose data it lost, no election,
+// and the records are cleared at the end.
+func TestMembersWhoseDataDiesWithThePodAreReplaced(t *testing.T) {
+	c := newFakeCluster(t, 3, 0)
+	emptyDirTemplate(t, c)
+	before := map[string]uint64{}
+	for p, id := range c.etcd.ids {
+		before[p] = id
+	}
+	e := c.engine(t, nil)
+	_, plan, err := e.Plan(context.Background())
+	require.NoError(t, err)
+	assert.Contains(t, plan.String(), "replace etcd-2, etcd-1, etcd-0 instead of restarting (their data dies with the pod")
+	assert.Contains(t, plan.String(), "while one is out the other 2 voters tolerate no failure")
+
+	res, err := e.Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"etcd-2", "etcd-1", "etcd-0"}, res.MembersRolled)
+	assert.Empty(t, c.etcd.adoptedPods(), "no member came back under the ID whose data it lost")
+	for p, id := range before {
+		assert.NotEqual(t, id, c.etcd.ids[p], "%s has a new member ID", p)
+		assert.False(t, c.etcd.learner[p], "%s votes", p)
+	}
+	assert.Zero(t, c.etcd.elections)
+	assert.Equal(t, 3, c.partition())
+	assert.Equal(t, []string{newRev, newRev, newRev}, c.revisions())
+	records, err := e.records.Load(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, records, "no replacement in flight once the roll is done")
 }
 
 // A run over pods whose preStop hook removes their own member refuses before anything is touched, in preview
@@ -382,6 +409,57 @@ func TestARunOverPodsThatRemoveTheirOwnMemberNeedsConsent(t *testing.T) {
 			assert.Zero(t, c.stsPatches(), "nothing written")
 			assert.Empty(t, c.restarted)
 			assert.Empty(t, c.deletedPods())
+		})
+	}
+}
+
+// A run stopped in each crash window of a replacement (after the remove, after the pod went, after the add,
+// after the promote) leaves etcd's member list, the pod and the record behind, and the next run finishes
+// from there: every member under a new ID, none back under the ID whose data it lost, no election.
+func TestAStoppedReplacementIsFinishedByTheNextRun(t *testing.T) {
+	for _, window := range []string{"removed member", "recreated at", "back as learner", "promoted learner"} {
+		t.Run(window, func(t *testing.T) {
+			c := newFakeCluster(t, 3, 0)
+			emptyDirTemplate(t, c)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			stopped := false
+			_, err := c.engine(t, func(cfg *Config, o *Options) {
+				cfg.Holder = "first"
+				o.OnEvent = func(ev Event) {
+					if !stopped && strings.Contains(ev.Message, window) {
+						stopped = true
+						cancel()
+					}
+				}
+			}).Run(ctx)
+			require.True(t, stopped)
+			require.ErrorIs(t, err, context.Canceled)
+			records, err := replacerecord.New(c.kube, "db", "etcd", nil).Load(context.Background())
+			require.NoError(t, err)
+			require.Contains(t, records, 2, "the record of etcd-2's replacement is left for the next run")
+
+			var plan string
+			res, err := c.engine(t, func(cfg *Config, o *Options) {
+				cfg.Holder = "second"
+				o.OnEvent = func(ev Event) {
+					if ev.Kind == EventPlanned && plan == "" {
+						plan = ev.Message
+					}
+				}
+			}).Run(context.Background())
+			require.NoError(t, err)
+			if window != "promoted learner" {
+				assert.Contains(t, plan, "replace etcd-2 instead of restarting", "the next run resumes etcd-2's replacement first")
+			}
+			assert.Contains(t, res.MembersRolled, "etcd-0")
+			assert.Empty(t, c.etcd.adoptedPods())
+			for p := range c.etcd.ids {
+				assert.Less(t, uint64(0xd00), c.etcd.ids[p], "%s has a new member ID", p)
+				assert.False(t, c.etcd.learner[p], "%s votes", p)
+			}
+			assert.Zero(t, c.etcd.elections)
+			assert.Equal(t, 3, c.partition())
 		})
 	}
 }

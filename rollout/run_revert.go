@@ -53,6 +53,11 @@ func (r *run) onMemberFailure(ctx context.Context, err error) error {
 	if e.cfg.OnFailure == FailureStop {
 		return err
 	}
+	if ordinal < len(r.last.Members) && replaced(r.last, ordinal) {
+		// Deleting its pod would not bring back its old revision with its data: its data dies with the pod.
+		failure.RevertError = "its data dies with its pod: a revert would be another replacement"
+		return fmt.Errorf("%w; %s is not reverted: its data dies with its pod, so deleting it would be another replacement, not a restart onto the old revision; the partition is locked: fix the template and run again (the member is replaced onto it)", err, gate.Pod)
+	}
 	to, rerr := r.revert(ctx, ordinal)
 	if rerr != nil {
 		failure.RevertError = rerr.Error()

@@ -60,6 +60,10 @@ const moveStream = 0x7a2
 // longOutageStream seeds the stream that stretches one outage in eight to several leases (stretchOutages).
 const longOutageStream = 0x10f6
 
+// ephemeralStream seeds the draw of clusters whose members' data dies with their pod, and of the events moved
+// into their replacements' crash windows (drawEphemeral).
+const ephemeralStream = 0xe4e
+
 // injectionPoint names a request boundary of one engine: a Kubernetes verb and resource, or an etcd call.
 type injectionPoint string
 
@@ -220,6 +224,9 @@ type schedule struct {
 	// is lost on the way back; LeadershipLost makes the first successful one followed at once by an election
 	// that takes the leadership from the new leader (moveStream).
 	MoveAnswerLost, LeadershipLost bool
+	// Ephemeral makes every member keep its data on an emptyDir: every roll is a replacement (remove, learner,
+	// promote), and a pod recreated while its member is listed comes back under its old ID with an empty log.
+	Ephemeral bool
 	// Runs is how many runs may go: each one that does not succeed is resumed by a fresh engine.
 	Runs   int
 	Events []schedEvent
@@ -231,8 +238,8 @@ func (s schedule) String() string {
 	if s.SlowLoop {
 		loop = "slow (up for longer than the stability window)"
 	}
-	fmt.Fprintf(&b, "seed %d: %d members, leader etcd-%d, updated already %v, update revision crash-loops from the start: %v, crash loops %s, cool-down %s, process starts jitter by a second: %v, first leader move's answer lost: %v, first moved leadership lost at once: %v, up to %d runs\n",
-		s.Seed, s.Members, s.Leader, podNames(s.Updated), s.BadRevision, loop, s.Cooldown, s.StartJitter, s.MoveAnswerLost, s.LeadershipLost, s.Runs)
+	fmt.Fprintf(&b, "seed %d: %d members, leader etcd-%d, updated already %v, update revision crash-loops from the start: %v, crash loops %s, cool-down %s, process starts jitter by a second: %v, first leader move's answer lost: %v, first moved leadership lost at once: %v, data dies with the pod: %v, up to %d runs\n",
+		s.Seed, s.Members, s.Leader, podNames(s.Updated), s.BadRevision, loop, s.Cooldown, s.StartJitter, s.MoveAnswerLost, s.LeadershipLost, s.Ephemeral, s.Runs)
 	for _, ev := range s.Events {
 		fmt.Fprintf(&b, "  event: %s\n", ev)
 	}
@@ -293,7 +300,26 @@ func generateSchedule(seed uint64, enabled []eventKind) schedule {
 	}
 	s.Runs = min(s.Runs, 3)
 	stretchOutages(seed, s.Events)
+	drawEphemeral(seed, &s)
 	return s
+}
+
+// drawEphemeral makes one schedule in four a cluster whose members' data dies with their pod (issue 32), and
+// moves half of its events to a replacement's own request boundaries (remove, add, promote), so that kills,
+// crashes, cancels and outages land in its crash windows. It draws from a stream of its own, so every other
+// draw of a seed stays as it was.
+func drawEphemeral(seed uint64, s *schedule) {
+	rng := rand.New(rand.NewPCG(seed, ephemeralStream))
+	if rng.IntN(4) > 0 {
+		return
+	}
+	s.Ephemeral = true
+	points := []injectionPoint{atMemberRemove, atMemberAdd, atMemberPromote}
+	for i := range s.Events {
+		if at := points[rng.IntN(len(points))]; rng.IntN(2) == 0 && s.Events[i].At != atPassed && s.Events[i].Nth == 0 {
+			s.Events[i].At = at
+		}
+	}
 }
 
 // stretchOutages makes one outage in eight last 3 to 12 leases instead of up to two: longer than both gates'

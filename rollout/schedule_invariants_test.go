@@ -58,10 +58,14 @@ func (w *world) judgeRequest(se *schedEngine, a k8stesting.Action, pre worldSnap
 			}
 		}
 	}
-	if post.adopted > pre.adopted {
-		// (g): a member whose data died with its pod is replaced, never restarted under its old identity.
-		adopted := w.f.adoptedPods()
-		w.violate("g", se, "%s %s: %s came back with an empty data dir under the member ID that voted before", a.GetVerb(), a.GetResource().Resource, adopted[len(adopted)-1])
+	// (g): a member whose data died with its pod is replaced, never restarted under its old identity. A pod
+	// someone else replaced after se's last look at it is not judged, as for (a): se could not know.
+	for _, pod := range w.f.adoptedPods()[pre.adopted:] {
+		if w.replacedUnknownTo(se, pod) {
+			w.logf(se.name, "%s %s restarts %s under its old ID, whose pod someone else replaced after the run's last look at it: not judged", a.GetVerb(), a.GetResource().Resource, pod)
+			continue
+		}
+		w.violate("g", se, "%s %s: %s came back with an empty data dir under the member ID that voted before", a.GetVerb(), a.GetResource().Resource, pod)
 	}
 	w.noteDisrupted(pre)
 }

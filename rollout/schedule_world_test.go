@@ -170,6 +170,9 @@ func newWorld(t *testing.T, s schedule) *world {
 	if s.LeadershipLost {
 		w.f.leadershipLostAfterMove = 1
 	}
+	if s.Ephemeral {
+		w.keepDataOnEmptyDir()
+	}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	t.Cleanup(w.cancel)
 	if s.BadRevision {
@@ -178,6 +181,25 @@ func newWorld(t *testing.T, s schedule) *world {
 		w.syncLoops() // members already updated crash-loop from the start, as fresh processes
 	}
 	return w
+}
+
+// keepDataOnEmptyDir gives the StatefulSet's template an emptyDir data dir and makes the fake etcd's members
+// lose their data with their pod, as etcd does with such a template.
+func (w *world) keepDataOnEmptyDir() {
+	obj, err := w.c.kube.Tracker().Get(stsGVR, "db", "etcd")
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	sts := obj.(*appsv1.StatefulSet).DeepCopy()
+	sts.Spec.Template.Spec = corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "etcd", Image: "registry.k8s.io/etcd:3.6.8-0", Args: []string{"--data-dir=/var/lib/etcd/data"},
+			VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/etcd"}}}},
+		Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+	}
+	if err := w.c.kube.Tracker().Update(stsGVR, sts, "db"); err != nil {
+		w.t.Fatal(err)
+	}
+	w.f.membership.ephemeral = true
 }
 
 // logf adds a line to the account; w.mu is held.

@@ -41,15 +41,17 @@ type Pod struct {
 }
 
 // Record is what a run writes (to the rollout's status ConfigMap) before it removes the old member, and
-// completes after it adds the learner: the only memory that crosses a killed run. It is kept until the whole
-// roll is done: a member at the update revision with no Record was recreated by someone else, with an empty
-// data dir. Zero values are unknown.
+// completes after it adds the learner: the only memory that crosses a killed run, deleted once the new member
+// passed its gates. Zero values are unknown.
 type Record struct {
+	// PeerURL is the member's peer URL, read from etcd's member list before the remove: after it, nothing
+	// else lists it.
+	PeerURL string `json:"peerURL"`
 	// OldID is the member ID the replaced member had; OldPodUID the pod that held its data.
-	OldID     uint64
-	OldPodUID string
+	OldID     uint64 `json:"oldID"`
+	OldPodUID string `json:"oldPodUID"`
 	// LearnerID is the ID etcd gave the learner added for the peer URL (0 until the add's answer was recorded).
-	LearnerID uint64
+	LearnerID uint64 `json:"learnerID,omitempty"`
 }
 
 // Observed is one look at the member being replaced.

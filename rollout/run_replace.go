@@ -1,0 +1,349 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/replace"
+)
+
+// learnerCatchUp is how far (in applied raft entries) a learner may be behind the leader when it is promoted.
+// etcd's own promote check is a 90 % ratio of raft indexes, which passes far behind on a big log
+// (../shared/notes/shapes.md §1.2): the engine asks for this first, and retries etcd's ErrLearnerNotReady.
+const learnerCatchUp = 100
+
+// errRePlan ends a replacement's pass without failing it: the plan must be made again (the member leads, or
+// the others do not keep a quorum on the look before its removal).
+var errRePlan = errors.New("the replacement needs a new plan first")
+
+// replacement is one member's replacement in a run: each pass looks afresh, asks replace.Next, does that one
+// thing.
+type replacement struct {
+	r       *run
+	step    Step
+	pod     string
+	start   time.Time
+	removed bool // this run removed the old member: from then on, the member is out by our hand
+	// lastErr is the last membership call that failed without an answer that says where the change stands:
+	// the next pass looks again, and a replacement that runs out of time says it.
+	lastErr error
+}
+
+// replaceMember replaces a member whose data dies with its pod (issue 32): remove it, let its pod go, add its
+// peer URL back as a learner, promote it once caught up, each decided by replace.Next on a fresh look at etcd's
+// member list, the pod and the record, so that a run killed anywhere is resumed by the next (resumeReplacement).
+// Once the new member votes, it goes through the usual gates, with the whole stability window.
+func (r *run) replaceMember(ctx context.Context, st ClusterState, step Step) error {
+	e := r.e
+	rp := &replacement{r: r, step: step, pod: st.Members[step.Ordinal].Pod, start: time.Now()}
+	e.announce(Event{Kind: EventMemberRestarting, Step: step, Pod: rp.pod},
+		"replacing %s: its data dies with its pod, so it is removed, added back as a learner and promoted, never restarted under its old member ID", rp.pod)
+	if err := rp.forgetFinished(ctx, st); err != nil {
+		return err
+	}
+	deadline := rp.start.Add(e.cfg.ReadyTimeout + e.cfg.HealthTimeout)
+	why, err := waitFor(ctx, deadline, every(e.pollEvery), rp.pass)
+	switch {
+	case errors.Is(err, errRePlan):
+		return nil
+	case errors.Is(err, errWaitedOut):
+		if rp.lastErr != nil {
+			why += fmt.Sprintf(" (last etcd call: %v)", rp.lastErr)
+		}
+		return fmt.Errorf("replacing %s: not done within %s (the ready and health timeouts): %s; the partition is locked and nothing else restarts: look at the pod's events and logs, then run again, which resumes the replacement where it stands",
+			rp.pod, e.cfg.ReadyTimeout+e.cfg.HealthTimeout, why)
+	case err != nil:
+		return fmt.Errorf("replacing %s: %w", rp.pod, err)
+	}
+	now, err := r.observe(ctx)
+	if err != nil {
+		return err
+	}
+	if m := now.Members[step.Ordinal]; m.Revision != now.UpdateRevision {
+		// Its pod went with the partition locked (the members above it are not at the update revision: a
+		// template written since the replacement began): it is back on the revision it had, under its new ID,
+		// and rolls in its turn.
+		e.emit(step, "%s votes under its new member ID, back on revision %s; waiting for its gates, then it rolls in its turn", rp.pod, m.Revision)
+		want := expectedSpec{Partition: now.Replicas, Generation: r.gen, PodRevision: m.Revision, FullWindow: true}
+		if _, err := e.waitMember(ctx, now, step.Ordinal, want, rp.start); err != nil {
+			return fmt.Errorf("replacing %s: %w", rp.pod, err)
+		}
+		rp.forget(ctx)
+		return nil
+	}
+	e.emit(step, "%s votes under its new member ID; waiting for its gates", rp.pod)
+	if err := r.gateRestarted(ctx, now, step.Ordinal, expectedSpec{Partition: now.Replicas, Generation: r.gen, FullWindow: true}, false, rp.start); err != nil {
+		return err
+	}
+	rp.forget(ctx)
+	return nil
+}
+
+// forget deletes the record of the replacement just finished. Best effort: a record left behind says its
+// replacement is done (its learner votes), which the next replacement of the member reads as such
+// (forgetFinished), and the end of the roll clears it (the schedule checker's seed 3496 of 10,000: an API
+// server outage right after a pass failed the run on this delete).
+func (rp *replacement) forget(ctx context.Context) {
+	if err := rp.r.e.records.Delete(ctx, rp.step.Ordinal); err != nil {
+		rp.r.e.emit(rp.step, "the record of %s's replacement stays for now (%v); it says the replacement is done", rp.pod, err)
+	}
+}
+
+// forgetFinished deletes the record of a replacement an earlier run finished, onto an earlier revision, but
+// did not get to delete (its new member votes and the member is not at the update revision): this replacement
+// starts afresh.
+func (rp *replacement) forgetFinished(ctx context.Context, st ClusterState) error {
+	ordinal := rp.step.Ordinal
+	rec, ok := st.Replacing[ordinal]
+	if !ok || st.Members[ordinal].Revision == st.UpdateRevision {
+		return nil
+	}
+	if next, err := replace.Next(replaceObserved(st, ordinal, rec)); err != nil || next.Action != replace.Verify {
+		return nil
+	}
+	return rp.r.e.records.Delete(ctx, ordinal)
+}
+
+// pass is one look and at most one action: why it is not done yet, or done once the new member votes.
+func (rp *replacement) pass(ctx context.Context) (string, bool, error) {
+	r := rp.r
+	st, err := r.observe(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	if err := r.checkSameTemplate(st); err != nil {
+		return "", false, err
+	}
+	if !st.MembershipKnown {
+		// Nobody gave the member list: nothing is known of who is a member, and a member missing from a list
+		// nobody gave is not removed (the schedule checker's seed 387 of 10,000: an API server outage left the
+		// list empty, the old member read as removed, and its pod was let go under its old ID).
+		return "no member answered for etcd's member list", false, nil
+	}
+	o, err := rp.observed(st)
+	if err != nil {
+		return "", false, err
+	}
+	next, err := replace.Next(o)
+	if err != nil {
+		return "", false, err
+	}
+	switch next.Action {
+	case replace.Verify:
+		return next.Why, true, nil
+	case replace.MoveLeader:
+		r.e.emit(rp.step, "%s: planning a leader transfer first", next.Why)
+		return next.Why, false, errRePlan
+	case replace.Remove:
+		err = rp.remove(ctx, st, o, next.ID)
+	case replace.LetPodGo:
+		err = rp.letPodGo(ctx, st)
+	case replace.AddLearner:
+		err = rp.addLearner(ctx, st, *o.Record)
+	case replace.Promote:
+		err = rp.promote(ctx, st, next.ID)
+	}
+	return next.Why, false, err
+}
+
+// observed is what replace.Next reads of the member: its record, or before any, its peer URL from etcd's member
+// list (by the member ID it answered with, else by its name).
+func (rp *replacement) observed(st ClusterState) (replace.Observed, error) {
+	ordinal := rp.step.Ordinal
+	if rec, ok := st.Replacing[ordinal]; ok {
+		return replaceObserved(st, ordinal, rec), nil
+	}
+	id := rp.r.memberIDs[ordinal]
+	for _, m := range st.Membership {
+		if (id != 0 && m.ID == id) || (id == 0 && m.Name == rp.pod) {
+			if len(m.PeerURLs) != 1 {
+				return replace.Observed{}, fmt.Errorf("member %x has %d peer URLs; a replacement adds back exactly one: replace it by hand", m.ID, len(m.PeerURLs))
+			}
+			o := replaceObserved(st, ordinal, replace.Record{PeerURL: m.PeerURLs[0]})
+			o.Record = nil // none yet
+			return o, nil
+		}
+	}
+	return replace.Observed{}, fmt.Errorf("%w: etcd's member list names no member for %s (member ID %x), and no rollout recorded removing it: add it back as a learner by hand, or scale the StatefulSet to the members etcd lists, then run again",
+		replace.ErrUnexpectedMembership, rp.pod, id)
+}
+
+// remove removes the old member, after the checks of every disruption and once its record is written.
+func (rp *replacement) remove(ctx context.Context, st ClusterState, o replace.Observed, id uint64) error {
+	r, e, ordinal := rp.r, rp.r.e, rp.step.Ordinal
+	if !rp.removed {
+		clear, err := r.clearToDisrupt(ctx, st, rp.step)
+		if err != nil {
+			return err
+		}
+		if !clear {
+			return errRePlan
+		}
+	}
+	if err := e.lease.confirm(ctx); err != nil {
+		return fmt.Errorf("not removing member %x: %w", id, err)
+	}
+	rec := replace.Record{PeerURL: o.PeerURL, OldID: id, OldPodUID: st.Members[ordinal].PodUID}
+	if o.Record != nil && o.Record.OldID == id {
+		rec = *o.Record
+	}
+	if err := e.records.Save(ctx, ordinal, rec); err != nil {
+		return err
+	}
+	r.touched, r.disrupted, rp.removed = true, true, true
+	err := rp.call(ctx, st, func(ctx context.Context, via string) error { return e.etcd.MemberRemove(ctx, via, id) })
+	if err == nil {
+		e.etcd.Forget(rp.pod)
+		e.emit(rp.step, "removed member %x (%s) from etcd", id, rp.pod)
+	}
+	return settled(ctx, err)
+}
+
+// letPodGo deletes the pod that held the removed member's data: by lowering the partition when it is the next
+// ordinal to roll (the controller recreates it at the update revision), else by a delete with the partition
+// locked (it comes back on the current revision, a replacement all the same).
+func (rp *replacement) letPodGo(ctx context.Context, st ClusterState) error {
+	r, e, ordinal := rp.r, rp.r.e, rp.step.Ordinal
+	if err := e.lease.confirm(ctx); err != nil {
+		return fmt.Errorf("not letting %s's pod go: %w", rp.pod, err)
+	}
+	// The removed member's data may be the last copy if the others lose their quorum: it goes only while they
+	// keep one, on a look right before (the schedule checker's seed 751 of 2,000 with members whose data dies
+	// with their pod: the partition was lowered for a removed member while another had crashed), and while
+	// every member this run saw pass still runs the process that passed: one that did not stay up is that
+	// member's failure, and ends the run with this replacement left for the next (seed 2143 of 10,000: the
+	// partition was lowered between two crashes of a member that passed on a crash-looping revision).
+	holding, err := r.lookAtPassed(ctx, true)
+	if err != nil || holding {
+		return err
+	}
+	if err := r.quorumOnAFreshLook(ctx, ordinal); err != nil {
+		if errors.Is(err, ErrBlocked) {
+			e.emit(rp.step, "%v: %s's pod, with the removed member's data, stays until they do", err, rp.pod)
+			return nil
+		}
+		return err
+	}
+	r.touched, r.disrupted = true, true
+	if st.Members[ordinal].Revision == st.UpdateRevision || !aboveAtUpdateRevision(st, ordinal) || st.Partition <= ordinal {
+		e.emit(rp.step, "deleting %s's pod, which holds the removed member's data", rp.pod)
+		return r.deleteOnAFreshLook(ctx, st, ordinal, nil)
+	}
+	gen, err := e.lowerPartition(ctx, ordinal, r.gen)
+	if err != nil {
+		return err
+	}
+	r.gen = gen
+	e.announce(Event{Kind: EventPartitionLowered, Step: Step{Kind: StepWaitMember, Ordinal: ordinal}, Pod: rp.pod},
+		"partition lowered to %d; waiting for the controller to recreate %s, with an empty data dir, at %s", ordinal, rp.pod, st.UpdateRevision)
+	if err := e.waitPodRecreated(ctx, st, ordinal, expectedSpec{Partition: ordinal, Generation: gen}, rp.start); err != nil {
+		return err
+	}
+	if err := r.lock(ctx, st.Replicas); err != nil {
+		return err
+	}
+	e.announce(Event{Kind: EventMemberRecreated, Step: Step{Kind: StepWaitMember, Ordinal: ordinal}, Pod: rp.pod},
+		"%s recreated at %s, partition locked again; adding it back as a learner", rp.pod, st.UpdateRevision)
+	return nil
+}
+
+// addLearner adds the member's peer URL back as a learner and records the ID etcd gave it.
+func (rp *replacement) addLearner(ctx context.Context, st ClusterState, rec replace.Record) error {
+	r, e, ordinal := rp.r, rp.r.e, rp.step.Ordinal
+	if err := e.lease.confirm(ctx); err != nil {
+		return fmt.Errorf("not adding a learner for %s: %w", rp.pod, err)
+	}
+	var added member.Info
+	err := rp.call(ctx, st, func(ctx context.Context, via string) (err error) {
+		added, err = e.etcd.MemberAddAsLearner(ctx, via, rec.PeerURL)
+		return err
+	})
+	if err != nil {
+		return settled(ctx, err)
+	}
+	rec.LearnerID = added.ID
+	r.memberIDs[ordinal] = added.ID
+	e.emit(rp.step, "added %s back as learner %x; waiting for its new pod's etcd to start it", rp.pod, added.ID)
+	return e.records.Save(ctx, ordinal, rec)
+}
+
+// promote makes the learner a voter once its applied index is within learnerCatchUp of the leader's.
+func (rp *replacement) promote(ctx context.Context, st ClusterState, id uint64) error {
+	e, m := rp.r.e, st.Members[rp.step.Ordinal]
+	leader := leaderOf(st)
+	if !m.Reachable || leader == nil || m.AppliedIndex+learnerCatchUp < leader.AppliedIndex {
+		return nil // not caught up yet, or not seen: look again
+	}
+	if err := e.lease.confirm(ctx); err != nil {
+		return fmt.Errorf("not promoting learner %x: %w", id, err)
+	}
+	err := rp.call(ctx, st, func(ctx context.Context, via string) error { return e.etcd.MemberPromote(ctx, via, id) })
+	if err == nil {
+		e.emit(rp.step, "promoted learner %x (%s) to a voter", id, rp.pod)
+	}
+	return settled(ctx, err)
+}
+
+// call sends a membership change through a healthy member other than the one replaced (the leader first),
+// within the lease.
+func (rp *replacement) call(ctx context.Context, st ClusterState, do func(ctx context.Context, via string) error) error {
+	via := ""
+	if l := leaderOf(st); l != nil && l.Ordinal != rp.step.Ordinal && l.Healthy {
+		via = l.Pod
+	}
+	for _, m := range st.Members {
+		if via == "" && m.Ordinal != rp.step.Ordinal && m.Healthy {
+			via = m.Pod
+		}
+	}
+	if via == "" {
+		return blocked("no healthy member other than %s to change etcd's membership through (%s)", rp.pod, describeMembers(st))
+	}
+	wctx, cancel := rp.r.e.lease.withinLease(ctx)
+	defer cancel()
+	cctx, ccancel := context.WithTimeout(wctx, memberCallTimeout)
+	defer ccancel()
+	err := do(cctx, via)
+	if err != nil {
+		rp.lastErr = err
+	}
+	return err
+}
+
+// settled is nil for a membership call that failed in a way the next look settles, which is every way but the
+// caller's own end: an answer of etcd's that says the change landed already or cannot land yet
+// (member.ErrMemberNotFound, ErrPeerURLExists, ErrNotLearner, ErrLearnerNotReady, ErrClusterNotReadyForChange,
+// ErrTooManyLearners), one that never came (the lease's deadline, a broken port-forward: it may have landed),
+// or a call that did not reach etcd (the member it went through is down). The next pass reads the member list
+// again, confirms the lease again before any write, and goes through another member; the replacement's
+// deadline bounds it, and its error names the last call's failure.
+func settled(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// aboveAtUpdateRevision says every member above ordinal is at the update revision: lowering the partition to
+// ordinal then recreates that one pod only.
+func aboveAtUpdateRevision(st ClusterState, ordinal int) bool {
+	for _, m := range st.Members[ordinal+1:] {
+		if m.Revision != st.UpdateRevision {
+			return false
+		}
+	}
+	return true
+}
+
+// leaderOf is the member that answered as leader, nil when none did.
+func leaderOf(st ClusterState) *MemberState {
+	for i := range st.Members {
+		if st.Members[i].Reachable && st.Members[i].IsLeader {
+			return &st.Members[i]
+		}
+	}
+	return nil
+}
