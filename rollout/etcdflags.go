@@ -106,7 +106,7 @@ func etcdWords(c *corev1.Container) []string {
 	if len(words) >= 3 && isShell(words[0]) {
 		// sh -c 'exec etcd --name=$(HOSTNAME) ...': the flags are the script's words after "etcd".
 		for i, w := range words {
-			if w == "-c" && i+1 < len(words) {
+			if shellCommandOption(w) && i+1 < len(words) {
 				words = shellWords(words[i+1])
 				break
 			}
@@ -116,6 +116,21 @@ func etcdWords(c *corev1.Container) []string {
 		words = words[:end]
 	}
 	return words
+}
+
+// shellCommandOption says w is a shell's -c, alone or among other one-letter options ("-ec", "-xc", "-euc"):
+// the word after it is the script (the harness's emptyDir template runs sh -ec, and read -ec as etcd's flag).
+func shellCommandOption(w string) bool {
+	opts, ok := strings.CutPrefix(w, "-")
+	if !ok || opts == "" || strings.HasPrefix(opts, "-") || !strings.Contains(opts, "c") {
+		return false
+	}
+	for _, r := range opts {
+		if r < 'a' || r > 'z' {
+			return false
+		}
+	}
+	return true
 }
 
 // flagWord reads one word as a flag: its name without dashes and, for --flag=value, its value. ok is false

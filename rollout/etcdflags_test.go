@@ -28,6 +28,10 @@ func TestEtcdSettingsReadsFlagsAndVariables(t *testing.T) {
 			c: corev1.Container{Command: []string{"/bin/sh", "-c"}, Args: []string{
 				"set -e; exec etcd --name ${HOSTNAME} --feature-gates='StopGRPCServiceOnDefrag=true' \\\n --initial-cluster-state existing"}},
 			want: []string{"--name", "--feature-gates", "--initial-cluster-state"}},
+		{name: "a shell script run with sh -ec (options combined), etcdctl before etcd",
+			c: corev1.Container{Command: []string{"/bin/sh", "-ec"}, Args: []string{
+				"STATE=new\nif etcdctl endpoint health; then STATE=existing; fi\nexec etcd --name=$(POD_NAME) --data-dir=/var/lib/etcd/data \\\n  --initial-cluster-state=\"$STATE\""}},
+			want: []string{"--name", "--data-dir", "--initial-cluster-state"}},
 		{name: "a shell script in the command",
 			c:    corev1.Container{Command: []string{"sh", "-c", "exec /usr/local/bin/etcd --log-format=json && echo done --ignored"}},
 			want: []string{"--log-format"}},

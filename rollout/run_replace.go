@@ -220,6 +220,15 @@ func (rp *replacement) letPodGo(ctx context.Context, st ClusterState) error {
 	if err != nil || holding {
 		return err
 	}
+	for _, m := range st.Members {
+		if m.Ordinal != ordinal && m.Revision == st.UpdateRevision && !m.Healthy && !m.Unseen {
+			// One disrupted at a time: a member on the update revision that is down (an earlier run's
+			// replacement, a crash) is waited for first (the schedule checker's seed 14653 of the long mode: a
+			// resumed replacement let its pod go while etcd-4, replaced by the run before, was down).
+			e.emit(rp.step, "%s, on %s, is down (%s): %s's pod, with the removed member's data, stays until it is back", m.Pod, st.UpdateRevision, m.Problem, rp.pod)
+			return nil
+		}
+	}
 	if err := r.quorumOnAFreshLook(ctx, ordinal); err != nil {
 		if errors.Is(err, ErrBlocked) {
 			e.emit(rp.step, "%v: %s's pod, with the removed member's data, stays until they do", err, rp.pod)

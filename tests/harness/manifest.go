@@ -42,6 +42,10 @@ type EtcdSpec struct {
 	StartFaults
 	// Certs chooses how GenerateTLS mints the server and peer certificates (with TLS); zero: every name.
 	Certs CertOptions
+	// DataDiesWithPod keeps the data dir on an emptyDir instead of a volumeClaimTemplate, and starts etcd from
+	// the start script docs/usage.md shows ("existing" when the data dir is empty and another member answers):
+	// the member daemon wipes a member's data when its pod is recreated (not when its container restarts).
+	DataDiesWithPod bool
 }
 
 // SecretName is the TLS Secret the pods mount, named as the keyspace-etcd-group manifests name theirs.
@@ -86,6 +90,8 @@ func (s EtcdSpec) WithDefaults() (EtcdSpec, error) {
 		return s, fmt.Errorf("etcd spec %s: %w", s.Name, checkVersion(s.Version))
 	case s.Readiness != memberapi.ReadyOnStart && s.Readiness != memberapi.ReadyOnProbe:
 		return s, fmt.Errorf("etcd spec %s: readiness %q: want %q or %q", s.Name, s.Readiness, memberapi.ReadyOnStart, memberapi.ReadyOnProbe)
+	case s.DataDiesWithPod && s.TLS:
+		return s, fmt.Errorf("etcd spec %s: a data dir that dies with the pod is rendered for plain HTTP only", s.Name)
 	case s.GracePeriod < 0 || s.GracePeriod%time.Second != 0:
 		return s, fmt.Errorf("etcd spec %s: grace period %s: want whole seconds", s.Name, s.GracePeriod)
 	}
@@ -105,15 +111,16 @@ func RenderYAML(spec EtcdSpec) ([]byte, error) {
 	if s.TLS {
 		scheme = "https"
 	}
-	peers := make([]string, s.Replicas)
+	peers, clients := make([]string, s.Replicas), make([]string, s.Replicas)
 	for i, pod := range s.PodNames() {
 		peers[i] = fmt.Sprintf("%s=%s://%s.%s.$(POD_NAMESPACE).svc:2380", pod, scheme, pod, s.ServiceName)
+		clients[i] = fmt.Sprintf("%s://%s.%s.$(POD_NAMESPACE).svc:2379", scheme, pod, s.ServiceName)
 	}
 	data := struct {
 		EtcdSpec
-		SecretName, Scheme, InitialCluster, Image string
-		GracePeriodSeconds                        int64
-	}{s, s.SecretName(), scheme, strings.Join(peers, ","), etcdImage(s.Version), int64(s.GracePeriod / time.Second)}
+		SecretName, Scheme, InitialCluster, ClientEndpoints, Image string
+		GracePeriodSeconds                                         int64
+	}{s, s.SecretName(), scheme, strings.Join(peers, ","), strings.Join(clients, ","), etcdImage(s.Version), int64(s.GracePeriod / time.Second)}
 	var buf bytes.Buffer
 	if err := etcdTmpl.Execute(&buf, data); err != nil {
 		return nil, fmt.Errorf("rendering etcd manifest %s: %w", s.Name, err)

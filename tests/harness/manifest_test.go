@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness/memberapi"
 )
@@ -108,4 +109,21 @@ func TestMetricValue(t *testing.T) {
 	assert.Equal(t, 2.0, v)
 	_, err = harness.MetricValue(text, "etcd_missing")
 	assert.ErrorContains(t, err, "not found")
+}
+
+// The emptyDir shape keeps the data dir on an emptyDir and starts etcd from the start script docs/usage.md
+// shows; the engine reads its data dir and its initial cluster state from that script (a literal "new" would be
+// refused for members that are replaced).
+func TestRenderOfMembersWhoseDataDiesWithThePod(t *testing.T) {
+	_, sts, err := harness.Render(harness.EtcdSpec{DataDiesWithPod: true})
+	require.NoError(t, err)
+	assert.Empty(t, sts.Spec.VolumeClaimTemplates)
+	require.Len(t, sts.Spec.Template.Spec.Volumes, 1)
+	assert.NotNil(t, sts.Spec.Template.Spec.Volumes[0].EmptyDir)
+	values := rollout.EtcdFlagValues(&sts.Spec.Template.Spec.Containers[0])
+	assert.Equal(t, "/var/lib/etcd/data", values["data-dir"])
+	assert.Equal(t, "$STATE", values["initial-cluster-state"])
+
+	_, err = harness.RenderYAML(harness.EtcdSpec{DataDiesWithPod: true, TLS: true})
+	assert.ErrorContains(t, err, "plain HTTP only")
 }

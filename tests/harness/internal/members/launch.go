@@ -33,6 +33,28 @@ type launch struct {
 	clientPort int // container ports, mapped by the PortForward rule
 	peerPort   int
 	replicas   int
+	// dataDiesWithPod: the etcd container's data mount (DataMountPath) is an emptyDir, so the member's data is
+	// wiped when its pod is recreated (not when its container restarts), and an empty data dir starts with
+	// --initial-cluster-state=existing while another member answers (the start script docs/usage.md shows).
+	dataDiesWithPod bool
+}
+
+// DataMountPath is where the harness's manifests mount the etcd data volume.
+const DataMountPath = "/var/lib/etcd"
+
+// dataOnEmptyDir says the container mounts an emptyDir at DataMountPath.
+func dataOnEmptyDir(pod *corev1.Pod, c *corev1.Container) bool {
+	for _, m := range c.VolumeMounts {
+		if filepath.Clean(m.MountPath) != DataMountPath {
+			continue
+		}
+		for _, v := range pod.Spec.Volumes {
+			if v.Name == m.Name && v.EmptyDir != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // etcdContainer is the container named etcd, else the first one.
@@ -114,6 +136,7 @@ func readLaunch(pod *corev1.Pod, sts *appsv1.StatefulSet, binDir string) (launch
 	}
 	l.secret = tlsSecretName(pod, c)
 	l.tls = l.secret != ""
+	l.dataDiesWithPod = dataOnEmptyDir(pod, c)
 	return l, nil
 }
 
@@ -233,7 +256,7 @@ func writeTLSFiles(ctx context.Context, d *Daemon, namespace, secret, dir string
 // etcdArgs is the member's command line: the same flags a production etcd pod runs with, on 127.0.0.1.
 // Heartbeat and election timeout stay at etcd's defaults (100 ms / 1 s) so that elections cost what they cost
 // in production; fsync is off because test data is disposable and the disk is shared.
-func etcdArgs(name, dataDir, tlsDir, token string, l launch, self portSet, cluster []string) []string {
+func etcdArgs(name, dataDir, tlsDir, token, state string, l launch, self portSet, cluster []string) []string {
 	scheme := "http"
 	if l.tls {
 		scheme = "https"
@@ -248,7 +271,7 @@ func etcdArgs(name, dataDir, tlsDir, token string, l launch, self portSet, clust
 		"--initial-advertise-peer-urls=" + url(self.Peer),
 		fmt.Sprintf("--listen-metrics-urls=http://127.0.0.1:%d", self.Metrics),
 		"--initial-cluster=" + strings.Join(cluster, ","),
-		"--initial-cluster-state=new",
+		"--initial-cluster-state=" + state,
 		"--initial-cluster-token=" + token,
 		"--unsafe-no-fsync",
 		"--logger=zap",

@@ -171,14 +171,14 @@ func TestOwnerStatefulSet(t *testing.T) {
 func TestEtcdArgs(t *testing.T) {
 	self := portSet{Client: 20000, Peer: 20001, Metrics: 20002}
 	cluster := []string{"etcd-0=https://127.0.0.1:20001"}
-	plain := strings.Join(etcdArgs("etcd-0", "/d", "/t", "ns/etcd", launch{}, self, cluster), " ")
+	plain := strings.Join(etcdArgs("etcd-0", "/d", "/t", "ns/etcd", "new", launch{}, self, cluster), " ")
 	assert.Contains(t, plain, "--listen-client-urls=http://127.0.0.1:20000")
 	assert.Contains(t, plain, "--listen-metrics-urls=http://127.0.0.1:20002")
 	assert.Contains(t, plain, "--unsafe-no-fsync")
 	assert.NotContains(t, plain, "--heartbeat-interval", "etcd's default timing, as in production")
 	assert.NotContains(t, plain, "cert")
 
-	secure := strings.Join(etcdArgs("etcd-0", "/d", "/t", "ns/etcd", launch{tls: true, broken: true}, self, cluster), " ")
+	secure := strings.Join(etcdArgs("etcd-0", "/d", "/t", "ns/etcd", "new", launch{tls: true, broken: true}, self, cluster), " ")
 	for _, want := range []string{"--listen-client-urls=https://127.0.0.1:20000", "--client-cert-auth",
 		"--peer-client-cert-auth", "--cert-file=/t/server.crt", "--peer-key-file=/t/peer.key", "--etcd-rollout-broken-revision"} {
 		assert.Contains(t, secure, want)
@@ -232,4 +232,13 @@ func TestTerminateHonoursGrace(t *testing.T) {
 	assert.True(t, killed)
 	assert.Less(t, time.Since(start), 2*time.Second)
 	assert.NoFileExists(t, filepath.Join(dir, "pid"))
+}
+
+// A data volume on an emptyDir at the data mount path dies with the pod; a claim does not.
+func TestDataOnEmptyDir(t *testing.T) {
+	c := corev1.Container{Name: "etcd", VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: DataMountPath}}}
+	emptyDir := &corev1.Pod{Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}}
+	claim := &corev1.Pod{Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-etcd-0"}}}}}}
+	assert.True(t, dataOnEmptyDir(emptyDir, &c))
+	assert.False(t, dataOnEmptyDir(claim, &c))
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -292,7 +294,13 @@ func (m *member) start(ctx context.Context, pod *corev1.Pod) error {
 		return err
 	}
 	token := m.namespace + "/" + stsName
-	args := etcdArgs(m.pod, m.dataDir(), m.tlsDir(), token, l, m.ports, cluster)
+	state := "new"
+	if l.dataDiesWithPod {
+		if state, err = m.dataOfPod(pod, stsName, l.replicas); err != nil {
+			return err
+		}
+	}
+	args := etcdArgs(m.pod, m.dataDir(), m.tlsDir(), token, state, l, m.ports, cluster)
 	proc, err := startProcess(l.binary, args, pod.UID, m.logFile(), m.pidFile(), l.faults.serveDelay)
 	if err != nil {
 		return err
@@ -309,6 +317,53 @@ func (m *member) start(ctx context.Context, pod *corev1.Pod) error {
 	m.scheduleCrash(proc, l.faults.crashAfter)
 	go func() { <-proc.done; m.poke() }() // an exit starts its back-off now, not at the next probe tick
 	return nil
+}
+
+// dataOfPod makes the data dir the pod's own, as an emptyDir is: kept across the container's restarts, wiped
+// when another pod (a new UID) takes the name (the UID whose data it holds is kept next to it, so a daemon
+// restart changes nothing). It returns the --initial-cluster-state the start script would pick: "existing"
+// for a data dir without a WAL while another member of the StatefulSet answers, else "new". (Not "an empty
+// data dir": a start that failed, as a replaced member's does until the rollout adds its learner, leaves a
+// member dir without a WAL, and "new" then computes the old member ID from the name and the peer URL.)
+func (m *member) dataOfPod(pod *corev1.Pod, sts string, replicas int) (string, error) {
+	owner := filepath.Join(m.dir, "data.pod-uid")
+	if b, err := os.ReadFile(owner); err != nil || types.UID(b) != pod.UID {
+		if err := os.RemoveAll(m.dataDir()); err != nil {
+			return "", fmt.Errorf("wiping the emptyDir data of %s: %w", m.key(), err)
+		}
+		if err := os.WriteFile(owner, []byte(pod.UID), 0o600); err != nil {
+			return "", err
+		}
+		slog.Info("emptyDir data dir wiped for a new pod", "pod", m.key(), "uid", pod.UID)
+	}
+	if wals, _ := filepath.Glob(filepath.Join(m.dataDir(), "member", "wal", "*.wal")); len(wals) > 0 {
+		return "new", nil // ignored by etcd once it has a WAL (a start that failed leaves a member dir without one)
+	}
+	for i := range replicas {
+		name := fmt.Sprintf("%s-%d", sts, i)
+		if name == m.pod {
+			continue
+		}
+		ps, err := m.d.portsOf(m.namespace, name)
+		if err != nil {
+			continue
+		}
+		if healthy(fmt.Sprintf("http://127.0.0.1:%d/health", ps.Client)) {
+			return "existing", nil
+		}
+	}
+	return "new", nil
+}
+
+// healthy says an etcd member answers its /health with 200.
+func healthy(url string) bool {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // scheduleCrash kills proc after d (a crash-after fault), so the member crash-loops through the restart
