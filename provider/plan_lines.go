@@ -7,7 +7,7 @@ import (
 )
 
 // planLines renders a plan as the list `pulumi preview --diff` prints, one line per step that a person cares
-// about: the members that restart, in order, and every leader move. Waits and cool-downs that belong to a
+// about: the members that restart (or are replaced), in order, and every leader move. Waits and cool-downs that belong to a
 // restart are implied by it and left out, so the list stays as long as the roll is. When the roll changes
 // etcd's version (minor or patch), the first line says from what to what, by the members' own word, and
 // when the cluster version moves.
@@ -37,6 +37,9 @@ func planLines(plan rollout.Plan) []string {
 			lines = append(lines, fmt.Sprintf("move leader %s -> %s", name(st.From), name(st.To)))
 		case rollout.StepLowerPartition:
 			lines = append(lines, fmt.Sprintf("roll %s", name(st.Ordinal)))
+		case rollout.StepReplace:
+			lines = append(lines, fmt.Sprintf("replace %s: its data dies with its pod, so it is removed, added back as a learner and promoted, never restarted under its old member ID (%s)",
+				name(st.Ordinal), replaceCost(len(plan.Pods))))
 		case rollout.StepWaitMember:
 			if !rolled[st.Ordinal] {
 				lines = append(lines, fmt.Sprintf("wait for %s to be healthy", name(st.Ordinal)))
@@ -46,6 +49,15 @@ func planLines(plan rollout.Plan) []string {
 		}
 	}
 	return lines
+}
+
+// replaceCost is what a replacement's window costs a cluster of n members: one voter fewer while it is out.
+func replaceCost(n int) string {
+	voters := n - 1
+	if spare := voters - rollout.Quorum(voters); spare > 0 {
+		return fmt.Sprintf("while it is out the other %d voters tolerate %d more failure(s)", voters, spare)
+	}
+	return fmt.Sprintf("while it is out the other %d voters tolerate no failure", voters)
 }
 
 // needsRun reports whether `pulumi up` has to run the engine for this plan. Any step counts: a plan that only

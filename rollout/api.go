@@ -250,6 +250,8 @@ type Plan struct {
 	Roll []int
 	// Replace lists the ordinals of Roll that are replaced, not restarted: their data dies with their pod.
 	Replace []int
+	// Members says, per member, where its data lives and how it is rolled when it is (issue 32).
+	Members []MemberPlan
 	// Wait lists the ordinals already at updateRevision whose health gate must still pass (a resumed run
 	// whose previous attempt stopped while that member was coming back).
 	Wait []int
@@ -271,6 +273,26 @@ type Plan struct {
 	Versions *VersionPath
 	// Downgrade is set when the roll lowers etcd's minor version: it goes through etcd's downgrade API.
 	Downgrade *DowngradePlan
+}
+
+// Procedure is how a member is rolled.
+type Procedure string
+
+const (
+	// ProcedureRestart: its pod is recreated and the member comes back under its member ID, with its data.
+	ProcedureRestart Procedure = "restart"
+	// ProcedureReplace: its data dies with its pod, so it is removed, added back as a learner and promoted.
+	ProcedureReplace Procedure = "replace"
+)
+
+// MemberPlan is one member's durability and procedure.
+type MemberPlan struct {
+	Pod string
+	// Data is how long its data dir (and WAL dir) lives: a durability.Kind ("SurvivesPod", "DiesWithPod", …).
+	Data string
+	// DataWhy says, for a person, where it lives ("" when unknown).
+	DataWhy   string
+	Procedure Procedure
 }
 
 // DowngradePlan is how a minor downgrade goes through etcd's downgrade API.

@@ -78,6 +78,30 @@ func checkDurability(s ClusterState) error {
 	return nil
 }
 
+// memberPlans says, per member, where its data lives and how it is rolled.
+func memberPlans(s ClusterState) []MemberPlan {
+	out := make([]MemberPlan, 0, len(s.Members))
+	for i, m := range s.Members {
+		mp := MemberPlan{Pod: m.Pod, Data: string(durability.Unknown), Procedure: ProcedureRestart}
+		if len(s.Durability) > 0 {
+			mp.Data, mp.DataWhy = string(s.Durability[0].Kind), s.Durability[0].Why
+		}
+		for _, d := range s.Durability {
+			if d.Kind.Lost() {
+				mp.Data, mp.DataWhy = string(d.Kind), d.Why
+			}
+		}
+		if m.DataLost {
+			mp.Data, mp.DataWhy = string(durability.DiesWithPod), m.DataWhy
+		}
+		if replaced(s, i) {
+			mp.Procedure = ProcedureReplace
+		}
+		out = append(out, mp)
+	}
+	return out
+}
+
 // dataWhy says, for a person, where a replaced member keeps its data.
 func dataWhy(s ClusterState) string {
 	for _, d := range s.Durability {
@@ -153,6 +177,7 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 		return p, err
 	}
 	p.Pods = pods
+	p.Members = memberPlans(s)
 	work, needsRoll := workOrder(s)
 	if s.Partition < s.Replicas {
 		p.Steps = append(p.Steps, Step{Kind: StepLock, Ordinal: s.Replicas})

@@ -75,11 +75,19 @@ func (p Plan) String() string {
 	return strings.Join(parts, "; ")
 }
 
-// Detail is the numbered step list the CLI's `plan` command prints under the summary.
+// Detail is the numbered step list the CLI's `plan` command prints under the summary, then each member's
+// durability and procedure.
 func (p Plan) Detail() string {
 	var b strings.Builder
 	for n, st := range p.Steps {
 		fmt.Fprintf(&b, "%2d. %s\n", n+1, p.describe(st))
+	}
+	for _, m := range p.Members {
+		why := ""
+		if m.DataWhy != "" {
+			why = ": " + m.DataWhy
+		}
+		fmt.Fprintf(&b, "    %s: %s (data %s%s)\n", m.Pod, m.Procedure, m.Data, why)
 	}
 	return b.String()
 }

@@ -363,6 +363,8 @@ func TestMembersWhoseDataDiesWithThePodAreReplaced(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, plan.String(), "replace etcd-2, etcd-1, etcd-0 instead of restarting (their data dies with the pod")
 	assert.Contains(t, plan.String(), "while one is out the other 2 voters tolerate no failure")
+	assert.Contains(t, plan.Detail(), `etcd-0: replace (data DiesWithPod: the data dir /var/lib/etcd/data is on emptyDir volume "data" in memory (tmpfs) mounted at /var/lib/etcd)`)
+	assert.Contains(t, plan.Detail(), "replace etcd-2 (its data dies with its pod): remove its member, let its pod go, add it back as a learner, promote it once caught up")
 
 	res, err := e.Run(context.Background())
 	require.NoError(t, err)

@@ -95,6 +95,10 @@ type memberDoc struct {
 	RaftIndex      uint64 `json:"raftIndex"`
 	AppliedIndex   uint64 `json:"appliedIndex"`
 	Problem        string `json:"problem,omitempty"`
+	// Data and Procedure (plan only): how long the member's data lives (a durability kind, "DiesWithPod") and
+	// how a roll takes it ("restart" or "replace").
+	Data      string `json:"data,omitempty"`
+	Procedure string `json:"procedure,omitempty"`
 }
 
 type leaseDoc struct {
@@ -167,6 +171,11 @@ func newPlanDoc(cfg rollout.Config, st rollout.ClusterState, p rollout.Plan, pla
 	}
 	for _, o := range p.Roll {
 		d.Roll = append(d.Roll, pod(o))
+	}
+	for i, m := range p.Members {
+		if i < len(d.Members) && d.Members[i].Name == m.Pod {
+			d.Members[i].Data, d.Members[i].Procedure = m.Data, string(m.Procedure)
+		}
 	}
 	for _, s := range p.Steps {
 		step := stepDoc{Kind: string(s.Kind), Version: s.Version}

@@ -32,6 +32,8 @@ func TestOutputDocumentsKeepTheirShape(t *testing.T) {
 	p, err := rollout.PlanRollout(st, rollout.LeaderLazy)
 	require.NoError(t, err)
 	member1 := `{"name":"etcd-1","ordinal":1,"revision":"etcd-old","updated":false,"ready":true,"etcd":"healthy","version":"3.6.8","storageVersion":"3.6.0","leader":true,"learner":false,"raftTerm":4,"raftIndex":120,"appliedIndex":120}`
+	// A plan adds how long each member's data lives and how a roll takes it.
+	member1Plan := member1[:len(member1)-1] + `,"data":"Unknown","procedure":"restart"}`
 	tests := []struct {
 		name string
 		doc  any
@@ -49,7 +51,7 @@ func TestOutputDocumentsKeepTheirShape(t *testing.T) {
 		{"plan", func() any { d := newPlanDoc(cfg, st, p, nil); d.Members = d.Members[1:2]; return d }(),
 			`{"apiVersion":"etcd-rollout/v1","kind":"Plan",` +
 				`"statefulSet":{"namespace":"db","name":"etcd","replicas":3,"partition":3,"locked":true,"updateRevision":"etcd-new","currentRevision":"etcd-old","clusterVersion":"3.6.0","votingMembers":3,"learners":0},` +
-				`"members":[` + member1 + `],` +
+				`"members":[` + member1Plan + `],` +
 				`"summary":"` + p.String() + `","roll":["etcd-2","etcd-1","etcd-0"],` +
 				`"steps":[{"kind":"lower-partition","member":"etcd-2"},{"kind":"wait-member","member":"etcd-2"},{"kind":"cooldown"},` +
 				`{"kind":"transfer-leader","from":"etcd-1","to":"etcd-2"},{"kind":"lower-partition","member":"etcd-1"},{"kind":"wait-member","member":"etcd-1"},{"kind":"cooldown"},` +
