@@ -22,11 +22,10 @@ var errRePlan = errors.New("the replacement needs a new plan first")
 // replacement is one member's replacement in a run: each pass looks afresh, asks replace.Next, does that one
 // thing.
 type replacement struct {
-	r       *run
-	step    Step
-	pod     string
-	start   time.Time
-	removed bool // this run removed the old member: from then on, the member is out by our hand
+	r     *run
+	step  Step
+	pod   string
+	start time.Time
 	// lastErr is the last membership call that failed without an answer that says where the change stands:
 	// the next pass looks again, and a replacement that runs out of time says it.
 	lastErr error
@@ -174,15 +173,6 @@ func (rp *replacement) observed(st ClusterState) (replace.Observed, error) {
 // remove removes the old member, after the checks of every disruption and once its record is written.
 func (rp *replacement) remove(ctx context.Context, st ClusterState, o replace.Observed, id uint64) error {
 	r, e, ordinal := rp.r, rp.r.e, rp.step.Ordinal
-	if !rp.removed {
-		clear, err := r.clearToDisrupt(ctx, st, rp.step)
-		if err != nil {
-			return err
-		}
-		if !clear {
-			return errRePlan
-		}
-	}
 	if err := e.lease.confirm(ctx); err != nil {
 		return fmt.Errorf("not removing member %x: %w", id, err)
 	}
@@ -193,8 +183,20 @@ func (rp *replacement) remove(ctx context.Context, st ClusterState, o replace.Ob
 	if err := e.records.Save(ctx, ordinal, rec); err != nil {
 		return err
 	}
-	r.touched, r.disrupted, rp.removed = true, true, true
-	err := rp.call(ctx, st, func(ctx context.Context, via string) error { return e.etcd.MemberRemove(ctx, via, id) })
+	// The checks of every disruption, on looks taken after the record was written, right before each try of
+	// the remove: a try etcd refused (not ready) changed nothing, and the next one is a disruption like the
+	// first (the schedule checker's seeds 37476 and 45914 of the long mode: a retry went out without them
+	// while a member that passed crash-looped). A record whose remove never follows says the old member is
+	// still listed: the next pass, or run, removes it after the same checks.
+	clear, err := r.clearToDisrupt(ctx, st, rp.step)
+	if err != nil {
+		return err
+	}
+	if !clear {
+		return errRePlan
+	}
+	r.touched, r.disrupted = true, true
+	err = rp.call(ctx, st, func(ctx context.Context, via string) error { return e.etcd.MemberRemove(ctx, via, id) })
 	if err == nil {
 		e.etcd.Forget(rp.pod)
 		e.emit(rp.step, "removed member %x (%s) from etcd", id, rp.pod)
