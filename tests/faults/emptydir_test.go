@@ -20,8 +20,18 @@ import (
 // key written before still there, and the background client's history linearizable (the fixture checks it).
 func TestMembersWhoseDataDiesWithThePodAreReplaced(t *testing.T) {
 	t.Parallel()
+	for _, replicas := range []int{3, 5} {
+		t.Run(fmt.Sprintf("%d members", replicas), func(t *testing.T) {
+			t.Parallel()
+			replaceAll(t, replicas)
+		})
+	}
+}
+
+// replaceAll rolls a fresh template over a cluster of replicas members whose data dies with their pod.
+func replaceAll(t *testing.T, replicas int) {
 	spec := httpSpec
-	spec.DataDiesWithPod = true
+	spec.DataDiesWithPod, spec.Replicas = true, replicas
 	f := newFixtureOf(t, spec)
 	ctx := runCtx(t)
 	cli, err := f.etcd.Client(ctx)
@@ -47,14 +57,14 @@ func TestMembersWhoseDataDiesWithThePodAreReplaced(t *testing.T) {
 	}).Run(ctx)
 	require.NoError(t, err)
 	t.Logf("result: %s", res.Summary())
-	assert.Contains(t, plan, "replace etcd-2, etcd-1, etcd-0 instead of restarting")
-	assert.Len(t, res.MembersRolled, 3)
+	assert.Contains(t, plan, "etcd-1, etcd-0 instead of restarting (their data dies with the pod")
+	assert.Len(t, res.MembersRolled, replicas)
 	assert.Equal(t, 0, res.UnplannedElections)
 	assert.Equal(t, before+uint64(res.LeaderTransfers), f.must.Term(), "raft term rose only by the transfers")
 	f.requireState(rev)
 
 	idsAfter := memberIDs(t, cli)
-	require.Len(t, idsAfter, 3)
+	require.Len(t, idsAfter, replicas)
 	for url, id := range idsAfter {
 		assert.NotEqual(t, idsBefore[url], id, "the member at %s has a new ID", url)
 	}
