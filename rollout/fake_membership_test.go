@@ -47,7 +47,7 @@ func podOfPeerURL(url string) string {
 func (f *fakeEtcd) MemberRemove(_ context.Context, via string, id uint64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.isDown(via) || f.unseen[via] || f.refusing[via] {
+	if f.refusesCalls(via) {
 		return fmt.Errorf("remove member %x through %s: connection refused", id, via)
 	}
 	pod, ok := f.memberWithID(id)
@@ -82,7 +82,7 @@ func (f *fakeEtcd) MemberRemove(_ context.Context, via string, id uint64) error 
 func (f *fakeEtcd) MemberAddAsLearner(_ context.Context, via, url string) (member.Info, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.isDown(via) || f.unseen[via] || f.refusing[via] {
+	if f.refusesCalls(via) {
 		return member.Info{}, fmt.Errorf("add a learner at %s through %s: connection refused", url, via)
 	}
 	pod := podOfPeerURL(url)
@@ -109,7 +109,7 @@ func (f *fakeEtcd) MemberAddAsLearner(_ context.Context, via, url string) (membe
 func (f *fakeEtcd) MemberPromote(_ context.Context, via string, id uint64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.isDown(via) || f.unseen[via] || f.refusing[via] {
+	if f.refusesCalls(via) {
 		return fmt.Errorf("promote learner %x through %s: connection refused", id, via)
 	}
 	pod, ok := f.memberWithID(id)
@@ -124,6 +124,10 @@ func (f *fakeEtcd) MemberPromote(_ context.Context, via string, id uint64) error
 	delete(f.learner, pod)
 	return nil
 }
+
+// refusesCalls says a call through via does not reach etcd (down, unseen, or its client port refusing us);
+// f.mu is held.
+func (f *fakeEtcd) refusesCalls(via string) bool { return f.isDown(via) || f.unseen[via] || f.refusing[via] }
 
 // memberWithID is the pod whose listed member has id; f.mu is held.
 func (f *fakeEtcd) memberWithID(id uint64) (string, bool) {
