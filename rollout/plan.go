@@ -185,15 +185,8 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 	if len(work) == 0 {
 		return p, nil
 	}
-	if s.MaxUnavailable > 1 && len(needsRoll) > 0 {
-		return p, fmt.Errorf("%w: the StatefulSet's rollingUpdate.maxUnavailable lets the controller take %d members down at once (Kubernetes 1.35 and later honour it by default): a pod someone else deletes and the member the rollout restarts can go down in one sync, and the rollout can keep only its own restarts to one at a time; set spec.updateStrategy.rollingUpdate.maxUnavailable to 1, or remove it, then run again",
-			ErrUnsafeStrategy, s.MaxUnavailable)
-	}
-
-	if len(needsRoll) > 0 {
-		if err := checkDurability(s); err != nil {
-			return p, err
-		}
+	if err := checkRollable(s, needsRoll); err != nil {
+		return p, err
 	}
 	if resumed, ok, err := resumeReplacement(s, p); ok || err != nil {
 		return resumed, err
@@ -219,12 +212,7 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 
 	// Simulate the rollout: updated tracks members that will be at UpdateRevision and healthy when the
 	// step being planned runs; only those are preferred leader targets, because they never restart again.
-	updated := map[int]bool{}
-	for i, m := range s.Members {
-		if m.Revision == s.UpdateRevision && m.Healthy && !needsProof(s, m) {
-			updated[i] = true
-		}
-	}
+	updated := updatedMembers(s)
 	transfer := func(to int) {
 		p.Steps = append(p.Steps, Step{Kind: StepTransferLeader, From: leader, To: to})
 		p.Transfers++
@@ -245,11 +233,9 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 				}
 				transfer(to)
 			}
+			p.Steps = append(p.Steps, restartStep(s, i))
 			if replaced(s, i) {
-				p.Steps = append(p.Steps, Step{Kind: StepReplace, Ordinal: i})
 				p.Replace = append(p.Replace, i)
-			} else {
-				p.Steps = append(p.Steps, Step{Kind: StepLowerPartition, Ordinal: i, AlreadyDown: !s.Members[i].Healthy})
 			}
 			p.Roll = append(p.Roll, i)
 		} else {
@@ -262,6 +248,39 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 	p.VersionMove = versionMove(s, p.Roll)
 	p.Versions = versionPath(s, p.Roll)
 	return p, planDowngrade(s, &p)
+}
+
+// updatedMembers are the members at the update revision, healthy and proven: they never restart again.
+func updatedMembers(s ClusterState) map[int]bool {
+	updated := map[int]bool{}
+	for i, m := range s.Members {
+		if m.Revision == s.UpdateRevision && m.Healthy && !needsProof(s, m) {
+			updated[i] = true
+		}
+	}
+	return updated
+}
+
+// checkRollable refuses, before anything is touched, a roll that the StatefulSet's update strategy or its
+// members' durability does not allow (waiting fixes neither); a plan with nothing to restart is never refused.
+func checkRollable(s ClusterState, needsRoll map[int]bool) error {
+	switch {
+	case len(needsRoll) == 0:
+		return nil
+	case s.MaxUnavailable > 1:
+		return fmt.Errorf("%w: the StatefulSet's rollingUpdate.maxUnavailable lets the controller take %d members down at once (Kubernetes 1.35 and later honour it by default): a pod someone else deletes and the member the rollout restarts can go down in one sync, and the rollout can keep only its own restarts to one at a time; set spec.updateStrategy.rollingUpdate.maxUnavailable to 1, or remove it, then run again",
+			ErrUnsafeStrategy, s.MaxUnavailable)
+	}
+	return checkDurability(s)
+}
+
+// restartStep is the step that takes member i onto the update revision: a lowering of the partition, or a
+// replacement when its data dies with its pod.
+func restartStep(s ClusterState, i int) Step {
+	if replaced(s, i) {
+		return Step{Kind: StepReplace, Ordinal: i}
+	}
+	return Step{Kind: StepLowerPartition, Ordinal: i, AlreadyDown: !s.Members[i].Healthy}
 }
 
 // resumeReplacement finds a replacement a run left half done (its record says it removed the member) and plans
