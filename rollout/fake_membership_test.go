@@ -127,7 +127,9 @@ func (f *fakeEtcd) MemberPromote(_ context.Context, via string, id uint64) error
 
 // refusesCalls says a call through via does not reach etcd (down, unseen, or its client port refusing us);
 // f.mu is held.
-func (f *fakeEtcd) refusesCalls(via string) bool { return f.isDown(via) || f.unseen[via] || f.refusing[via] }
+func (f *fakeEtcd) refusesCalls(via string) bool {
+	return f.isDown(via) || f.unseen[via] || f.refusing[via]
+}
 
 // memberWithID is the pod whose listed member has id; f.mu is held.
 func (f *fakeEtcd) memberWithID(id uint64) (string, bool) {
