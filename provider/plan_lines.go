@@ -39,7 +39,7 @@ func planLines(plan rollout.Plan) []string {
 			lines = append(lines, fmt.Sprintf("roll %s", name(st.Ordinal)))
 		case rollout.StepReplace:
 			lines = append(lines, fmt.Sprintf("replace %s: its data dies with its pod, so it is removed, added back as a learner and promoted, never restarted under its old member ID (%s)",
-				name(st.Ordinal), replaceCost(len(plan.Pods))))
+				name(st.Ordinal), plan.ReplacementCost()))
 		case rollout.StepWaitMember:
 			if !rolled[st.Ordinal] {
 				lines = append(lines, fmt.Sprintf("wait for %s to be healthy", name(st.Ordinal)))
@@ -49,15 +49,6 @@ func planLines(plan rollout.Plan) []string {
 		}
 	}
 	return lines
-}
-
-// replaceCost is what a replacement's window costs a cluster of n members: one voter fewer while it is out.
-func replaceCost(n int) string {
-	voters := n - 1
-	if spare := voters - rollout.Quorum(voters); spare > 0 {
-		return fmt.Sprintf("while it is out the other %d voters tolerate %d more failure(s)", voters, spare)
-	}
-	return fmt.Sprintf("while it is out the other %d voters tolerate no failure", voters)
 }
 
 // needsRun reports whether `pulumi up` has to run the engine for this plan. Any step counts: a plan that only

@@ -322,12 +322,20 @@ func replaceObserved(s ClusterState, i int, rec replace.Record) replace.Observed
 	for _, mem := range s.Membership {
 		o.Members = append(o.Members, replace.Member{ID: mem.ID, Name: mem.Name, PeerURLs: mem.PeerURLs, Learner: mem.IsLearner})
 	}
-	for _, other := range s.Members {
-		if other.Reachable && other.IsLeader {
-			o.Leader = other.MemberID
-		}
+	if l := leaderOf(s); l != nil {
+		o.Leader = l.MemberID
 	}
 	return o
+}
+
+// leaderOf is the member that answered as leader, nil when none did.
+func leaderOf(st ClusterState) *MemberState {
+	for i := range st.Members {
+		if st.Members[i].Reachable && st.Members[i].IsLeader {
+			return &st.Members[i]
+		}
+	}
+	return nil
 }
 
 // checkShape refuses an observation a plan cannot be made from, and names each ordinal's pod.

@@ -130,14 +130,18 @@ func (p Plan) describe(st Step) string {
 // replaceLine says which members are replaced rather than restarted, and what the window costs: while one is
 // removed the cluster has one voter fewer, and tolerates that many fewer failures.
 func (p Plan) replaceLine() string {
-	voters := len(p.Pods) - 1
-	spare := voters - Quorum(voters)
-	cost := fmt.Sprintf("while one is out the other %d voters tolerate %s", voters, plural(spare, "more failure", "more failures"))
-	if spare == 0 {
-		cost = fmt.Sprintf("while one is out the other %d voters tolerate no failure", voters)
-	}
 	return fmt.Sprintf("replace %s instead of restarting (their data dies with the pod: each is removed, added back as a learner and promoted); %s",
-		p.names(p.Replace), cost)
+		p.names(p.Replace), p.ReplacementCost())
+}
+
+// ReplacementCost is what one replacement's window costs the cluster, in words: while the member is removed
+// the others are one voter fewer ("while one is out the other 2 voters tolerate no failure").
+func (p Plan) ReplacementCost() string {
+	voters := len(p.Pods) - 1
+	if spare := voters - Quorum(voters); spare > 0 {
+		return fmt.Sprintf("while one is out the other %d voters tolerate %s", voters, plural(spare, "more failure", "more failures"))
+	}
+	return fmt.Sprintf("while one is out the other %d voters tolerate no failure", voters)
 }
 
 func (p Plan) hasLock() bool {

@@ -348,13 +348,3 @@ func aboveAtUpdateRevision(st ClusterState, ordinal int) bool {
 	}
 	return true
 }
-
-// leaderOf is the member that answered as leader, nil when none did.
-func leaderOf(st ClusterState) *MemberState {
-	for i := range st.Members {
-		if st.Members[i].Reachable && st.Members[i].IsLeader {
-			return &st.Members[i]
-		}
-	}
-	return nil
-}
