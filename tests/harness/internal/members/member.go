@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -348,22 +347,11 @@ func (m *member) dataOfPod(pod *corev1.Pod, sts string, replicas int) (string, e
 		if err != nil {
 			continue
 		}
-		if healthy(fmt.Sprintf("http://127.0.0.1:%d/health", ps.Client)) {
+		if answersOK(fmt.Sprintf("http://127.0.0.1:%d/health", ps.Client), 2*time.Second) {
 			return "existing", nil
 		}
 	}
 	return "new", nil
-}
-
-// healthy says an etcd member answers its /health with 200.
-func healthy(url string) bool {
-	c := http.Client{Timeout: 2 * time.Second}
-	resp, err := c.Get(url)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
 }
 
 // scheduleCrash kills proc after d (a crash-after fault), so the member crash-loops through the restart

@@ -57,9 +57,14 @@ func (m *member) wantReady() bool {
 	if l.readiness != memberapi.ReadyOnProbe || m.d.bootstrapping(m.namespace, sts, l.replicas) {
 		return true
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	return answersOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", m.ports.Metrics), time.Second)
+}
+
+// answersOK says an HTTP GET of url answers 200 within timeout (an etcd member's /readyz or /health).
+func answersOK(url string, timeout time.Duration) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/readyz", m.ports.Metrics), nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return false
