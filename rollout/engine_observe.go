@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/configfile"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/durability"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/selfremoval"
@@ -27,6 +28,14 @@ func (e *Engine) Observe(ctx context.Context) (ClusterState, error) {
 	}
 	st := stsState(sts)
 	st.ObservedAt = time.Now()
+	files := e.configFiles.Memo()
+	if c := EtcdContainer(sts.Spec.Template.Spec.Containers); c != nil {
+		claims := make([]string, 0, len(sts.Spec.VolumeClaimTemplates))
+		for _, vct := range sts.Spec.VolumeClaimTemplates {
+			claims = append(claims, vct.Name)
+		}
+		st.Durability = durabilityOf(ctx, files, &sts.Spec.Template.Spec, c, claims)
+	}
 	if st.Replicas > 0 && sts.Spec.ServiceName != "" && sts.Spec.ServiceName != e.cfg.ServiceName {
 		return st, fmt.Errorf("%w: serviceName %q is not the StatefulSet's governing service %q", ErrBlocked, e.cfg.ServiceName, sts.Spec.ServiceName)
 	}
@@ -37,7 +46,7 @@ func (e *Engine) Observe(ctx context.Context) (ClusterState, error) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			st.Members[i] = e.observeMember(ctx, i)
+			st.Members[i] = e.observeMember(ctx, files, i)
 		}(i)
 	}
 	wg.Wait()
@@ -126,13 +135,7 @@ func stsState(sts *appsv1.StatefulSet) ClusterState {
 	if c := EtcdContainer(sts.Spec.Template.Spec.Containers); c != nil {
 		st.TemplateImage = c.Image
 		st.TemplateSettings = EtcdSettings(c)
-		claims := make([]string, 0, len(sts.Spec.VolumeClaimTemplates))
-		for _, vct := range sts.Spec.VolumeClaimTemplates {
-			claims = append(claims, vct.Name)
-		}
-		values := EtcdFlagValues(c)
-		st.Durability = durability.Of(durability.Template{Spec: &sts.Spec.Template.Spec, Container: c, Claims: claims, FlagValues: values})
-		st.TemplateInitialClusterState = values["initial-cluster-state"]
+		st.TemplateInitialClusterState = EtcdFlagValues(c)["initial-cluster-state"]
 	}
 	st.SelfRemoval = selfremoval.Find(&sts.Spec.Template.Spec)
 	if sts.Spec.Replicas != nil {
@@ -166,7 +169,21 @@ func maxUnavailable(v *intstr.IntOrString, replicas int) int {
 	return n
 }
 
-func (e *Engine) observeMember(ctx context.Context, ordinal int) MemberState {
+// durabilityOf classifies where etcd keeps its data in a pod spec, reading its configuration file (once per
+// look, through files) when it is given one.
+func durabilityOf(ctx context.Context, files *configfile.Memo, spec *corev1.PodSpec, c *corev1.Container, claims []string) []durability.Dir {
+	t := durability.Template{Spec: spec, Container: c, Claims: claims, FlagValues: EtcdFlagValues(c)}
+	if file := t.FlagValues["config-file"]; file != "" {
+		if s, err := files.Read(ctx, spec, c, file); err != nil {
+			t.ConfigProblem = err.Error()
+		} else {
+			t.Config = &durability.ConfigFile{Name: s.Name, DataDir: s.DataDir, WALDir: s.WALDir}
+		}
+	}
+	return durability.Of(t)
+}
+
+func (e *Engine) observeMember(ctx context.Context, files *configfile.Memo, ordinal int) MemberState {
 	m := MemberState{Ordinal: ordinal, Pod: podName(e.cfg.StatefulSet, ordinal)}
 	pod, err := e.readPod(ctx, m.Pod)
 	switch {
@@ -183,7 +200,7 @@ func (e *Engine) observeMember(ctx context.Context, ordinal int) MemberState {
 	m.Ready, m.ReadySince, m.Running = podReady(pod), readySince(pod), pod.Status.Phase == corev1.PodRunning
 	if c := EtcdContainer(pod.Spec.Containers); c != nil {
 		m.Image = c.Image
-		for _, d := range durability.Of(durability.Template{Spec: &pod.Spec, Container: c, FlagValues: EtcdFlagValues(c)}) {
+		for _, d := range durabilityOf(ctx, files, &pod.Spec, c, nil) {
 			if d.Kind.Lost() && !m.DataLost {
 				m.DataLost, m.DataWhy = true, d.Why
 			}

@@ -465,3 +465,50 @@ func TestAStoppedReplacementIsFinishedByTheNextRun(t *testing.T) {
 		})
 	}
 }
+
+// etcd given a configuration file takes its data dir from the file alone: the plan reads the file from the
+// ConfigMap the template mounts, and a data dir on an emptyDir there makes every member a replacement, whatever
+// the flags say. A file that cannot be read leaves the data unknown, and says why.
+func TestTheConfigFileSaysWhereTheDataLives(t *testing.T) {
+	tests := []struct {
+		name       string
+		configMap  *corev1.ConfigMap
+		wantDetail string
+	}{
+		{"its data dir on an emptyDir",
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "etcd-conf"}, Data: map[string]string{"etcd.yaml": "data-dir: /scratch/etcd\n"}},
+			`etcd-0: replace (data DiesWithPod: the data dir /scratch/etcd is on emptyDir volume "scratch" mounted at /scratch (from /etc/etcd/etcd.yaml))`},
+		{"its data dir on the claim",
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "etcd-conf"}, Data: map[string]string{"etcd.yaml": "data-dir: /var/lib/etcd/data\n"}},
+			`etcd-0: restart (data SurvivesPod: the data dir /var/lib/etcd/data is on volumeClaimTemplate "data" mounted at /var/lib/etcd (from /etc/etcd/etcd.yaml))`},
+		{"a file nobody can read", nil,
+			`etcd-0: restart (data Unknown: etcd reads its settings from /etc/etcd/etcd.yaml, whose data-dir and wal-dir win over the flags, and which could not be read: reading db/ConfigMap etcd-conf (key "etcd.yaml")`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newFakeCluster(t, 3, 0)
+			obj, err := c.kube.Tracker().Get(stsGVR, "db", "etcd")
+			require.NoError(t, err)
+			sts := obj.(*appsv1.StatefulSet).DeepCopy()
+			sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}}
+			sts.Spec.Template.Spec = corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "etcd", Image: "registry.k8s.io/etcd:3.6.8-0",
+					Args: []string{"--data-dir=/var/lib/etcd/data", "--config-file=/etc/etcd/etcd.yaml"},
+					VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/etcd"}, {Name: "scratch", MountPath: "/scratch"},
+						{Name: "conf", MountPath: "/etc/etcd"}}}},
+				Volumes: []corev1.Volume{
+					{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+					{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "etcd-conf"}}}},
+				},
+			}
+			require.NoError(t, c.kube.Tracker().Update(stsGVR, sts, "db"))
+			if tt.configMap != nil {
+				require.NoError(t, c.kube.Tracker().Add(tt.configMap))
+			}
+			_, plan, err := c.engine(t, nil).Plan(context.Background())
+			require.NoError(t, err)
+			assert.Contains(t, plan.Detail(), tt.wantDetail)
+		})
+	}
+}
+

@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/podpath"
 )
 
 // Kind is how long a directory's content lives.
@@ -52,31 +54,51 @@ type Dir struct {
 
 // Template is what the classification reads: the pod template's spec, its etcd container, the names of the
 // StatefulSet's volumeClaimTemplates, and the values etcd gets for its flags (flag name → value, with ETCD_*
-// variables folded in, as rollout.EtcdFlagValues reads them).
+// variables folded in, as rollout.EtcdFlagValues reads them). When etcd is given a configuration file, its
+// settings (read by the configfile package) are Config, or why they could not be read ConfigProblem.
 type Template struct {
-	Spec       *corev1.PodSpec
-	Container  *corev1.Container
-	Claims     []string
-	FlagValues map[string]string
+	Spec          *corev1.PodSpec
+	Container     *corev1.Container
+	Claims        []string
+	FlagValues    map[string]string
+	Config        *ConfigFile
+	ConfigProblem string
 }
 
-// Of classifies the data dir and, when etcd is given one, the WAL dir.
+// ConfigFile is what etcd's configuration file says of where it keeps its data; "" is unset.
+type ConfigFile struct {
+	Name, DataDir, WALDir string
+}
+
+// Of classifies the data dir and, when etcd is given one, the WAL dir. With a configuration file, etcd reads
+// both (and the member name of the default data dir) from the file alone: "other command line flags and
+// environment variables will be ignored".
 func Of(t Template) []Dir {
+	settings, from := ConfigFile{Name: t.FlagValues["name"], DataDir: t.FlagValues["data-dir"], WALDir: t.FlagValues["wal-dir"]}, ""
 	if file := t.FlagValues["config-file"]; file != "" {
-		why := fmt.Sprintf("etcd reads its settings from %s, whose data-dir and wal-dir win over the flags and are not read here", file)
-		return []Dir{{Role: "data dir", Kind: Unknown, Why: why}}
+		if t.Config == nil {
+			why := fmt.Sprintf("etcd reads its settings from %s, whose data-dir and wal-dir win over the flags", file)
+			if t.ConfigProblem != "" {
+				why += ", and which could not be read: " + t.ConfigProblem
+			}
+			return []Dir{{Role: "data dir", Kind: Unknown, Why: why}}
+		}
+		settings, from = *t.Config, " (from "+file+")"
 	}
-	dataDir := t.FlagValues["data-dir"]
+	dataDir := settings.DataDir
 	if dataDir == "" {
-		name := t.FlagValues["name"]
+		name := settings.Name
 		if name == "" {
 			name = "default"
 		}
 		dataDir = name + ".etcd" // etcd's default, relative to its working directory
 	}
 	dirs := []Dir{t.classify("data dir", dataDir)}
-	if wal := t.FlagValues["wal-dir"]; wal != "" {
-		dirs = append(dirs, t.classify("WAL dir", wal))
+	if settings.WALDir != "" {
+		dirs = append(dirs, t.classify("WAL dir", settings.WALDir))
+	}
+	for i := range dirs {
+		dirs[i].Why += from
 	}
 	return dirs
 }
@@ -96,7 +118,7 @@ func (t Template) classify(role, p string) Dir {
 		p = path.Join(t.Container.WorkingDir, p)
 		d.Path = p
 	}
-	mount, ok := t.mountOf(p)
+	mount, ok := podpath.MountOf(t.Container, p)
 	if !ok {
 		d.Kind, d.Why = DiesWithContainer, fmt.Sprintf("the %s %s is on no volume mounted in container %s", role, p, t.containerName())
 		return d
@@ -105,22 +127,6 @@ func (t Template) classify(role, p string) Dir {
 	d.Kind, d.Why = t.volumeKind(mount)
 	d.Why = fmt.Sprintf("the %s %s is on %s mounted at %s", role, p, d.Why, mount.MountPath)
 	return d
-}
-
-// mountOf is the container's mount that holds p: the one with the longest mount path that contains it.
-func (t Template) mountOf(p string) (corev1.VolumeMount, bool) {
-	var best corev1.VolumeMount
-	found := false
-	if t.Container == nil {
-		return best, false
-	}
-	for _, m := range t.Container.VolumeMounts {
-		mp := path.Clean(m.MountPath)
-		if (p == mp || strings.HasPrefix(p, strings.TrimSuffix(mp, "/")+"/")) && (!found || len(mp) > len(path.Clean(best.MountPath))) {
-			best, found = m, true
-		}
-	}
-	return best, found
 }
 
 // volumeKind says what kind of volume mount m is on, and names it for a person.
