@@ -25,6 +25,9 @@ type membership struct {
 	unstarted map[string]bool
 	// waitingForAdd names pods recreated empty after their member was removed: they start once added.
 	waitingForAdd map[string]bool
+	// slow names pods whose learner never catches up: its applied index stays at 0 and etcd refuses to promote
+	// it (ErrLearnerNotReady).
+	slow map[string]bool
 	// adopted names, in order, pods that came back with an empty data dir under the ID that voted before.
 	adopted []string
 	// addedIDs counts learners added, for their IDs.
@@ -118,7 +121,7 @@ func (f *fakeEtcd) MemberPromote(_ context.Context, via string, id uint64) error
 		return fmt.Errorf("promote learner %x through %s: %w", id, via, member.ErrMemberNotFound)
 	case !f.learner[pod]:
 		return fmt.Errorf("promote learner %x through %s: %w", id, via, member.ErrNotLearner)
-	case f.membership.unstarted[pod] || f.isDown(pod):
+	case f.membership.unstarted[pod] || f.isDown(pod) || f.membership.slow[pod]:
 		return fmt.Errorf("promote learner %x through %s: %w", id, via, member.ErrLearnerNotReady)
 	}
 	delete(f.learner, pod)

@@ -136,7 +136,11 @@ func (f *fakeEtcd) Status(_ context.Context, pod string) (member.Status, error) 
 		f.storageLag[pod]--
 		storage = f.versionBeforeDowngrade
 	}
-	return member.Status{ID: f.ids[pod], Leader: leader, IsLearner: f.learner[pod], RaftTerm: f.term, RaftIndex: f.index, AppliedIndex: f.index,
+	applied := f.index
+	if f.learner[pod] && f.membership.slow[pod] {
+		applied = 0
+	}
+	return member.Status{ID: f.ids[pod], Leader: leader, IsLearner: f.learner[pod], RaftTerm: f.term, RaftIndex: f.index, AppliedIndex: applied,
 		Version: f.serverVersions[pod], StorageVersion: storage, DowngradeTarget: f.downgradeTargets[pod]}, nil
 }
 

@@ -512,3 +512,24 @@ func TestTheConfigFileSaysWhereTheDataLives(t *testing.T) {
 	}
 }
 
+// A learner that never catches up is never promoted: the run waits its timeouts, says how far behind the
+// learner is, and stops with the partition locked and the record kept, so that the next run resumes it; no
+// other member is touched meanwhile.
+func TestALearnerThatNeverCatchesUpIsNotPromoted(t *testing.T) {
+	c := newFakeCluster(t, 3, 0)
+	emptyDirTemplate(t, c)
+	c.etcd.membership.mark(&c.etcd.membership.slow, "etcd-2")
+	_, err := c.engine(t, func(cfg *Config, _ *Options) {
+		cfg.ReadyTimeout, cfg.HealthTimeout = 300*time.Millisecond, 300*time.Millisecond
+	}).Run(context.Background())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "replacing etcd-2: not done within")
+	assert.Regexp(t, `learner d01 \(etcd-2\) has applied up to index 0, \d+ entries behind the leader's \d+; it is promoted within 100`, err.Error())
+	assert.True(t, c.etcd.learner["etcd-2"], "still a learner")
+	assert.Equal(t, 3, c.partition())
+	assert.Zero(t, c.etcd.elections)
+	assert.Equal(t, []string{oldRev, oldRev, newRev}, c.revisions(), "no other member touched")
+	records, err := replacerecord.New(c.kube, "db", "etcd", nil).Load(context.Background())
+	require.NoError(t, err)
+	assert.Contains(t, records, 2, "the record is kept for the next run")
+}

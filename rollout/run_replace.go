@@ -143,7 +143,10 @@ func (rp *replacement) pass(ctx context.Context) (string, bool, error) {
 	case replace.AddLearner:
 		err = rp.addLearner(ctx, st, *o.Record)
 	case replace.Promote:
-		err = rp.promote(ctx, st, next.ID)
+		var behind string
+		if behind, err = rp.promote(ctx, st, next.ID); behind != "" {
+			return behind, false, err
+		}
 	}
 	return next.Why, false, err
 }
@@ -281,21 +284,26 @@ func (rp *replacement) addLearner(ctx context.Context, st ClusterState, rec repl
 	return e.records.Save(ctx, ordinal, rec)
 }
 
-// promote makes the learner a voter once its applied index is within learnerCatchUp of the leader's.
-func (rp *replacement) promote(ctx context.Context, st ClusterState, id uint64) error {
+// promote makes the learner a voter once its applied index is within learnerCatchUp of the leader's; until
+// then it says how far behind the learner is, which is what a replacement that runs out of time reports.
+func (rp *replacement) promote(ctx context.Context, st ClusterState, id uint64) (string, error) {
 	e, m := rp.r.e, st.Members[rp.step.Ordinal]
 	leader := leaderOf(st)
-	if !m.Reachable || leader == nil || m.AppliedIndex+learnerCatchUp < leader.AppliedIndex {
-		return nil // not caught up yet, or not seen: look again
+	switch {
+	case !m.Reachable || leader == nil:
+		return "", nil // not seen: look again
+	case m.AppliedIndex+learnerCatchUp < leader.AppliedIndex:
+		return fmt.Sprintf("learner %x (%s) has applied up to index %d, %d entries behind the leader's %d; it is promoted within %d",
+			id, rp.pod, m.AppliedIndex, leader.AppliedIndex-m.AppliedIndex, leader.AppliedIndex, learnerCatchUp), nil
 	}
 	if err := e.lease.confirm(ctx); err != nil {
-		return fmt.Errorf("not promoting learner %x: %w", id, err)
+		return "", fmt.Errorf("not promoting learner %x: %w", id, err)
 	}
 	err := rp.call(ctx, st, func(ctx context.Context, via string) error { return e.etcd.MemberPromote(ctx, via, id) })
 	if err == nil {
 		e.emit(rp.step, "promoted learner %x (%s) to a voter", id, rp.pod)
 	}
-	return settled(ctx, err)
+	return "", settled(ctx, err)
 }
 
 // call sends a membership change through a healthy member other than the one replaced (the leader first),

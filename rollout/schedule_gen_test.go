@@ -227,6 +227,9 @@ type schedule struct {
 	// Ephemeral makes every member keep its data on an emptyDir: every roll is a replacement (remove, learner,
 	// promote), and a pod recreated while its member is listed comes back under its old ID with an empty log.
 	Ephemeral bool
+	// SlowLearner (with Ephemeral) names the member whose learner never catches up once it is replaced: its
+	// applied index stays at 0 and etcd refuses to promote it.
+	SlowLearner string
 	// Runs is how many runs may go: each one that does not succeed is resumed by a fresh engine.
 	Runs   int
 	Events []schedEvent
@@ -238,8 +241,8 @@ func (s schedule) String() string {
 	if s.SlowLoop {
 		loop = "slow (up for longer than the stability window)"
 	}
-	fmt.Fprintf(&b, "seed %d: %d members, leader etcd-%d, updated already %v, update revision crash-loops from the start: %v, crash loops %s, cool-down %s, process starts jitter by a second: %v, first leader move's answer lost: %v, first moved leadership lost at once: %v, data dies with the pod: %v, up to %d runs\n",
-		s.Seed, s.Members, s.Leader, podNames(s.Updated), s.BadRevision, loop, s.Cooldown, s.StartJitter, s.MoveAnswerLost, s.LeadershipLost, s.Ephemeral, s.Runs)
+	fmt.Fprintf(&b, "seed %d: %d members, leader etcd-%d, updated already %v, update revision crash-loops from the start: %v, crash loops %s, cool-down %s, process starts jitter by a second: %v, first leader move's answer lost: %v, first moved leadership lost at once: %v, data dies with the pod: %v, learner that never catches up: %q, up to %d runs\n",
+		s.Seed, s.Members, s.Leader, podNames(s.Updated), s.BadRevision, loop, s.Cooldown, s.StartJitter, s.MoveAnswerLost, s.LeadershipLost, s.Ephemeral, s.SlowLearner, s.Runs)
 	for _, ev := range s.Events {
 		fmt.Fprintf(&b, "  event: %s\n", ev)
 	}
@@ -304,9 +307,10 @@ func generateSchedule(seed uint64, enabled []eventKind) schedule {
 	return s
 }
 
-// drawEphemeral makes one schedule in four a cluster whose members' data dies with their pod (issue 32), and
-// moves half of its events to a replacement's own request boundaries (remove, add, promote), so that kills,
-// crashes, cancels and outages land in its crash windows. It draws from a stream of its own, so every other
+// drawEphemeral makes one schedule in four a cluster whose members' data dies with their pod (issue 32), moves
+// half of its events to a replacement's own request boundaries (remove, add, promote), so that kills,
+// crashes, cancels and outages land in its crash windows, and gives one in three a learner that never
+// catches up. It draws from a stream of its own, so every other
 // draw of a seed stays as it was.
 func drawEphemeral(seed uint64, s *schedule) {
 	rng := rand.New(rand.NewPCG(seed, ephemeralStream))
@@ -319,6 +323,9 @@ func drawEphemeral(seed uint64, s *schedule) {
 		if at := points[rng.IntN(len(points))]; rng.IntN(2) == 0 && s.Events[i].At != atPassed && s.Events[i].Nth == 0 {
 			s.Events[i].At = at
 		}
+	}
+	if rng.IntN(3) == 0 {
+		s.SlowLearner = fmt.Sprintf("etcd-%d", rng.IntN(s.Members))
 	}
 }
 

@@ -173,6 +173,9 @@ func newWorld(t *testing.T, s schedule) *world {
 	if s.Ephemeral {
 		w.keepDataOnEmptyDir()
 	}
+	if s.SlowLearner != "" {
+		w.f.membership.mark(&w.f.membership.slow, s.SlowLearner)
+	}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	t.Cleanup(w.cancel)
 	if s.BadRevision {
