@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"fmt"
 	"testing"
 
 	p "github.com/pulumi/pulumi-go-provider"
@@ -148,4 +149,33 @@ func planOf(m property.Map) []string {
 		out = append(out, e.AsString())
 	}
 	return out
+}
+
+// A roll the engine refuses before anything is touched (members whose data dies with their pod that cannot be
+// replaced safely; pods that remove their own member) fails the preview on stsName with the engine's reason: a
+// warning alone would let `pulumi up` start and fail at once.
+func TestCheckRefusesARollTheEngineRefuses(t *testing.T) {
+	tests := []struct {
+		name    string
+		refusal error
+	}{
+		{"members whose data dies with their pod", fmt.Errorf("%w: the template starts etcd with --initial-cluster-state=new", rollout.ErrDataDiesWithPod)},
+		{"pods that remove their own member", fmt.Errorf("%w: etcd-2's pod runs prestop.sh; set acceptPreStopMemberRemoval", rollout.ErrPreStopRemovesMember)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeCluster{uid: "uid-1", state: healthyState("rev-a", 0)}
+			deps := f.deps()
+			deps.Plan = func(rollout.ClusterState, rollout.LeaderPolicy) (rollout.Plan, error) {
+				return rollout.Plan{}, tt.refusal
+			}
+			resp, err := server(t, deps).Check(p.CheckRequest{Urn: rolloutURN, State: inputs(nil),
+				Inputs: inputs(map[string]property.Value{"versionHash": property.New("v2")})})
+			require.NoError(t, err)
+			require.Len(t, resp.Failures, 1, "failures: %v", resp.Failures)
+			assert.Equal(t, "stsName", resp.Failures[0].Property)
+			assert.Contains(t, resp.Failures[0].Reason, tt.refusal.Error())
+			assert.Zero(t, f.runs, "nothing ran")
+		})
+	}
 }

@@ -121,10 +121,19 @@ func (r *Rollout) planLive(ctx context.Context, restConfig *rest.Config, in Roll
 		}
 	}
 	plan, err := r.deps.Plan(state, rollout.LeaderLazy)
+	if err == nil || errors.Is(err, rollout.ErrBlocked) {
+		// A hold is waited out; the hook is not: it is refused first, as the run does.
+		if refused := rollout.CheckSelfRemoval(state, plan, engineConfig(in, "").AcceptPreStopMemberRemoval); refused != nil {
+			err = refused
+		}
+	}
 	switch {
 	case errors.Is(err, rollout.ErrBlocked):
 		log.Warningf("a rollout of %s could not start now: %v", target, err)
 		return blockedLines(plan, state, pv.facts, err), nil
+	case errors.Is(err, rollout.ErrDataDiesWithPod) || errors.Is(err, rollout.ErrPreStopRemovesMember):
+		// The run refuses these before it touches anything, and waiting changes nothing: so does the preview.
+		return nil, []p.CheckFailure{{Property: "stsName", Reason: fmt.Sprintf("StatefulSet %s: %v", target, err)}}
 	case err != nil:
 		log.Warningf("could not plan the rollout of %s: %v", target, err)
 		return nil, nil

@@ -167,8 +167,11 @@ func (e *Engine) Plan(ctx context.Context) (ClusterState, Plan, error) {
 	}
 	p, err := PlanRollout(st, e.cfg.LeaderPolicy)
 	p.Cooldown = e.cfg.Cooldown
-	if err == nil {
-		err = checkSelfRemoval(st, p, e.cfg.AcceptPreStopMemberRemoval)
+	if err == nil || errors.Is(err, ErrBlocked) {
+		// A hold is waited out; the hook is not: it is refused first.
+		if refused := CheckSelfRemoval(st, p, e.cfg.AcceptPreStopMemberRemoval); refused != nil {
+			err = refused
+		}
 	}
 	if err != nil {
 		if hopeless := unfixableByWaiting(st); hopeless != nil {

@@ -121,16 +121,27 @@ func dataWhy(s ClusterState) string {
 // member from etcd in a preStop hook, and the user has not accepted it (Config.AcceptPreStopMemberRemoval).
 var ErrPreStopRemovesMember = errors.New("the pods remove their own etcd member when they stop")
 
-// checkSelfRemoval refuses a plan that restarts members whose pods remove their own member from etcd when they
-// stop, unless accepted: every restart would remove a voter with no quorum check, racing the rollout, and the
+// CheckSelfRemoval refuses a plan that restarts members whose pods remove their own member from etcd when they
+// stop, unless accepted (Engine.Plan and the run ask it after PlanRollout; so does the provider's preview): every restart would remove a voter with no quorum check, racing the rollout, and the
 // start script would add it back as a voter. The hook that runs is the stopping pod's, so the running pods
 // are asked first; the template's hook runs at every later restart (and at a revert's delete). Waiting does
 // not change it: the error is not ErrBlocked.
-func checkSelfRemoval(s ClusterState, p Plan, accepted bool) error {
-	if accepted || len(p.Roll) == 0 {
+//
+// A plan held back (ErrBlocked: no member answers yet, say) rolls nothing yet, but waiting does not change the
+// hook: its members not at the update revision are the ones the roll will stop, and it is refused at once.
+func CheckSelfRemoval(s ClusterState, p Plan, accepted bool) error {
+	roll := p.Roll
+	if len(roll) == 0 && s.UpdateRevision != "" {
+		for i, m := range s.Members {
+			if m.PodExists && m.Revision != s.UpdateRevision {
+				roll = append(roll, i)
+			}
+		}
+	}
+	if accepted || len(roll) == 0 {
 		return nil
 	}
-	for _, ordinal := range p.Roll {
+	for _, ordinal := range roll {
 		if m := s.Members[ordinal]; len(m.SelfRemoval) > 0 {
 			how := "turn the hook off in the template"
 			if len(s.SelfRemoval) == 0 {

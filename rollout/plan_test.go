@@ -441,6 +441,22 @@ func TestMaxUnavailableAboveOneIsRefusedAtOnce(t *testing.T) {
 	require.NoError(t, err, "nothing to restart (only members to wait for): nothing refused")
 }
 
+// A roll held back because no member answers yet still refuses a hook that removes members at once: waiting
+// does not change the hook.
+func TestCheckSelfRemovalWhileTheRollIsHeldBack(t *testing.T) {
+	bitnami := selfremoval.Hook{Container: "etcd", Command: "/opt/bitnami/scripts/etcd/prestop.sh", TurnOff: "removeMemberOnContainerTermination: false"}
+	s := healthyState(3, 0)
+	s.SelfRemoval = []selfremoval.Hook{bitnami}
+	for i := range s.Members {
+		s.Members[i].Healthy, s.Members[i].Reachable, s.Members[i].Problem = false, false, "connection refused"
+	}
+	p, err := PlanRollout(s, LeaderLazy)
+	require.ErrorIs(t, err, ErrBlocked, "held back: nobody answers")
+	err = CheckSelfRemoval(s, p, false)
+	require.ErrorIs(t, err, ErrPreStopRemovesMember)
+	assert.NoError(t, CheckSelfRemoval(s, p, true), "accepted")
+}
+
 // A member only waited for (left on the update revision by an earlier run, unproven, or down there) is waited
 // for before anything is restarted, whatever its ordinal: it was disrupted already, and one member is disrupted at
 // a time (the schedule checker's seed 14368 of 100,000: etcd-4 was restarted while etcd-3 crash-looped, waiting
@@ -556,7 +572,7 @@ func TestARollOfPodsThatRemoveTheirOwnMemberNeedsConsent(t *testing.T) {
 			}
 			p, err := PlanRollout(s, LeaderLazy)
 			require.NoError(t, err)
-			err = checkSelfRemoval(s, p, tt.accepted)
+			err = CheckSelfRemoval(s, p, tt.accepted)
 			if tt.want == "" {
 				assert.NoError(t, err)
 				return

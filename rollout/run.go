@@ -321,8 +321,11 @@ func (r *run) planOrHold(ctx context.Context, st ClusterState) (plan Plan, ready
 	if err == nil && !r.disrupted && (len(plan.Roll) > 0 || len(plan.Wait) > 0) {
 		err = checkVersionPaths(st)
 	}
-	if err == nil {
-		err = checkSelfRemoval(st, plan, e.cfg.AcceptPreStopMemberRemoval)
+	if err == nil || errors.Is(err, ErrBlocked) {
+		// A hold is waited out; the hook is not: it is refused first.
+		if refused := CheckSelfRemoval(st, plan, e.cfg.AcceptPreStopMemberRemoval); refused != nil {
+			err = refused
+		}
 	}
 	if err == nil && len(plan.Steps) > 0 {
 		err = controllerWillAct(st, plan.Steps[0])

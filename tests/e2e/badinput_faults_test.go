@@ -71,6 +71,8 @@ func TestFaultsBadInput(t *testing.T) {
 		noEtcdStatefulSet("one", 1, plainArgs, c.NodeName),
 		noEtcdStatefulSet("two", 2, plainArgs, c.NodeName),
 		noEtcdStatefulSetOf("old35", 3, plainArgs, c.NodeName, "registry.k8s.io/etcd:3.5.21-0"),
+		noEtcdStatefulSet("scratch-new", 3, append([]string{"--data-dir=/var/lib/etcd/data", "--initial-cluster-state=new"}, plainArgs...), c.NodeName),
+		withPreStop(noEtcdStatefulSet("prestop", 3, plainArgs, c.NodeName), "/opt/bitnami/scripts/etcd/prestop.sh"),
 	} {
 		_, err := c.Kube.AppsV1().StatefulSets(ns).Create(ctx, s, metav1.CreateOptions{})
 		require.NoError(t, err)
@@ -80,6 +82,13 @@ func TestFaultsBadInput(t *testing.T) {
 	_, err = c.Kube.AppsV1().StatefulSets(ns).Patch(ctx, "old35", types.StrategicMergePatchType,
 		[]byte(`{"spec":{"template":{"spec":{"containers":[{"name":"etcd","image":"registry.k8s.io/etcd:3.6.8-0"}]}}}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
+	// scratch-new's and prestop's templates change too: their refusals are about a roll, and only a pending
+	// one is refused (a template nobody rolls restarts nothing).
+	for _, name := range []string{"scratch-new", "prestop"} {
+		_, err = c.Kube.AppsV1().StatefulSets(ns).Patch(ctx, name, types.StrategicMergePatchType,
+			[]byte(`{"spec":{"template":{"metadata":{"annotations":{"example.etcd-rollout/pod-revision":"2"}}}}}`), metav1.PatchOptions{})
+		require.NoError(t, err)
+	}
 
 	r := newGoRunner(t, p, "etcd-rollout-badinput", badInputProgram)
 	good := map[string]string{"kubeconfig": c.Kubeconfig, "namespace": ns, "stsName": "etcd", "serviceName": "etcd-headless",
@@ -137,6 +146,12 @@ func TestFaultsBadInput(t *testing.T) {
 			want: []string{"healthTimeoutSeconds", "healthTimeoutSeconds is -5: it must be a positive number of seconds"}},
 		{name: "3.5 older than 3.5.26 to 3.6", config: with(map[string]string{"stsName": "old35", "serviceName": "old35"}),
 			want: []string{"stsName", "cannot be rolled onto old35-0, which runs registry.k8s.io/etcd:3.5.21-0: etcd 3.5.21 -> 3.6.8: etcd supports upgrading to 3.6 only from 3.5.26 or later"}},
+		// Members whose data dies with their pod (issue 32): a template that would found a new cluster when a
+		// replaced member starts, and pods that remove their own member on every stop.
+		{name: "emptyDir data with --initial-cluster-state=new", config: with(map[string]string{"stsName": "scratch-new", "serviceName": "scratch-new"}),
+			want: []string{"stsName", "the template starts etcd with --initial-cluster-state=new, but a member whose data dies with its pod"}},
+		{name: "a preStop hook that removes the member", config: with(map[string]string{"stsName": "prestop", "serviceName": "prestop"}),
+			want: []string{"stsName", "/opt/bitnami/scripts/etcd/prestop.sh", "acceptPreStopMemberRemoval"}},
 		{name: "partition lowered by someone else", config: good,
 			setup: func(t *testing.T) func() {
 				setPartition(ctx, t, c, ns, "etcd", 1)
@@ -203,6 +218,13 @@ func noEtcdStatefulSetOf(name string, replicas int32, args []string, node, image
 			},
 		},
 	}
+}
+
+// withPreStop gives the etcd container of s a preStop hook that runs command, as the Bitnami chart's
+// removeMemberOnContainerTermination does.
+func withPreStop(s *appsv1.StatefulSet, command ...string) *appsv1.StatefulSet {
+	s.Spec.Template.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: command}}}
+	return s
 }
 
 func waitPodsReady(ctx context.Context, t *testing.T, c *harness.Cluster, ns string, pods ...string) {
