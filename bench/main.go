@@ -130,6 +130,12 @@ func run(ctx context.Context, sel []Scenario, runs int, strats []Strategy, outDi
 		}
 		log.Printf("scenario %s: set up in %s %v", sc.Name, time.Since(t0).Round(time.Second), b.Facts)
 		plotRun := plotRunFor(sc, n)
+		strats := strategiesOf(sc, strats)
+		if len(strats) == 0 {
+			meta.Failed = append(meta.Failed, fmt.Sprintf("%s: none of the selected strategies is rolled here (%s)", sc.Name, sc.NotRun))
+			b.tearDown()
+			continue
+		}
 		for r := range n {
 			// Only whole rounds, so every strategy of a cell has the same runs and leader placements.
 			if !deadline.IsZero() && time.Now().After(deadline) {

@@ -72,7 +72,7 @@ func collectMeta(ctx context.Context, c *harness.Cluster, runs int, strats []Str
 	}
 	for _, s := range sel {
 		spec, _ := s.Spec.WithDefaults()
-		m.Scenarios = append(m.Scenarios, ScenarioMeta{Name: s.Name, Title: s.Title, Runs: runsFor(s, runs),
+		m.Scenarios = append(m.Scenarios, ScenarioMeta{Name: s.Name, Title: s.title(), Runs: runsFor(s, runs),
 			Replicas: spec.Replicas, Clusters: s.Clusters})
 	}
 	return m, nil

@@ -58,3 +58,38 @@ func TestAddGateTimes(t *testing.T) {
 	assert.Equal(t, []float64{1.5, 1, 0.5}, c.ReadyAfter)
 	assert.Equal(t, []float64{3, 0.25}, c.GateAfter)
 }
+
+// A scenario that names its strategies rolls those only, in the run's order, and says why not the others.
+func TestStrategiesOf(t *testing.T) {
+	all := strategies(time.Second, 0)
+	names := func(sts []Strategy) []string {
+		var out []string
+		for _, s := range sts {
+			out = append(out, s.Name)
+		}
+		return out
+	}
+	byName := map[string]Scenario{}
+	for _, sc := range scenarios() {
+		byName[sc.Name] = sc
+	}
+	tests := []struct {
+		scenario string
+		want     []string
+	}{
+		{"easy", []string{"default", "default-hardened", "job-like", "engine", "engine-cd0"}},
+		{"emptydir", []string{"engine", "engine-cd0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.scenario, func(t *testing.T) {
+			sc, ok := byName[tt.scenario]
+			require.True(t, ok)
+			assert.Equal(t, tt.want, names(strategiesOf(sc, all)))
+			if len(sc.Only) > 0 {
+				assert.Contains(t, sc.title(), "so they are not run", "the report says why the others are not run")
+			}
+		})
+	}
+	assert.Equal(t, []string{"engine-cd0"}, names(strategiesOf(byName["emptydir"], all[4:])), "a selection keeps to the run's strategies")
+	assert.True(t, byName["emptydir"].Spec.DataDiesWithPod)
+}
