@@ -17,8 +17,8 @@ import (
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
 
-	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/configfile"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/podfile"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/replacerecord"
 )
 
@@ -67,8 +67,9 @@ type Engine struct {
 	status *statusPublisher
 	// records keeps the replacements in flight (members whose data dies with their pod), across runs.
 	records *replacerecord.Store
-	// configFiles reads etcd's configuration file, where the template gives it one, for where it keeps its data.
-	configFiles *configfile.Reader
+	// podFiles reads files the pods mount from Secrets and ConfigMaps: etcd's configuration file, where the
+	// template gives it one, for where it keeps its data.
+	podFiles *podfile.Reader
 	// leaderSeenDown, set by a run, hears of a leader that a gate's look found down by its own answer: a member
 	// the run saw pass that did so did not stay up, though the gate goes on.
 	leaderSeenDown func(pod string)
@@ -136,7 +137,7 @@ func New(cfg Config, opts Options) (*Engine, error) {
 	e.lease = &rolloutLease{kube: e.kube, namespace: cfg.Namespace, name: LeaseName(cfg.StatefulSet), holder: cfg.Holder, duration: d}
 	e.status = newStatusPublisher(e.kube, cfg, e.lease)
 	e.records = replacerecord.New(e.kube, cfg.Namespace, cfg.StatefulSet, withAPIRetry)
-	e.configFiles = configfile.NewReader(e.kube, cfg.Namespace, withAPIRetry)
+	e.podFiles = podfile.NewReader(e.kube, cfg.Namespace, withAPIRetry)
 	// A takeover waits a whole lease duration before anything happens: say why, so nobody thinks it hangs.
 	e.lease.watching = func(holder string, upTo time.Duration) {
 		e.emit(Step{}, "lease %s is held by %s: watching it for up to %s; it is taken over if nobody renews it, and the run is refused if someone does",

@@ -16,6 +16,7 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/configfile"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/durability"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/podfile"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/selfremoval"
 )
 
@@ -28,7 +29,7 @@ func (e *Engine) Observe(ctx context.Context) (ClusterState, error) {
 	}
 	st := stsState(sts)
 	st.ObservedAt = time.Now()
-	files := e.configFiles.Memo()
+	files := e.podFiles.Memo()
 	if c := EtcdContainer(sts.Spec.Template.Spec.Containers); c != nil {
 		claims := make([]string, 0, len(sts.Spec.VolumeClaimTemplates))
 		for _, vct := range sts.Spec.VolumeClaimTemplates {
@@ -171,10 +172,10 @@ func maxUnavailable(v *intstr.IntOrString, replicas int) int {
 
 // durabilityOf classifies where etcd keeps its data in a pod spec, reading its configuration file (once per
 // look, through files) when it is given one.
-func durabilityOf(ctx context.Context, files *configfile.Memo, spec *corev1.PodSpec, c *corev1.Container, claims []string) []durability.Dir {
+func durabilityOf(ctx context.Context, files *podfile.Memo, spec *corev1.PodSpec, c *corev1.Container, claims []string) []durability.Dir {
 	t := durability.Template{Spec: spec, Container: c, Claims: claims, FlagValues: EtcdFlagValues(c)}
 	if file := t.FlagValues["config-file"]; file != "" {
-		if s, err := files.Read(ctx, spec, c, file); err != nil {
+		if s, err := configfile.Read(ctx, files, spec, c, file); err != nil {
 			t.ConfigProblem = err.Error()
 		} else {
 			t.Config = &durability.ConfigFile{Name: s.Name, DataDir: s.DataDir, WALDir: s.WALDir}
@@ -183,7 +184,7 @@ func durabilityOf(ctx context.Context, files *configfile.Memo, spec *corev1.PodS
 	return durability.Of(t)
 }
 
-func (e *Engine) observeMember(ctx context.Context, files *configfile.Memo, ordinal int) MemberState {
+func (e *Engine) observeMember(ctx context.Context, files *podfile.Memo, ordinal int) MemberState {
 	m := MemberState{Ordinal: ordinal, Pod: podName(e.cfg.StatefulSet, ordinal)}
 	pod, err := e.readPod(ctx, m.Pod)
 	switch {

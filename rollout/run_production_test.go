@@ -482,7 +482,7 @@ func TestTheConfigFileSaysWhereTheDataLives(t *testing.T) {
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "etcd-conf"}, Data: map[string]string{"etcd.yaml": "data-dir: /var/lib/etcd/data\n"}},
 			`etcd-0: restart (data SurvivesPod: the data dir /var/lib/etcd/data is on volumeClaimTemplate "data" mounted at /var/lib/etcd (from /etc/etcd/etcd.yaml))`},
 		{"a file nobody can read", nil,
-			`etcd-0: restart (data Unknown: etcd reads its settings from /etc/etcd/etcd.yaml, whose data-dir and wal-dir win over the flags, and which could not be read: reading db/ConfigMap etcd-conf (key "etcd.yaml")`},
+			`etcd-0: restart (data Unknown: etcd reads its settings from /etc/etcd/etcd.yaml, whose data-dir and wal-dir win over the flags, and which could not be read: reading /etc/etcd/etcd.yaml from db/ConfigMap etcd-conf (key "etcd.yaml"): configmaps "etcd-conf" not found`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

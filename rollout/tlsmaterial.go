@@ -5,112 +5,60 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"path"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/podfile"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/podpath"
 )
 
 // fileReader reads one file as the etcd container sees it. Implementations hold what they read in memory
 // only; errors name the path, never the content.
 type fileReader func(ctx context.Context, file string) ([]byte, error)
 
-// podFileReader reads files mounted in a pod: from the Secret behind the volume when there is one (no exec
-// needed, and only `get secrets` in RBAC), else by running `cat` in the container that mounts it.
+// podFileReader reads files mounted in a pod: from the Secret or ConfigMap behind the volume when there is one
+// (no exec needed, and only `get` in RBAC), else by running `cat` in the container that mounts it.
 func podFileReader(kube kubernetes.Interface, cfg *rest.Config, pod *corev1.Pod) fileReader {
+	files := podfile.NewReader(kube, pod.Namespace, nil)
 	return func(ctx context.Context, file string) ([]byte, error) {
-		container, mount, ok := findMount(pod, file)
+		c, ok := containerWithMount(pod, file)
 		if !ok {
 			return nil, &TLSMaterialError{fmt.Sprintf("%s is not under any volume mounted in pod %s", file, pod.Name)}
 		}
-		if secret, key, ok := secretKey(pod, mount, file); ok {
-			s, err := kube.CoreV1().Secrets(pod.Namespace).Get(ctx, secret, metav1.GetOptions{})
-			if err != nil {
-				return nil, fmt.Errorf("reading %s from secret %s: %w", file, secret, err)
-			}
-			data, ok := s.Data[key]
-			if !ok {
-				return nil, &TLSMaterialError{fmt.Sprintf("reading %s: secret %s has no key %q", file, secret, key)}
-			}
-			return data, nil
+		data, _, err := files.Read(ctx, &pod.Spec, c, file)
+		switch {
+		case errors.Is(err, podfile.ErrNoSuchKey):
+			return nil, &TLSMaterialError{err.Error()}
+		case errors.Is(err, podfile.ErrNotReadable) && cfg != nil:
+			return execCat(ctx, kube, cfg, pod, c.Name, file)
+		case errors.Is(err, podfile.ErrNotReadable):
+			return nil, fmt.Errorf("reading %s: no Secret or ConfigMap holds it and no API config is available for exec: %w", file, err)
 		}
-		if cfg == nil {
-			return nil, fmt.Errorf("reading %s: volume %s is not a Secret and no API config is available for exec", file, mount.Name)
-		}
-		return execCat(ctx, kube, cfg, pod, container, file)
+		return data, err
 	}
 }
 
-// findMount returns the container and mount that hold file: the deepest mount path that contains it.
-func findMount(pod *corev1.Pod, file string) (string, corev1.VolumeMount, bool) {
-	file = path.Clean(file)
-	var best corev1.VolumeMount
-	container, found := "", false
-	for _, c := range pod.Spec.Containers {
-		for _, m := range c.VolumeMounts {
-			mp := path.Clean(m.MountPath)
-			if file != mp && !strings.HasPrefix(file, mp+"/") {
-				continue
-			}
-			if !found || len(mp) > len(path.Clean(best.MountPath)) {
-				best, container, found = m, c.Name, true
-			}
+// containerWithMount is the container of pod that holds file on a volume: the one with the deepest mount path
+// that contains it.
+func containerWithMount(pod *corev1.Pod, file string) (*corev1.Container, bool) {
+	var best *corev1.Container
+	depth := -1
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		if m, ok := podpath.MountOf(c, file); ok && len(path.Clean(m.MountPath)) > depth {
+			best, depth = c, len(path.Clean(m.MountPath))
 		}
 	}
-	return container, best, found
-}
-
-// secretKey maps a file under a Secret (or projected Secret) volume to the secret and key that back it,
-// honouring subPath and items.
-func secretKey(pod *corev1.Pod, mount corev1.VolumeMount, file string) (string, string, bool) {
-	rel := strings.TrimPrefix(strings.TrimPrefix(path.Clean(file), path.Clean(mount.MountPath)), "/")
-	if mount.SubPath != "" {
-		rel = path.Join(mount.SubPath, rel)
-	}
-	for _, v := range pod.Spec.Volumes {
-		if v.Name != mount.Name {
-			continue
-		}
-		if v.Secret != nil {
-			return v.Secret.SecretName, keyFor(v.Secret.Items, rel), true
-		}
-		if v.Projected != nil {
-			for _, src := range v.Projected.Sources {
-				if src.Secret == nil {
-					continue
-				}
-				if len(src.Secret.Items) == 0 || hasItemPath(src.Secret.Items, rel) {
-					return src.Secret.Name, keyFor(src.Secret.Items, rel), true
-				}
-			}
-		}
-	}
-	return "", "", false
-}
-
-func keyFor(items []corev1.KeyToPath, rel string) string {
-	for _, it := range items {
-		if path.Clean(it.Path) == rel {
-			return it.Key
-		}
-	}
-	return rel
-}
-
-func hasItemPath(items []corev1.KeyToPath, rel string) bool {
-	for _, it := range items {
-		if path.Clean(it.Path) == rel {
-			return true
-		}
-	}
-	return false
+	return best, best != nil
 }
 
 // execCat reads a file with `cat` in the container, websocket first and SPDY as fallback, like kubectl.

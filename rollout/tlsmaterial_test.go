@@ -17,6 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/podfile"
 )
 
 func selfSigned(t *testing.T) (certPEM, keyPEM []byte) {
@@ -41,51 +43,35 @@ func tlsPod(volumes []corev1.Volume, mounts []corev1.VolumeMount) *corev1.Pod {
 	}
 }
 
-func TestSecretKeyResolution(t *testing.T) {
-	secretVol := func(items ...corev1.KeyToPath) corev1.Volume {
-		return corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "etcd-tls", Items: items}}}
-	}
+// The container whose volume holds a file is the one with the deepest mount path containing it (the pod's
+// other containers are looked at too); which object key backs it is podfile's answer (its own tests).
+func TestContainerWithMount(t *testing.T) {
+	secretVol := corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "etcd-tls"}}}
 	tests := []struct {
 		name       string
-		volumes    []corev1.Volume
 		mounts     []corev1.VolumeMount
 		file       string
-		wantSecret string
-		wantKey    string
-		wantSecVol bool
 		wantMount  bool
+		wantSource string
 	}{
-		{"plain secret volume", []corev1.Volume{secretVol()}, []corev1.VolumeMount{{Name: "tls", MountPath: "/etc/etcd/pki"}},
-			"/etc/etcd/pki/ca.crt", "etcd-tls", "ca.crt", true, true},
-		{"items rename the key", []corev1.Volume{secretVol(corev1.KeyToPath{Key: "tls.crt", Path: "client/cert.pem"})},
-			[]corev1.VolumeMount{{Name: "tls", MountPath: "/pki/"}}, "/pki/client/cert.pem", "etcd-tls", "tls.crt", true, true},
-		{"subPath mount of one key", []corev1.Volume{secretVol()}, []corev1.VolumeMount{{Name: "tls", MountPath: "/certs/ca.pem", SubPath: "ca.crt"}},
-			"/certs/ca.pem", "etcd-tls", "ca.crt", true, true},
-		{"deepest mount wins", []corev1.Volume{secretVol(), {Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
-			[]corev1.VolumeMount{{Name: "data", MountPath: "/var/lib"}, {Name: "tls", MountPath: "/var/lib/etcd-tls"}},
-			"/var/lib/etcd-tls/client.key", "etcd-tls", "client.key", true, true},
-		{"projected secret", []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
-			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "ca"}}},
-			{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "client"}}},
-		}}}}}, []corev1.VolumeMount{{Name: "tls", MountPath: "/tls"}}, "/tls/client.crt", "client", "client.crt", true, true},
-		{"hostPath is read by exec", []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/etc/pki"}}}},
-			[]corev1.VolumeMount{{Name: "tls", MountPath: "/pki"}}, "/pki/ca.crt", "", "", false, true},
-		{"not mounted", nil, []corev1.VolumeMount{{Name: "tls", MountPath: "/pki"}}, "/etc/other/ca.crt", "", "", false, false},
-		{"a prefix that is not a directory does not match", nil, []corev1.VolumeMount{{Name: "tls", MountPath: "/pki"}}, "/pkix/ca.crt", "", "", false, false},
+		{"a secret volume", []corev1.VolumeMount{{Name: "tls", MountPath: "/etc/etcd/pki"}}, "/etc/etcd/pki/ca.crt", true, `Secret etcd-tls (key "ca.crt")`},
+		{"deepest mount wins", []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib"}, {Name: "tls", MountPath: "/var/lib/etcd-tls"}},
+			"/var/lib/etcd-tls/client.key", true, `Secret etcd-tls (key "client.key")`},
+		{"not mounted", []corev1.VolumeMount{{Name: "tls", MountPath: "/pki"}}, "/etc/other/ca.crt", false, ""},
+		{"a prefix that is not a directory does not match", []corev1.VolumeMount{{Name: "tls", MountPath: "/pki"}}, "/pkix/ca.crt", false, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pod := tlsPod(tt.volumes, tt.mounts)
-			container, mount, ok := findMount(pod, tt.file)
+			pod := tlsPod([]corev1.Volume{secretVol, {Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}, tt.mounts)
+			c, ok := containerWithMount(pod, tt.file)
 			require.Equal(t, tt.wantMount, ok)
 			if !ok {
 				return
 			}
-			assert.Equal(t, "etcd", container)
-			secret, key, isSecret := secretKey(pod, mount, tt.file)
-			assert.Equal(t, tt.wantSecVol, isSecret)
-			assert.Equal(t, tt.wantSecret, secret)
-			assert.Equal(t, tt.wantKey, key)
+			assert.Equal(t, "etcd", c.Name)
+			sources, _, err := podfile.Locate(&pod.Spec, c, tt.file)
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantSource, sources[0].String())
 		})
 	}
 }
@@ -110,7 +96,7 @@ func TestClientTLSFromSecret(t *testing.T) {
 		bad.KeyFile = "/var/lib/etcd-tls/missing.key"
 		_, err := clientTLS(context.Background(), read, bad)
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), `tls keyFile: reading /var/lib/etcd-tls/missing.key: secret etcd-tls has no key "missing.key"`)
+		assert.Contains(t, err.Error(), `tls keyFile: reading /var/lib/etcd-tls/missing.key: no such key in db/Secret etcd-tls (key "missing.key")`)
 		assert.NotContains(t, err.Error(), string(key[:40]))
 	})
 	t.Run("a mismatched pair says which files, never the material", func(t *testing.T) {
