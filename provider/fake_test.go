@@ -32,10 +32,12 @@ type fakeCluster struct {
 	// validateErr is what `downgrade validate` answers; validated records the targets asked for.
 	validateErr error
 	validated   []string
-	result      rollout.Result
-	runErr      error
-	events      []string
-	blockRun    bool
+	// trustErr is what CheckPeerTrust answers (nil: the peers would talk to the restarted members).
+	trustErr error
+	result   rollout.Result
+	runErr   error
+	events   []string
+	blockRun bool
 	// runEvents are emitted as they are (with their step) after events; afterRun changes the cluster as a
 	// run would (a re-lock), under the lock, before Run returns.
 	runEvents []rollout.Event
@@ -115,6 +117,12 @@ func (e *fakeEngine) ValidateDowngrade(_ context.Context, _ rollout.ClusterState
 	defer e.f.mu.Unlock()
 	e.f.validated = append(e.f.validated, target)
 	return e.f.validateErr
+}
+
+func (e *fakeEngine) CheckPeerTrust(context.Context, rollout.ClusterState, []int) error {
+	e.f.mu.Lock()
+	defer e.f.mu.Unlock()
+	return e.f.trustErr
 }
 
 func (e *fakeEngine) Close() error { return nil }

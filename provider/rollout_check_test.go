@@ -152,7 +152,7 @@ func planOf(m property.Map) []string {
 }
 
 // A roll the engine refuses before anything is touched (members whose data dies with their pod that cannot be
-// replaced safely; pods that remove their own member) fails the preview on stsName with the engine's reason: a
+// replaced safely; pods that remove their own member; peers that would not talk to a restarted member) fails the preview on stsName with the engine's reason: a
 // warning alone would let `pulumi up` start and fail at once.
 func TestCheckRefusesARollTheEngineRefuses(t *testing.T) {
 	tests := []struct {
@@ -162,6 +162,16 @@ func TestCheckRefusesARollTheEngineRefuses(t *testing.T) {
 		{"members whose data dies with their pod", fmt.Errorf("%w: the template starts etcd with --initial-cluster-state=new", rollout.ErrDataDiesWithPod)},
 		{"pods that remove their own member", fmt.Errorf("%w: etcd-2's pod runs prestop.sh; set acceptPreStopMemberRemoval", rollout.ErrPreStopRemovesMember)},
 	}
+	t.Run("a restart whose peers would refuse its certificate", func(t *testing.T) {
+		f := &fakeCluster{uid: "uid-1", state: healthyState("rev-a", 0),
+			trustErr: fmt.Errorf("%w: etcd-2 (peer): etcd-0 refuses its new certificate", rollout.ErrPeerTrust)}
+		resp, err := server(t, f.deps()).Check(p.CheckRequest{Urn: rolloutURN, State: inputs(nil),
+			Inputs: inputs(map[string]property.Value{"versionHash": property.New("v2")})})
+		require.NoError(t, err)
+		require.Len(t, resp.Failures, 1, "failures: %v", resp.Failures)
+		assert.Equal(t, "stsName", resp.Failures[0].Property)
+		assert.Contains(t, resp.Failures[0].Reason, "etcd-2 (peer): etcd-0 refuses its new certificate")
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeCluster{uid: "uid-1", state: healthyState("rev-a", 0)}

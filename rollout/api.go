@@ -14,6 +14,8 @@ package rollout
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/durability"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/replace"
@@ -193,6 +195,9 @@ type ClusterState struct {
 	// says one did (an empty list read from nobody is not "nobody is a member").
 	Membership      []member.Info
 	MembershipKnown bool
+	// podTemplate is the StatefulSet's pod template as observed: what a restarted member starts from (the
+	// trust check reads its peer TLS material). Unexported: it is the API object, not a plan input.
+	podTemplate *corev1.PodSpec
 	// Replacing are the replacements in flight (records a run wrote before removing a member whose data dies
 	// with its pod), by ordinal; read only when some member's data dies with its pod.
 	Replacing map[int]replace.Record

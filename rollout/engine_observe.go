@@ -29,6 +29,7 @@ func (e *Engine) Observe(ctx context.Context) (ClusterState, error) {
 	}
 	st := stsState(sts)
 	st.ObservedAt = time.Now()
+	st.podTemplate = &sts.Spec.Template.Spec
 	files := e.podFiles.Memo()
 	if c := EtcdContainer(sts.Spec.Template.Spec.Containers); c != nil {
 		claims := make([]string, 0, len(sts.Spec.VolumeClaimTemplates))

@@ -3,7 +3,10 @@ package rollout
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/trust"
 )
 
 // ErrInterference is wrapped when someone else changed the StatefulSet (partition, template, replicas)
@@ -131,3 +134,28 @@ func (e *LockedError) Error() string {
 	return fmt.Sprintf("another rollout holds lease %s: %s (renewed %s ago); wait for it to finish, or if it is gone, retry after %s",
 		e.Lease, e.Holder, time.Since(e.Renewed).Round(time.Second), e.ExpiresIn.Round(time.Second))
 }
+
+// ErrPeerTrust is wrapped when restarting a member onto the template's peer TLS material would cut it off its
+// peers as they run now (issue 33): waiting changes nothing, so preview and the run refuse at once, before
+// anything restarts. A PeerTrustError says who refuses what.
+var ErrPeerTrust = errors.New("a restart would cut a member off its peers")
+
+// PeerTrustError lists the reasons. Its first line is the first reason (member, side, whose certificate,
+// issuer, what is trusted, what to do); the others follow, one per line.
+type PeerTrustError struct {
+	Refusals []trust.Refusal
+}
+
+func (e *PeerTrustError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v: %v", ErrPeerTrust, e.Refusals[0].Error())
+	if len(e.Refusals) > 1 {
+		fmt.Fprintf(&b, " (and %d more below)", len(e.Refusals)-1)
+		for _, r := range e.Refusals[1:] {
+			b.WriteString("\n  " + r.Error())
+		}
+	}
+	return b.String()
+}
+
+func (e *PeerTrustError) Unwrap() error { return ErrPeerTrust }

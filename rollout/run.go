@@ -673,6 +673,9 @@ func (r *run) clearToDisrupt(ctx context.Context, st ClusterState, step Step) (b
 		e.emit(step, "a member that passed cannot be seen right before %s restarts; looking again", pod)
 		return false, nil
 	}
+	if err := e.CheckPeerTrust(ctx, st, []int{step.Ordinal}); err != nil {
+		return false, fmt.Errorf("rolling %s: %w", pod, err)
+	}
 	if err := r.quorumOnAFreshLook(ctx, step.Ordinal); err != nil {
 		if !errors.Is(err, ErrBlocked) {
 			return false, err

@@ -1,0 +1,175 @@
+// Package peertrust runs the trust check of a restart (package trust) against a live cluster: it reads the
+// peer TLS material the restarted pod will mount (the template's --peer-trusted-ca-file, --peer-cert-file
+// and --peer-key-file, from the Secrets or ConfigMaps behind them), probes every other member's running peer
+// trust with the new leaf, and judges. The engine asks it before every restart and in preview (issue 33).
+package peertrust
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/podfile"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/trust"
+)
+
+// Prober asks a running member whether its peer trust accepts a certificate (member.Clients).
+type Prober interface {
+	ProbePeerTrust(ctx context.Context, pod string, peerPort int, leaf tls.Certificate, roots *x509.CertPool, serverName string) (member.PeerTrustProbe, error)
+}
+
+// Files are the template's peer TLS files, as etcd's flags name them.
+type Files struct {
+	CA, Cert, Key string
+}
+
+// FilesOf reads the peer TLS files from etcd's flag values; ok is false when the members talk to each other
+// without client certificates of their own (no peer TLS, or no --peer-cert-file), where there is nothing to
+// check.
+func FilesOf(flags map[string]string) (Files, bool) {
+	f := Files{CA: flags["peer-trusted-ca-file"], Cert: flags["peer-cert-file"], Key: flags["peer-key-file"]}
+	return f, f.Cert != "" && f.Key != "" && f.CA != ""
+}
+
+// Member is a member as the check needs it: its pod, the peer URL etcd lists it under (whose host the
+// member's certificate must name, and whose port its peers dial), and whether it answers us.
+type Member struct {
+	Pod       string
+	PeerURL   string
+	Reachable bool
+}
+
+// Template is the pod template the restarted members start from.
+type Template struct {
+	Spec      *corev1.PodSpec
+	Container *corev1.Container
+	Flags     map[string]string
+}
+
+// peerPort is the container's port named "peer" (0 when none): the pod's port a port-forward reaches the peer
+// listener on, which the peer URL's port (a Service's) need not be.
+func (t Template) peerPort() int {
+	if t.Container == nil {
+		return 0
+	}
+	for _, p := range t.Container.Ports {
+		if p.Name == "peer" {
+			return int(p.ContainerPort)
+		}
+	}
+	return 0
+}
+
+// Checker checks restarts.
+type Checker struct {
+	Files  *podfile.Memo
+	Prober Prober
+	Now    func() time.Time
+}
+
+// ErrUnreadable says the new material could not be read from the API (a volume no Secret or ConfigMap
+// backs): the check cannot be made, and the caller says so rather than judging.
+var ErrUnreadable = errors.New("the template's peer TLS material cannot be read from the API")
+
+// Check judges restarting each pod of restart onto t's peer material, against every member of members as it
+// runs now. It returns the refusals (none: the restarts keep every member able to talk to its peers); an
+// error says the check could not be made.
+func (c Checker) Check(ctx context.Context, t Template, restart []string, members []Member) ([]trust.Refusal, error) {
+	files, ok := FilesOf(t.Flags)
+	if !ok {
+		return nil, nil
+	}
+	material, pair, err := c.read(ctx, t, files)
+	if err != nil {
+		return nil, err
+	}
+	roots := x509.NewCertPool()
+	for _, ca := range material.CAs {
+		roots.AddCert(ca)
+	}
+	probes := map[string]member.PeerTrustProbe{}
+	for _, m := range members {
+		if !m.Reachable {
+			continue
+		}
+		host, port, err := hostPort(m.PeerURL)
+		if err != nil {
+			continue
+		}
+		if named := t.peerPort(); named != 0 {
+			port = named
+		}
+		if p, err := c.Prober.ProbePeerTrust(ctx, m.Pod, port, pair, roots, host); err == nil {
+			probes[m.Pod] = p
+		}
+	}
+	var out []trust.Refusal
+	for _, pod := range restart {
+		r := trust.Restart{Member: pod, New: material, Now: c.Now()}
+		for _, m := range members {
+			if m.Pod == pod {
+				r.PeerHost, _, _ = hostPort(m.PeerURL)
+				continue
+			}
+			o := trust.Other{Name: m.Pod, Verdict: trust.Unprobed}
+			if p, ok := probes[m.Pod]; ok {
+				o.Served, o.Verdict, o.Alert = p.Served, p.Verdict, p.Alert
+			}
+			r.Others = append(r.Others, o)
+		}
+		out = append(out, trust.Check(r)...)
+	}
+	return out, nil
+}
+
+// read reads and parses the new material, and the key pair the probe presents.
+func (c Checker) read(ctx context.Context, t Template, f Files) (trust.Material, tls.Certificate, error) {
+	var got [3][]byte
+	for i, file := range []string{f.CA, f.Cert, f.Key} {
+		b, _, err := c.Files.Read(ctx, t.Spec, t.Container, file)
+		if errors.Is(err, podfile.ErrNotReadable) {
+			return trust.Material{}, tls.Certificate{}, fmt.Errorf("%w: %v", ErrUnreadable, err)
+		}
+		if err != nil {
+			return trust.Material{}, tls.Certificate{}, err
+		}
+		got[i] = b
+	}
+	m, err := trust.ParseMaterial(got[0], got[1])
+	if err != nil {
+		return trust.Material{}, tls.Certificate{}, fmt.Errorf("the template's peer TLS material (%s, %s): %w", f.CA, f.Cert, err)
+	}
+	pair, err := tls.X509KeyPair(got[1], got[2])
+	if err != nil {
+		// The parse error never quotes the material, but name only the files to keep it that way.
+		return trust.Material{}, tls.Certificate{}, fmt.Errorf("the template's --peer-cert-file %s and --peer-key-file %s do not form a key pair", f.Cert, f.Key)
+	}
+	return m, pair, nil
+}
+
+// hostPort is a peer URL's host and port (2380 when it names none).
+func hostPort(peerURL string) (string, int, error) {
+	u, err := url.Parse(peerURL)
+	if err != nil || u.Host == "" {
+		return "", 0, fmt.Errorf("peer URL %q has no host", peerURL)
+	}
+	host, portText, err := net.SplitHostPort(u.Host)
+	if err != nil {
+		return strings.Trim(u.Host, "[]"), 2380, nil
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		return "", 0, fmt.Errorf("peer URL %q has no port number", peerURL)
+	}
+	return host, port, nil
+}

@@ -1,0 +1,143 @@
+package peertrust
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/podfile"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/trust"
+)
+
+// pemCert makes a certificate signed by parent (self-signed when parent is nil) and returns it with its key,
+// both PEM.
+func pemCert(t *testing.T, cn string, ca bool, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, dns ...string) (*x509.Certificate, *ecdsa.PrivateKey, []byte, []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: dns,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+	if ca {
+		tpl.IsCA, tpl.BasicConstraintsValid, tpl.KeyUsage = true, true, x509.KeyUsageCertSign
+	}
+	if parent == nil {
+		parent, parentKey = tpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tpl, parent, &key.PublicKey, parentKey)
+	require.NoError(t, err)
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	kder, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	return cert, key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+}
+
+// fakeProber answers every probe with verdict and records which pods were probed.
+type fakeProber struct {
+	verdict trust.Verdict
+	served  *x509.Certificate
+	probed  []string
+}
+
+func (p *fakeProber) ProbePeerTrust(_ context.Context, pod string, port int, _ tls.Certificate, _ *x509.CertPool, host string) (member.PeerTrustProbe, error) {
+	p.probed = append(p.probed, fmt.Sprintf("%s@%s:%d", pod, host, port))
+	out := member.PeerTrustProbe{Verdict: p.verdict, Served: []*x509.Certificate{p.served}}
+	if p.verdict == trust.Refused {
+		out.Alert = "remote error: tls: bad certificate"
+	}
+	return out, nil
+}
+
+func TestCheckerCheck(t *testing.T) {
+	oldCA, oldKey, oldPEM, _ := pemCert(t, "peer-ca-old", true, nil, nil)
+	newCA, newKey, newPEM, _ := pemCert(t, "peer-ca-new", true, nil, nil)
+	hosts := []string{"etcd-0.etcd-headless.db.svc", "etcd-1.etcd-headless.db.svc", "etcd-2.etcd-headless.db.svc"}
+	_, _, newLeaf, newLeafKey := pemCert(t, "etcd", false, newCA, newKey, hosts...)
+	served, _, _, _ := pemCert(t, "etcd", false, oldCA, oldKey, hosts...)
+	secret := func(ca []byte) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "etcd-peer-tls"},
+			Data: map[string][]byte{"ca.crt": ca, "tls.crt": newLeaf, "tls.key": newLeafKey}}
+	}
+	template := func(volume corev1.VolumeSource) Template {
+		return Template{
+			Spec:      &corev1.PodSpec{Volumes: []corev1.Volume{{Name: "peer-tls", VolumeSource: volume}}},
+			Container: &corev1.Container{Name: "etcd", VolumeMounts: []corev1.VolumeMount{{Name: "peer-tls", MountPath: "/etc/etcd/peer"}}},
+			Flags: map[string]string{"peer-trusted-ca-file": "/etc/etcd/peer/ca.crt", "peer-cert-file": "/etc/etcd/peer/tls.crt",
+				"peer-key-file": "/etc/etcd/peer/tls.key"},
+		}
+	}
+	fromSecret := template(corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "etcd-peer-tls"}})
+	namedPort := template(corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "etcd-peer-tls"}})
+	namedPort.Container.Ports = []corev1.ContainerPort{{Name: "client", ContainerPort: 2379}, {Name: "peer", ContainerPort: 12380}}
+	members := []Member{{Pod: "etcd-0", PeerURL: "https://" + hosts[0] + ":2380", Reachable: true},
+		{Pod: "etcd-1", PeerURL: "https://" + hosts[1] + ":2380", Reachable: false},
+		{Pod: "etcd-2", PeerURL: "https://" + hosts[2] + ":2380", Reachable: true}}
+	tests := []struct {
+		name      string
+		template  Template
+		secret    *corev1.Secret
+		verdict   trust.Verdict
+		want      []trust.Kind
+		wantErr   string
+		wantProbe []string
+	}{
+		{"no peer TLS: nothing to check", Template{Spec: &corev1.PodSpec{}, Container: &corev1.Container{}, Flags: map[string]string{}},
+			nil, trust.Accepted, nil, "", nil},
+		{"widened peers accept the new leaf", fromSecret, secret(append(append([]byte{}, oldPEM...), newPEM...)), trust.Accepted, nil, "",
+			[]string{"etcd-0@" + hosts[0] + ":2380", "etcd-2@" + hosts[2] + ":2380"}},
+		{"probed on the container's peer port", namedPort, secret(append(append([]byte{}, oldPEM...), newPEM...)), trust.Accepted, nil, "",
+			[]string{"etcd-0@" + hosts[0] + ":12380", "etcd-2@" + hosts[2] + ":12380"}},
+		{"peers that refuse it", fromSecret, secret(append(append([]byte{}, oldPEM...), newPEM...)), trust.Refused,
+			[]trust.Kind{trust.LeafNotTrustedByPeer}, "", nil},
+		{"a trust file without the CA of the leaves served now", fromSecret, secret(newPEM), trust.Accepted,
+			[]trust.Kind{trust.PeerLeafNotTrusted}, "", nil},
+		{"a key missing from the Secret", fromSecret, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "etcd-peer-tls"},
+			Data: map[string][]byte{"ca.crt": oldPEM, "tls.crt": newLeaf}}, trust.Accepted, nil, `no such key in db/Secret etcd-peer-tls (key "tls.key")`, nil},
+		{"material no API object holds", template(corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/etc/pki"}}), nil, trust.Accepted,
+			nil, ErrUnreadable.Error(), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kube := fake.NewClientset()
+			if tt.secret != nil {
+				kube = fake.NewClientset(tt.secret)
+			}
+			prober := &fakeProber{verdict: tt.verdict, served: served}
+			c := Checker{Files: podfile.NewReader(kube, "db", nil).Memo(), Prober: prober, Now: time.Now}
+			got, err := c.Check(context.Background(), tt.template, []string{"etcd-2"}, members)
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			var kinds []trust.Kind
+			for _, r := range got {
+				kinds = append(kinds, r.Kind)
+				assert.Equal(t, "etcd-2", r.Member)
+				assert.Equal(t, "etcd-0", r.By, "the unreachable etcd-1 is not judged, the restarted etcd-2 not against itself")
+			}
+			assert.Equal(t, tt.want, kinds, "%v", got)
+			if tt.wantProbe != nil {
+				assert.Equal(t, tt.wantProbe, prober.probed, "every reachable member probed once, at its peer host")
+			}
+		})
+	}
+}

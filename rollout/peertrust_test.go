@@ -1,0 +1,136 @@
+package rollout
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/trust"
+)
+
+// probingEtcd is the fake etcd with members whose running peer trust answers every probe with verdict,
+// serving served on their peer port.
+type probingEtcd struct {
+	*fakeEtcd
+	verdict trust.Verdict
+	served  *x509.Certificate
+	probes  int
+}
+
+func (p *probingEtcd) ProbePeerTrust(context.Context, string, int, tls.Certificate, *x509.CertPool, string) (member.PeerTrustProbe, error) {
+	p.probes++
+	out := member.PeerTrustProbe{Verdict: p.verdict, Served: []*x509.Certificate{p.served}}
+	if p.verdict == trust.Refused {
+		out.Alert = "remote error: tls: bad certificate"
+	}
+	return out, nil
+}
+
+// testCert is a certificate (a CA when ca) signed by parent, or self-signed, with its key in PEM.
+type testCert struct {
+	cert            *x509.Certificate
+	key             *ecdsa.PrivateKey
+	certPEM, keyPEM []byte
+}
+
+func newTestCert(t *testing.T, cn string, ca bool, parent *testCert, dns ...string) testCert {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: dns,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+	if ca {
+		tpl.IsCA, tpl.BasicConstraintsValid, tpl.KeyUsage = true, true, x509.KeyUsageCertSign
+	}
+	signer, signerKey := tpl, key
+	if parent != nil {
+		signer, signerKey = parent.cert, parent.key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tpl, signer, &key.PublicKey, signerKey)
+	require.NoError(t, err)
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	kder, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	return testCert{cert, key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})}
+}
+
+// A restart onto peer material its peers do not trust is refused before anything restarts, in preview and in
+// the run, with a first line that says who refuses what and what to do; material they trust rolls (issue 33).
+func TestARestartOntoPeerMaterialItsPeersRefuseIsRefused(t *testing.T) {
+	oldCA, newCA := newTestCert(t, "peer-ca-2025", true, nil), newTestCert(t, "peer-ca-2026", true, nil)
+	hosts := []string{"etcd-0.etcd.db.svc", "etcd-1.etcd.db.svc", "etcd-2.etcd.db.svc"}
+	served := newTestCert(t, "etcd", false, &oldCA, hosts...)
+	newLeaf := newTestCert(t, "etcd", false, &newCA, hosts...)
+	tests := []struct {
+		name    string
+		verdict trust.Verdict
+		want    string
+	}{
+		{"peers that refuse the new leaf", trust.Refused,
+			"a restart would cut a member off its peers: etcd-2 (peer): etcd-0 refuses its new certificate (issuer CN=peer-ca-2026: remote error: tls: bad certificate); widen trust first"},
+		{"peers that accept it (their trust widened first)", trust.Accepted, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newFakeCluster(t, 3, 0)
+			peerTLSTemplate(t, c, append(append([]byte{}, oldCA.certPEM...), newCA.certPEM...), newLeaf)
+			probing := &probingEtcd{fakeEtcd: c.etcd, verdict: tt.verdict, served: served.cert}
+			e := c.engine(t, func(_ *Config, o *Options) { o.etcd = probing })
+			_, _, planErr := e.Plan(context.Background())
+			res, err := e.Run(context.Background())
+			if tt.want == "" {
+				require.NoError(t, planErr)
+				require.NoError(t, err)
+				assert.Len(t, res.MembersRolled, 3)
+				assert.Positive(t, probing.probes)
+				return
+			}
+			require.ErrorIs(t, planErr, ErrPeerTrust, "the preview refuses")
+			require.ErrorIs(t, err, ErrPeerTrust)
+			assert.False(t, errors.Is(err, ErrBlocked), "not a state to wait out")
+			var pt *PeerTrustError
+			require.ErrorAs(t, err, &pt)
+			assert.Contains(t, pt.Error(), tt.want)
+			assert.Empty(t, c.restarted, "nothing restarted")
+			assert.Empty(t, c.deletedPods())
+			assert.Equal(t, 3, c.partition())
+		})
+	}
+}
+
+// peerTLSTemplate gives the fake StatefulSet a template whose etcd takes its peer TLS from Secret
+// etcd-peer-tls, holding the trust file ca and the leaf.
+func peerTLSTemplate(t *testing.T, c *fakeCluster, ca []byte, leaf testCert) {
+	t.Helper()
+	require.NoError(t, c.kube.Tracker().Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "etcd-peer-tls"},
+		Data: map[string][]byte{"ca.crt": ca, "tls.crt": leaf.certPEM, "tls.key": leaf.keyPEM}}))
+	obj, err := c.kube.Tracker().Get(stsGVR, "db", "etcd")
+	require.NoError(t, err)
+	sts := obj.(*appsv1.StatefulSet).DeepCopy()
+	sts.Spec.Template.Spec = corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "etcd", Image: "registry.k8s.io/etcd:3.6.8-0",
+			Args: []string{"--peer-client-cert-auth", "--peer-trusted-ca-file=/etc/etcd/peer/ca.crt",
+				"--peer-cert-file=/etc/etcd/peer/tls.crt", "--peer-key-file=/etc/etcd/peer/tls.key"},
+			VolumeMounts: []corev1.VolumeMount{{Name: "peer-tls", MountPath: "/etc/etcd/peer", ReadOnly: true}}}},
+		Volumes: []corev1.Volume{{Name: "peer-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "etcd-peer-tls"}}}},
+	}
+	require.NoError(t, c.kube.Tracker().Update(stsGVR, sts, "db"))
+}
