@@ -2,17 +2,10 @@ package rollout
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/testpki"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/trust"
 )
 
@@ -42,43 +36,13 @@ func (p *probingEtcd) ProbePeerTrust(context.Context, string, int, tls.Certifica
 	return out, nil
 }
 
-// testCert is a certificate (a CA when ca) signed by parent, or self-signed, with its key in PEM.
-type testCert struct {
-	cert            *x509.Certificate
-	key             *ecdsa.PrivateKey
-	certPEM, keyPEM []byte
-}
-
-func newTestCert(t *testing.T, cn string, ca bool, parent *testCert, dns ...string) testCert {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: dns,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
-	if ca {
-		tpl.IsCA, tpl.BasicConstraintsValid, tpl.KeyUsage = true, true, x509.KeyUsageCertSign
-	}
-	signer, signerKey := tpl, key
-	if parent != nil {
-		signer, signerKey = parent.cert, parent.key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tpl, signer, &key.PublicKey, signerKey)
-	require.NoError(t, err)
-	cert, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	kder, err := x509.MarshalECPrivateKey(key)
-	require.NoError(t, err)
-	return testCert{cert, key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})}
-}
-
 // A restart onto peer material its peers do not trust is refused before anything restarts, in preview and in
 // the run, with a first line that says who refuses what and what to do; material they trust rolls (issue 33).
 func TestARestartOntoPeerMaterialItsPeersRefuseIsRefused(t *testing.T) {
-	oldCA, newCA := newTestCert(t, "peer-ca-2025", true, nil), newTestCert(t, "peer-ca-2026", true, nil)
+	oldCA, newCA := testpki.CA(t, "peer-ca-2025", nil), testpki.CA(t, "peer-ca-2026", nil)
 	hosts := []string{"etcd-0.etcd.db.svc", "etcd-1.etcd.db.svc", "etcd-2.etcd.db.svc"}
-	served := newTestCert(t, "etcd", false, &oldCA, hosts...)
-	newLeaf := newTestCert(t, "etcd", false, &newCA, hosts...)
+	served := oldCA.Leaf(t, "etcd", testpki.Options{DNS: hosts})
+	newLeaf := newCA.Leaf(t, "etcd", testpki.Options{DNS: hosts})
 	tests := []struct {
 		name    string
 		verdict trust.Verdict
@@ -91,8 +55,8 @@ func TestARestartOntoPeerMaterialItsPeersRefuseIsRefused(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newFakeCluster(t, 3, 0)
-			peerTLSTemplate(t, c, append(append([]byte{}, oldCA.certPEM...), newCA.certPEM...), newLeaf)
-			probing := &probingEtcd{fakeEtcd: c.etcd, verdict: tt.verdict, served: served.cert}
+			peerTLSTemplate(t, c, append(append([]byte{}, oldCA.CertPEM...), newCA.CertPEM...), newLeaf)
+			probing := &probingEtcd{fakeEtcd: c.etcd, verdict: tt.verdict, served: served.Cert}
 			e := c.engine(t, func(_ *Config, o *Options) { o.etcd = probing })
 			_, _, planErr := e.Plan(context.Background())
 			res, err := e.Run(context.Background())
@@ -118,10 +82,10 @@ func TestARestartOntoPeerMaterialItsPeersRefuseIsRefused(t *testing.T) {
 
 // peerTLSTemplate gives the fake StatefulSet a template whose etcd takes its peer TLS from Secret
 // etcd-peer-tls, holding the trust file ca and the leaf.
-func peerTLSTemplate(t *testing.T, c *fakeCluster, ca []byte, leaf testCert) {
+func peerTLSTemplate(t *testing.T, c *fakeCluster, ca []byte, leaf testpki.Cert) {
 	t.Helper()
 	require.NoError(t, c.kube.Tracker().Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "etcd-peer-tls"},
-		Data: map[string][]byte{"ca.crt": ca, "tls.crt": leaf.certPEM, "tls.key": leaf.keyPEM}}))
+		Data: map[string][]byte{"ca.crt": ca, "tls.crt": leaf.CertPEM, "tls.key": leaf.KeyPEM}}))
 	obj, err := c.kube.Tracker().Get(stsGVR, "db", "etcd")
 	require.NoError(t, err)
 	sts := obj.(*appsv1.StatefulSet).DeepCopy()

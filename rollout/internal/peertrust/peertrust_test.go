@@ -2,15 +2,9 @@ package peertrust
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"testing"
 	"time"
 
@@ -22,32 +16,9 @@ import (
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/podfile"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/testpki"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/trust"
 )
-
-// pemCert makes a certificate signed by parent (self-signed when parent is nil) and returns it with its key,
-// both PEM.
-func pemCert(t *testing.T, cn string, ca bool, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, dns ...string) (*x509.Certificate, *ecdsa.PrivateKey, []byte, []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: dns,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
-	if ca {
-		tpl.IsCA, tpl.BasicConstraintsValid, tpl.KeyUsage = true, true, x509.KeyUsageCertSign
-	}
-	if parent == nil {
-		parent, parentKey = tpl, key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tpl, parent, &key.PublicKey, parentKey)
-	require.NoError(t, err)
-	cert, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	kder, err := x509.MarshalECPrivateKey(key)
-	require.NoError(t, err)
-	return cert, key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
-}
 
 // fakeProber answers every probe with verdict and records which pods were probed.
 type fakeProber struct {
@@ -66,11 +37,12 @@ func (p *fakeProber) ProbePeerTrust(_ context.Context, pod string, port int, _ t
 }
 
 func TestCheckerCheck(t *testing.T) {
-	oldCA, oldKey, oldPEM, _ := pemCert(t, "peer-ca-old", true, nil, nil)
-	newCA, newKey, newPEM, _ := pemCert(t, "peer-ca-new", true, nil, nil)
+	oldCA, newCA := testpki.CA(t, "peer-ca-old", nil), testpki.CA(t, "peer-ca-new", nil)
+	oldPEM, newPEM := oldCA.CertPEM, newCA.CertPEM
 	hosts := []string{"etcd-0.etcd-headless.db.svc", "etcd-1.etcd-headless.db.svc", "etcd-2.etcd-headless.db.svc"}
-	_, _, newLeaf, newLeafKey := pemCert(t, "etcd", false, newCA, newKey, hosts...)
-	served, _, _, _ := pemCert(t, "etcd", false, oldCA, oldKey, hosts...)
+	leaf := newCA.Leaf(t, "etcd", testpki.Options{DNS: hosts})
+	newLeaf, newLeafKey := leaf.CertPEM, leaf.KeyPEM
+	served := oldCA.Leaf(t, "etcd", testpki.Options{DNS: hosts}).Cert
 	secret := func(ca []byte) *corev1.Secret {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "etcd-peer-tls"},
 			Data: map[string][]byte{"ca.crt": ca, "tls.crt": newLeaf, "tls.key": newLeafKey}}
