@@ -108,13 +108,16 @@ func tenClustersGoal(cell cellOf) Goal {
 }
 
 // apiRequestsGoal: the engine's mean API-server requests per 3-member cluster rollout, per cell, against
-// 1/5 of apiRequestsBefore (issue #14). The detail states both numbers, as the issue asks.
+// 1/5 of apiRequestsBefore (issue #14). The detail states both numbers, as the issue asks. It counts the
+// rollouts that restart members, as the 450 before did; a replacement (issue 32: remove, learner, promote,
+// each pass a fresh look) is a procedure of its own, whose count the report gives next to the others, not
+// held to this bound.
 func apiRequestsGoal(cell cellOf) Goal {
 	b := apiRequestsBefore
 	bound := b.Mean / apiRequestsShare
 	var v verdict
 	v.detail = []string{fmt.Sprintf("before issue #14: %.0f–%.0f per 3-member rollout, mean %.0f (%s), so at most %.0f", b.Min, b.Max, b.Mean, b.Source, bound)}
-	eachEngineCell(&v, cell, benchScenarios(3), func(name string, c *Cell) {
+	eachEngineCell(&v, cell, restartScenarios(3), func(name string, c *Cell) {
 		if len(c.APIRequests) == 0 {
 			v.miss(name)
 			return

@@ -160,7 +160,7 @@ func TestTargetDetails(t *testing.T) {
 			"easy/engine 100 (max 120) = 0.22× before; easy/engine-cd0 65 (max 70) = 0.14× before; " +
 			"ten-clusters/engine 65 (max 70) = 0.14× before; ten-clusters/engine-cd0 65 (max 70) = 0.14× before; " +
 			"not measured: hung/engine, hung/engine-cd0, heavy-immediate/engine, heavy-immediate/engine-cd0, " +
-			"heavy-probe/engine, heavy-probe/engine-cd0, mtls/engine, mtls/engine-cd0, emptydir/engine, emptydir/engine-cd0"},
+			"heavy-probe/engine, heavy-probe/engine-cd0, mtls/engine, mtls/engine-cd0"},
 		{tenName, "engine peak RSS 90 MB, CPU 0.060 s per member (max 0.070), wall 8.00 s vs 6.00 s for one cluster (easy) = 1.33×, no target; " +
 			"engine-cd0 CPU 0.040 s per member (max 0.040), wall 6.00 s vs 4.10 s for one cluster (easy) = 1.46×, no target; " +
 			"(bare default roll for comparison: 10.00 s vs 4.00 s = 2.50×); not measured: ten-clusters/engine-cd0 peak RSS"},

@@ -67,6 +67,19 @@ func eachEngineCell(v *verdict, cell cellOf, scenarios []string, f func(name str
 	}
 }
 
+// restartScenarios are benchScenarios(replicas) whose members are restarted, not replaced (their data
+// outlives the pod).
+func restartScenarios(replicas int) []string {
+	var out []string
+	for _, s := range scenarios() {
+		spec, _ := s.Spec.WithDefaults()
+		if (replicas == 0 || spec.Replicas == replicas) && !spec.DataDiesWithPod {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
 // benchScenarios names the scenarios of scenarios.go (every one, or those of a member count): "every
 // scenario" in a target means these, not only the ones a run happened to select.
 func benchScenarios(replicas int) []string {
