@@ -180,28 +180,38 @@ func usageName(u x509.ExtKeyUsage) string {
 	return "client auth"
 }
 
-// issuerOf names a certificate's issuer for a person: its common name, else the whole name.
+// issuerOf names a certificate's issuer for a person: its common name (else the whole name) and the first
+// bytes of the issuing key's identifier, because an old and a new CA often share a name ("etcd-ca").
 func issuerOf(c *x509.Certificate) string {
 	if c == nil {
 		return ""
 	}
+	name := c.Issuer.String()
 	if c.Issuer.CommonName != "" {
-		return "CN=" + c.Issuer.CommonName
+		name = "CN=" + c.Issuer.CommonName
 	}
-	return c.Issuer.String()
+	return name + keyID(c.AuthorityKeyId)
 }
 
 // names are the CAs' subjects, as issuerOf names issuers.
 func names(cas []*x509.Certificate) []string {
 	out := make([]string, 0, len(cas))
 	for _, c := range cas {
+		name := c.Subject.String()
 		if c.Subject.CommonName != "" {
-			out = append(out, "CN="+c.Subject.CommonName)
-		} else {
-			out = append(out, c.Subject.String())
+			name = "CN=" + c.Subject.CommonName
 		}
+		out = append(out, name+keyID(c.SubjectKeyId))
 	}
 	return out
+}
+
+// keyID is " key 1a2b3c4d", the first four bytes of a key identifier, or "" without one.
+func keyID(id []byte) string {
+	if len(id) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" key %x", id[:min(4, len(id))])
 }
 
 // Kind is which way the trust breaks.
@@ -236,8 +246,8 @@ func (f Refusal) Error() string {
 		what = fmt.Sprintf("%s refuses its new certificate (issuer %s: %s)", f.By, f.Issuer, f.Why)
 		do = "widen trust first: old+new CA in every peer trust file, roll; then swap the leaves"
 	case PeerLeafNotTrusted:
-		what = fmt.Sprintf("its new trust (%s) refuses %s's certificate (issuer %s: %s)", strings.Join(f.Trusted, ", "), f.By, f.Issuer, f.Why)
-		do = "keep that CA in the trust file until every member serves a new leaf"
+		what = fmt.Sprintf("its new trust (%s) refuses %s's leaf (issuer %s: %s)", strings.Join(f.Trusted, ", "), f.By, f.Issuer, f.Why)
+		do = "keep that CA until every member serves a new leaf"
 	default:
 		what = fmt.Sprintf("its new certificate (issuer %s): %s", f.Issuer, f.Why)
 		do = "fix the certificate first"

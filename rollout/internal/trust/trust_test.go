@@ -3,6 +3,7 @@ package trust
 import (
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"testing"
 	"time"
 
@@ -102,7 +103,7 @@ func TestRefusalError(t *testing.T) {
 		{Refusal{Member: "etcd-2", Side: Peer, Kind: LeafNotTrustedByPeer, By: "etcd-0", Issuer: "CN=etcd-peer-ca-2026", Why: "remote error: tls: bad certificate"},
 			"etcd-2 (peer): etcd-0 refuses its new certificate (issuer CN=etcd-peer-ca-2026: remote error: tls: bad certificate); widen trust first: old+new CA in every peer trust file, roll; then swap the leaves"},
 		{Refusal{Member: "etcd-2", Side: Peer, Kind: PeerLeafNotTrusted, By: "etcd-0", Issuer: "CN=etcd-peer-ca-2025", Trusted: []string{"CN=etcd-peer-ca-2026"}, Why: "signed by an untrusted CA"},
-			"etcd-2 (peer): its new trust (CN=etcd-peer-ca-2026) refuses etcd-0's certificate (issuer CN=etcd-peer-ca-2025: signed by an untrusted CA); keep that CA in the trust file until every member serves a new leaf"},
+			"etcd-2 (peer): its new trust (CN=etcd-peer-ca-2026) refuses etcd-0's leaf (issuer CN=etcd-peer-ca-2025: signed by an untrusted CA); keep that CA until every member serves a new leaf"},
 		{Refusal{Member: "etcd-2", Side: Peer, Kind: OwnLeafUnusable, Issuer: "CN=etcd-peer-ca-2025", Why: "expired 2026-12-04T11:00:00Z"},
 			"etcd-2 (peer): its new certificate (issuer CN=etcd-peer-ca-2025): expired 2026-12-04T11:00:00Z; fix the certificate first"},
 	}
@@ -131,4 +132,16 @@ func TestParseMaterial(t *testing.T) {
 	assert.EqualError(t, err, "the trusted-CA file holds no PEM certificate")
 	_, err = ParseMaterial(pemOf(ca.Cert), []byte("-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----\n"))
 	assert.EqualError(t, err, "the certificate file holds no PEM certificate")
+}
+
+// An old and a new CA often share a name: the messages tell them apart by their key identifiers.
+func TestSameNamedCAsAreToldApart(t *testing.T) {
+	oldCA, newCA := testpki.CA(t, "etcd-ca", nil), testpki.CA(t, "etcd-ca", nil)
+	refusals := Check(Restart{Member: "etcd-2", PeerHost: "etcd-2.etcd-headless.db.svc", Now: now,
+		New:    Material{CAs: []*x509.Certificate{newCA.Cert}, Leaf: leafOf(t, newCA, "etcd-2", testpki.Options{})},
+		Others: []Other{{Name: "etcd-0", Verdict: Accepted, Served: []*x509.Certificate{leafOf(t, oldCA, "etcd-0", testpki.Options{})}}}})
+	require.Len(t, refusals, 1)
+	msg := refusals[0].Error()
+	assert.Contains(t, msg, fmt.Sprintf("its new trust (CN=etcd-ca key %x)", newCA.Cert.SubjectKeyId[:4]))
+	assert.Contains(t, msg, fmt.Sprintf("(issuer CN=etcd-ca key %x:", oldCA.Cert.SubjectKeyId[:4]))
 }
