@@ -66,6 +66,12 @@ func (c *Cluster) ApplyEtcd(ctx context.Context, namespace string, spec EtcdSpec
 		if _, err := c.Kube.CoreV1().Secrets(namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 			return nil, fmt.Errorf("creating TLS secret %s/%s: %w", namespace, spec.SecretName(), err)
 		}
+		if spec.SeparatePeerCA {
+			peer := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: spec.PeerSecretName()}, Type: corev1.SecretTypeOpaque, Data: m.PeerSecretData()}
+			if _, err := c.Kube.CoreV1().Secrets(namespace).Create(ctx, peer, metav1.CreateOptions{}); err != nil {
+				return nil, fmt.Errorf("creating peer TLS secret %s/%s: %w", namespace, spec.PeerSecretName(), err)
+			}
+		}
 	}
 	svc, sts, err := Render(spec)
 	if err != nil {

@@ -46,7 +46,14 @@ type EtcdSpec struct {
 	// the start script docs/usage.md shows ("existing" when the data dir is empty and another member answers):
 	// the member daemon wipes a member's data when its pod is recreated (not when its container restarts).
 	DataDiesWithPod bool
+	// SeparatePeerCA (with TLS) signs the peer certificates with a CA of their own, kept with the peer leaf in
+	// a second Secret (PeerSecretName: ca.crt, tls.crt, tls.key) mounted at /var/lib/etcd-peer-tls, which the
+	// peer flags name: etcd-druid's layout, and the one of the Gardener incident (issue 33).
+	SeparatePeerCA bool
 }
+
+// PeerSecretName is the Secret of the peer material when SeparatePeerCA.
+func (s EtcdSpec) PeerSecretName() string { return s.Name + "-peer-tls" }
 
 // SecretName is the TLS Secret the pods mount, named as the keyspace-etcd-group manifests name theirs.
 func (s EtcdSpec) SecretName() string { return s.Name + "-cluster-secret" }
@@ -90,6 +97,8 @@ func (s EtcdSpec) WithDefaults() (EtcdSpec, error) {
 		return s, fmt.Errorf("etcd spec %s: %w", s.Name, checkVersion(s.Version))
 	case s.Readiness != memberapi.ReadyOnStart && s.Readiness != memberapi.ReadyOnProbe:
 		return s, fmt.Errorf("etcd spec %s: readiness %q: want %q or %q", s.Name, s.Readiness, memberapi.ReadyOnStart, memberapi.ReadyOnProbe)
+	case s.SeparatePeerCA && !s.TLS:
+		return s, fmt.Errorf("etcd spec %s: a separate peer CA needs TLS", s.Name)
 	case s.DataDiesWithPod && s.TLS:
 		return s, fmt.Errorf("etcd spec %s: a data dir that dies with the pod is rendered for plain HTTP only", s.Name)
 	case s.GracePeriod < 0 || s.GracePeriod%time.Second != 0:
@@ -118,9 +127,9 @@ func RenderYAML(spec EtcdSpec) ([]byte, error) {
 	}
 	data := struct {
 		EtcdSpec
-		SecretName, Scheme, InitialCluster, ClientEndpoints, Image string
-		GracePeriodSeconds                                         int64
-	}{s, s.SecretName(), scheme, strings.Join(peers, ","), strings.Join(clients, ","), etcdImage(s.Version), int64(s.GracePeriod / time.Second)}
+		SecretName, PeerSecretName, Scheme, InitialCluster, ClientEndpoints, Image string
+		GracePeriodSeconds                                                         int64
+	}{s, s.SecretName(), s.PeerSecretName(), scheme, strings.Join(peers, ","), strings.Join(clients, ","), etcdImage(s.Version), int64(s.GracePeriod / time.Second)}
 	var buf bytes.Buffer
 	if err := etcdTmpl.Execute(&buf, data); err != nil {
 		return nil, fmt.Errorf("rendering etcd manifest %s: %w", s.Name, err)

@@ -1,6 +1,8 @@
 package harness_test
 
 import (
+	"crypto/x509"
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -126,4 +128,42 @@ func TestRenderOfMembersWhoseDataDiesWithThePod(t *testing.T) {
 
 	_, err = harness.RenderYAML(harness.EtcdSpec{DataDiesWithPod: true, TLS: true})
 	assert.ErrorContains(t, err, "plain HTTP only")
+}
+
+// The separate peer CA shape mounts a second Secret, which the peer flags name; the client side stays on the
+// first. Its peer leaf chains to the peer CA only.
+func TestRenderOfASeparatePeerCA(t *testing.T) {
+	spec := harness.EtcdSpec{TLS: true, SeparatePeerCA: true}
+	_, sts, err := harness.Render(spec)
+	require.NoError(t, err)
+	values := rollout.EtcdFlagValues(&sts.Spec.Template.Spec.Containers[0])
+	assert.Equal(t, "/var/lib/etcd-peer-tls/ca.crt", values["peer-trusted-ca-file"])
+	assert.Equal(t, "/var/lib/etcd-peer-tls/tls.crt", values["peer-cert-file"])
+	assert.Equal(t, "/var/lib/etcd-tls/ca.crt", values["trusted-ca-file"])
+	var secrets []string
+	for _, v := range sts.Spec.Template.Spec.Volumes {
+		if v.Secret != nil {
+			secrets = append(secrets, v.Secret.SecretName)
+		}
+	}
+	assert.Equal(t, []string{"etcd-cluster-secret", "etcd-peer-tls"}, secrets)
+
+	full, err := spec.WithDefaults()
+	require.NoError(t, err)
+	m, err := harness.GenerateTLS(full, "ns")
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(m.PeerCA))
+	block, _ := pem.Decode(m.PeerCert)
+	leaf, err := x509.ParseCertificate(block.Bytes)
+	require.NoError(t, err)
+	_, err = leaf.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	assert.NoError(t, err, "the peer leaf chains to the peer CA")
+	clientPool := x509.NewCertPool()
+	require.True(t, clientPool.AppendCertsFromPEM(m.CA))
+	_, err = leaf.Verify(x509.VerifyOptions{Roots: clientPool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	assert.Error(t, err, "and not to the client CA")
+
+	_, err = harness.RenderYAML(harness.EtcdSpec{SeparatePeerCA: true})
+	assert.ErrorContains(t, err, "a separate peer CA needs TLS")
 }

@@ -26,6 +26,15 @@ type TLSMaterial struct {
 	// It travels in the Secret under memberapi.SecretForeignCA, which only the harness and the member
 	// daemon read, so that they can still check a member whose clients (the engine) must refuse it.
 	ForeignCA []byte
+	// PeerCA is the CA that signed the peer certificate when the spec keeps it apart (SeparatePeerCA); then
+	// PeerSecretData holds it with the peer leaf.
+	PeerCA []byte
+}
+
+// PeerSecretData is the peer Secret's material (SeparatePeerCA), under the keys cert-manager gives a
+// Certificate's Secret.
+func (m TLSMaterial) PeerSecretData() map[string][]byte {
+	return map[string][]byte{"ca.crt": m.PeerCA, "tls.crt": m.PeerCert, "tls.key": m.PeerKey}
 }
 
 // SecretData is the material under the key names the manifests mount.
@@ -127,7 +136,13 @@ func GenerateTLSWith(spec EtcdSpec, namespace string, o CertOptions) (TLSMateria
 	if m.ServerCert, m.ServerKey, err = issue(serverCA, serverCAKey, spec.Name+"-server", serverDNS, ips, both, now); err != nil {
 		return m, err
 	}
-	if m.PeerCert, m.PeerKey, err = issue(caCert, caKey, spec.Name+"-peer", peerDNS, ips, both, now); err != nil {
+	peerCA, peerCAKey := caCert, caKey
+	if spec.SeparatePeerCA {
+		if peerCAKey, m.PeerCA, peerCA, err = newCA("etcd-rollout-test-peer-ca "+namespace+"/"+spec.Name, now); err != nil {
+			return m, err
+		}
+	}
+	if m.PeerCert, m.PeerKey, err = issue(peerCA, peerCAKey, spec.Name+"-peer", peerDNS, ips, both, now); err != nil {
 		return m, err
 	}
 	m.ClientCert, m.ClientKey, err = issue(caCert, caKey, "etcd-rollout-client", nil, nil,

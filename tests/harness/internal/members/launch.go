@@ -28,7 +28,9 @@ type launch struct {
 	grace     time.Duration
 	tls       bool
 	secret    string // TLS Secret name
-	faults    startFaults
+	// flags are the container's TLS flags, honoured when it names both sides' files (tlsflags.go).
+	flags  tlsFlags
+	faults startFaults
 
 	clientPort int // container ports, mapped by the PortForward rule
 	peerPort   int
@@ -135,7 +137,10 @@ func readLaunch(pod *corev1.Pod, sts *appsv1.StatefulSet, binDir string) (launch
 		l.replicas = int(*sts.Spec.Replicas)
 	}
 	l.secret = tlsSecretName(pod, c)
-	l.tls = l.secret != ""
+	if l.flags, err = readTLSFlags(pod, c); err != nil {
+		return launch{}, err
+	}
+	l.tls = l.secret != "" || l.flags.honoured()
 	l.dataDiesWithPod = dataOnEmptyDir(pod, c)
 	return l, nil
 }
@@ -277,7 +282,10 @@ func etcdArgs(name, dataDir, tlsDir, token, state string, l launch, self portSet
 		"--logger=zap",
 		"--log-outputs=stderr",
 	}
-	if l.tls {
+	switch {
+	case l.flags.honoured():
+		args = append(args, l.flags.args(filepath.Join(tlsDir, "flags"))...)
+	case l.tls:
 		f := func(k string) string { return filepath.Join(tlsDir, k) }
 		args = append(args,
 			"--client-cert-auth", "--trusted-ca-file="+f(memberapi.SecretCA),

@@ -242,3 +242,60 @@ func TestDataOnEmptyDir(t *testing.T) {
 	assert.True(t, dataOnEmptyDir(emptyDir, &c))
 	assert.False(t, dataOnEmptyDir(claim, &c))
 }
+
+// The container's TLS flags are honoured: each file from the Secret key its volume mounts there, one Secret
+// or several (a peer CA apart from the client CA), with items; a file on no Secret volume keeps the pod from
+// starting; without both sides' files the fixed layout stays.
+func TestReadTLSFlags(t *testing.T) {
+	volumes := []corev1.Volume{
+		{Name: "client-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "etcd-tls"}}},
+		{Name: "peer-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "etcd-peer-tls",
+			Items: []corev1.KeyToPath{{Key: "tls.crt", Path: "peer.pem"}, {Key: "tls.key", Path: "peer-key.pem"}, {Key: "ca.crt", Path: "ca.pem"}}}}},
+		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	mounts := []corev1.VolumeMount{{Name: "client-tls", MountPath: "/var/lib/etcd-tls"}, {Name: "peer-tls", MountPath: "/var/lib/etcd-peer-tls"},
+		{Name: "scratch", MountPath: "/scratch"}}
+	client := []string{"--client-cert-auth", "--trusted-ca-file=/var/lib/etcd-tls/ca.crt", "--cert-file=/var/lib/etcd-tls/server.crt", "--key-file=/var/lib/etcd-tls/server.key"}
+	peer := []string{"--peer-client-cert-auth", "--peer-trusted-ca-file=/var/lib/etcd-peer-tls/ca.pem",
+		"--peer-cert-file=/var/lib/etcd-peer-tls/peer.pem", "--peer-key-file=/var/lib/etcd-peer-tls/peer-key.pem"}
+	tests := []struct {
+		name     string
+		args     []string
+		honoured bool
+		want     map[string]secretFile
+		wantErr  string
+	}{
+		{"both sides, a peer CA apart", append(append([]string{}, client...), peer...), true, map[string]secretFile{
+			"trusted-ca-file": {"etcd-tls", "ca.crt"}, "cert-file": {"etcd-tls", "server.crt"}, "key-file": {"etcd-tls", "server.key"},
+			"peer-trusted-ca-file": {"etcd-peer-tls", "ca.crt"}, "peer-cert-file": {"etcd-peer-tls", "tls.crt"}, "peer-key-file": {"etcd-peer-tls", "tls.key"}}, ""},
+		{"the client side only", client, false, nil, ""},
+		{"a file on an emptyDir", append(append([]string{}, client...), "--peer-cert-file=/scratch/peer.crt", "--peer-key-file=/scratch/peer.key"), false, nil,
+			"--peer-cert-file=/scratch/peer.crt is on no Secret volume"},
+		{"no TLS", []string{"--name=etcd-1"}, false, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := memberPod(func(p *corev1.Pod) {
+				p.Spec.Volumes = volumes
+				p.Spec.Containers[0].VolumeMounts = mounts
+				p.Spec.Containers[0].Command = []string{"etcd"}
+				p.Spec.Containers[0].Args = tt.args
+			})
+			f, err := readTLSFlags(pod, &pod.Spec.Containers[0])
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.honoured, f.honoured())
+			if tt.want != nil {
+				assert.Equal(t, tt.want, f.files)
+				assert.Equal(t, []string{"--client-cert-auth", "--peer-client-cert-auth",
+					"--trusted-ca-file=/m/tls/flags/trusted-ca-file", "--cert-file=/m/tls/flags/cert-file", "--key-file=/m/tls/flags/key-file",
+					"--peer-trusted-ca-file=/m/tls/flags/peer-trusted-ca-file", "--peer-cert-file=/m/tls/flags/peer-cert-file",
+					"--peer-key-file=/m/tls/flags/peer-key-file"}, f.args("/m/tls/flags"))
+			}
+		})
+	}
+}

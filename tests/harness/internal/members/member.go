@@ -278,8 +278,13 @@ func (m *member) start(ctx context.Context, pod *corev1.Pod) error {
 		}
 		cluster = append(cluster, fmt.Sprintf("%s=%s://127.0.0.1:%d", name, scheme, ps.Peer))
 	}
-	if l.tls {
+	if l.secret != "" {
 		if err := writeTLSFiles(ctx, m.d, m.namespace, l.secret, m.tlsDir()); err != nil {
+			return err
+		}
+	}
+	if l.flags.honoured() {
+		if err := l.flags.write(ctx, m.d, m.namespace, filepath.Join(m.tlsDir(), "flags")); err != nil {
 			return err
 		}
 	}
