@@ -131,22 +131,28 @@ func NewReader(kube kubernetes.Interface, namespace string, retry func(context.C
 
 // Read returns the content container c of spec sees at file, and the key it came from.
 func (r *Reader) Read(ctx context.Context, spec *corev1.PodSpec, c *corev1.Container, file string) ([]byte, Source, error) {
+	return read(ctx, r.namespace, spec, c, file, r.object)
+}
+
+// read finds file's object keys and reads them with object, the first whose object has the key being the file.
+func read(ctx context.Context, namespace string, spec *corev1.PodSpec, c *corev1.Container, file string,
+	object func(context.Context, Source) (map[string][]byte, error)) ([]byte, Source, error) {
 	sources, _, err := Locate(spec, c, file)
 	if err != nil {
 		return nil, Source{}, err
 	}
 	var missing []string
 	for _, src := range sources {
-		data, err := r.object(ctx, src)
+		data, err := object(ctx, src)
 		if err != nil && !(len(sources) > 1 && apierrors.IsNotFound(err)) {
-			return nil, src, fmt.Errorf("reading %s from %s/%s: %w", file, r.namespace, src, err)
+			return nil, src, fmt.Errorf("reading %s from %s/%s: %w", file, namespace, src, err)
 		}
 		if b, ok := data[src.Key]; ok {
 			return b, src, nil
 		}
 		missing = append(missing, src.String())
 	}
-	return nil, sources[0], fmt.Errorf("reading %s: %w in %s/%s", file, ErrNoSuchKey, r.namespace, strings.Join(missing, ", "))
+	return nil, sources[0], fmt.Errorf("reading %s: %w in %s/%s", file, ErrNoSuchKey, namespace, strings.Join(missing, ", "))
 }
 
 // object is the data of src's object.
@@ -174,41 +180,42 @@ func (r *Reader) object(ctx context.Context, src Source) (data map[string][]byte
 	return data, err
 }
 
-// Memo reads each file once: one look at a cluster, whose template and pods usually mount the same objects,
-// reads each once. It is safe for concurrent use; a new look takes a new Memo, so a changed object is read
-// again.
+// Memo reads each object once: one look at a cluster, whose template and pods usually mount the same
+// objects (a CA, a certificate and its key from one Secret), reads each once. It is safe for concurrent use;
+// a new look takes a new Memo, so a changed object is read again.
 type Memo struct {
-	r    *Reader
-	mu   sync.Mutex
-	read map[memoKey]memoEntry
+	r       *Reader
+	mu      sync.Mutex
+	objects map[objectKey]memoEntry
 }
 
-type memoKey struct {
-	sources string
+type objectKey struct {
+	kind Kind
+	name string
 }
 
 type memoEntry struct {
-	data []byte
-	src  Source
+	data map[string][]byte
 	err  error
 }
 
-// Memo starts a look that reads each file once.
-func (r *Reader) Memo() *Memo { return &Memo{r: r, read: map[memoKey]memoEntry{}} }
+// Memo starts a look that reads each object once.
+func (r *Reader) Memo() *Memo { return &Memo{r: r, objects: map[objectKey]memoEntry{}} }
 
-// Read is Reader.Read, once per file (by the keys it may come from) in this look.
+// Read is Reader.Read, reading each object once in this look.
 func (m *Memo) Read(ctx context.Context, spec *corev1.PodSpec, c *corev1.Container, file string) ([]byte, Source, error) {
-	sources, _, err := Locate(spec, c, file)
-	if err != nil {
-		return nil, Source{}, err
-	}
-	key := memoKey{fmt.Sprint(sources)}
+	return read(ctx, m.r.namespace, spec, c, file, m.object)
+}
+
+// object is Reader.object, once per object in this look.
+func (m *Memo) object(ctx context.Context, src Source) (map[string][]byte, error) {
+	key := objectKey{src.Kind, src.Name}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if e, ok := m.read[key]; ok {
-		return e.data, e.src, e.err
+	if e, ok := m.objects[key]; ok {
+		return e.data, e.err
 	}
-	data, src, err := m.r.Read(ctx, spec, c, file)
-	m.read[key] = memoEntry{data, src, err}
-	return data, src, err
+	data, err := m.r.object(ctx, src)
+	m.objects[key] = memoEntry{data, err}
+	return data, err
 }

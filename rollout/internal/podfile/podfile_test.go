@@ -112,3 +112,18 @@ func TestReaderRead(t *testing.T) {
 	require.Error(t, err, "a Secret that does not exist")
 	assert.Contains(t, err.Error(), `reading /tls/ca.crt from db/Secret gone (key "ca.crt"): secrets "gone" not found`)
 }
+
+// One look reads each object once, whichever of its keys are asked for: a CA, a certificate and its key from
+// one Secret cost one GET.
+func TestMemoReadsEachObjectOnce(t *testing.T) {
+	kube := fake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "peer"},
+		Data: map[string][]byte{"ca.crt": []byte("ca"), "tls.crt": []byte("leaf"), "tls.key": []byte("key")}})
+	spec := &corev1.PodSpec{Volumes: []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "peer"}}}}}
+	c := &corev1.Container{Name: "etcd", VolumeMounts: []corev1.VolumeMount{{Name: "tls", MountPath: "/tls"}}}
+	files := NewReader(kube, "db", nil).Memo()
+	for _, f := range []string{"/tls/ca.crt", "/tls/tls.crt", "/tls/tls.key", "/tls/ca.crt"} {
+		_, _, err := files.Read(context.Background(), spec, c, f)
+		require.NoError(t, err)
+	}
+	assert.Len(t, kube.Actions(), 1, "one GET of Secret peer")
+}
