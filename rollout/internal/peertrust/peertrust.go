@@ -99,8 +99,8 @@ func (c Checker) Check(ctx context.Context, t Template, restart []string, member
 	}
 	probes := map[string]member.PeerTrustProbe{}
 	for _, m := range members {
-		if !m.Reachable {
-			continue
+		if !m.Reachable || (len(restart) == 1 && restart[0] == m.Pod) {
+			continue // a member is judged against the others only: the one restarted alone is not probed
 		}
 		host, port, err := hostPort(m.PeerURL)
 		if err != nil {

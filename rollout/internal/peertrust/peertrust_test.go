@@ -73,9 +73,9 @@ func TestCheckerCheck(t *testing.T) {
 		{"no peer TLS: nothing to check", Template{Spec: &corev1.PodSpec{}, Container: &corev1.Container{}, Flags: map[string]string{}},
 			nil, trust.Accepted, nil, "", nil},
 		{"widened peers accept the new leaf", fromSecret, secret(append(append([]byte{}, oldPEM...), newPEM...)), trust.Accepted, nil, "",
-			[]string{"etcd-0@" + hosts[0] + ":2380", "etcd-2@" + hosts[2] + ":2380"}},
+			[]string{"etcd-0@" + hosts[0] + ":2380"}},
 		{"probed on the container's peer port", namedPort, secret(append(append([]byte{}, oldPEM...), newPEM...)), trust.Accepted, nil, "",
-			[]string{"etcd-0@" + hosts[0] + ":12380", "etcd-2@" + hosts[2] + ":12380"}},
+			[]string{"etcd-0@" + hosts[0] + ":12380"}},
 		{"peers that refuse it", fromSecret, secret(append(append([]byte{}, oldPEM...), newPEM...)), trust.Refused,
 			[]trust.Kind{trust.LeafNotTrustedByPeer}, "", nil},
 		{"a trust file without the CA of the leaves served now", fromSecret, secret(newPEM), trust.Accepted,
@@ -108,7 +108,7 @@ func TestCheckerCheck(t *testing.T) {
 			}
 			assert.Equal(t, tt.want, kinds, "%v", got)
 			if tt.wantProbe != nil {
-				assert.Equal(t, tt.wantProbe, prober.probed, "every reachable member probed once, at its peer host")
+				assert.Equal(t, tt.wantProbe, prober.probed, "every reachable member but the one restarted probed once, at its peer host")
 			}
 		})
 	}
