@@ -84,6 +84,9 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 				}
 			}
 		}
+		if pending, err := e.confirmWitness(ctx, pod, witness); pending != "" || err != nil {
+			return false, pending, err
+		}
 		return true, "", nil
 	})
 	var timeout *GateTimeoutError

@@ -162,3 +162,27 @@ func withoutManager(sts *appsv1.StatefulSet, manager string) (patch []byte, ok b
 	})
 	return patch, err == nil
 }
+
+// othersExposedBy says which pod above ordinal lowering the partition to ordinal would also hand to the
+// controller ("" when none): one not at updateRevision, terminating or missing, by the API server's own
+// word. The run's looks come from its watch, which can lag the API server by seconds, and a pod someone else
+// replaced onto the old revision meanwhile would be restarted beside the member planned (the schedule
+// checker's seeds 603, 2570 and 4802 with a lagging watch: etcd-4, replaced by someone else after it passed,
+// went down again with etcd-3). A pod that cannot be read is said too: the run looks again either way.
+func (e *Engine) othersExposedBy(ctx context.Context, ordinal, replicas int, updateRevision string) string {
+	for o := ordinal + 1; o < replicas; o++ {
+		pod := podName(e.cfg.StatefulSet, o)
+		p, err := e.kube.CoreV1().Pods(e.cfg.Namespace).Get(ctx, pod, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return pod + " has no pod"
+		case err != nil:
+			return fmt.Sprintf("%s could not be read (%v)", pod, err)
+		case p.DeletionTimestamp != nil:
+			return pod + "'s pod is terminating"
+		case p.Labels[appsv1.ControllerRevisionHashLabelKey] != updateRevision:
+			return fmt.Sprintf("%s runs revision %s, not %s", pod, p.Labels[appsv1.ControllerRevisionHashLabelKey], updateRevision)
+		}
+	}
+	return ""
+}

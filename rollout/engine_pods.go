@@ -64,6 +64,25 @@ func (e *Engine) podAlive(ctx context.Context, pod, uid string) bool {
 	return err == nil && string(p.UID) == uid && p.DeletionTimestamp == nil
 }
 
+// confirmWitness asks the API server, not the watch, whether the pod a gate is about to pass on is still the
+// one it witnessed: the watch can lag by seconds, and a pod replaced just before the pass (back on the old
+// revision, with the partition locked) would prove the new revision with a process that never ran it (the
+// schedule checker's seed 788 with a lagging watch). A pod that is gone is ErrReplacedMidGate; a read that
+// fails is no verdict (pending: the gate looks again).
+func (e *Engine) confirmWitness(ctx context.Context, pod string, w *podWitness) (pending string, err error) {
+	if w.uid == "" {
+		return "", nil
+	}
+	p, err := e.kube.CoreV1().Pods(e.cfg.Namespace).Get(ctx, pod, metav1.GetOptions{})
+	switch {
+	case err != nil && !apierrors.IsNotFound(err):
+		return "confirming its pod with the API server: " + err.Error(), nil
+	case err != nil || string(p.UID) != w.uid || p.DeletionTimestamp != nil:
+		return "", fmt.Errorf("%w: %s: the API server no longer has pod %s alive, which the gate saw Ready", ErrReplacedMidGate, pod, w.uid)
+	}
+	return "", nil
+}
+
 // witnessPod gives w the member's pod as the engine's watch has it now; a read that fails is no reading.
 func (e *Engine) witnessPod(ctx context.Context, pod string, w *podWitness) {
 	p, err := e.readPod(ctx, pod)

@@ -334,7 +334,7 @@ func (f *fakeEtcd) Incarnation(_ context.Context, pod string) (Incarnation, erro
 	case f.isDown(pod) || f.refusing[pod]:
 		return Incarnation{}, fmt.Errorf("process start of %s: connection refused", pod)
 	case f.noIncarnation:
-		return Incarnation{}, errors.New("/metrics has no process_start_time_seconds")
+		return Incarnation{}, fmt.Errorf("/metrics has no process_start_time_seconds: %w", member.ErrNoIncarnation)
 	}
 	n := f.incarnations[pod]
 	if start, looping := f.crashStart[pod]; looping {

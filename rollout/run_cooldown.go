@@ -131,8 +131,8 @@ func (r *run) stillUp(ctx context.Context, ordinal int, p *passedMember, withInc
 	case l.noLook && p.incarnation.Known():
 		return r.unseen(ctx, ordinal, p, l.seen)
 	}
-	if r.forgetReplaced(ctx, ordinal, p) {
-		return true, nil
+	if forgot, err := r.replacedOrEnded(ctx, ordinal, p); forgot || err != nil {
+		return forgot, err
 	}
 	r.e.witnessPod(ctx, pod, &p.witness)
 	return false, p.failed(pod, l.seen+", during the cool-down", l.noLook)
@@ -147,10 +147,19 @@ func (r *run) sameProcess(ctx context.Context, ordinal int, p *passedMember) (ho
 	inc, err := r.e.etcd.Incarnation(ctx, pod)
 	switch {
 	case err != nil:
+		if l := r.e.stillAnswers(ctx, pod); !l.ok && !l.noLook && ctx.Err() == nil {
+			// Down by its own answer right after it answered: a crash loop between two looks (the schedule
+			// checker's seed 5111 of 10,000: such a member was held for as unseen, then reported rolled).
+			if forgot, err := r.replacedOrEnded(ctx, ordinal, p); forgot || err != nil {
+				return forgot, err
+			}
+			return false, p.failed(pod, l.seen+", right after it answered, during the cool-down", false)
+		}
 		return r.unseen(ctx, ordinal, p, "answers, but its process start could not be read: "+err.Error())
-	case !inc.Same(p.incarnation) && r.forgetReplaced(ctx, ordinal, p):
-		return true, nil
 	case !inc.Same(p.incarnation):
+		if forgot, err := r.replacedOrEnded(ctx, ordinal, p); forgot || err != nil {
+			return forgot, err
+		}
 		return false, p.failed(pod, fmt.Sprintf("restarted during the cool-down (etcd process started at %s, the one that passed at %s)", inc, p.incarnation), false)
 	}
 	if !p.unseenSince.IsZero() {
@@ -167,8 +176,8 @@ func (r *run) unseen(ctx context.Context, ordinal int, p *passedMember, seen str
 	e := r.e
 	pod := podName(e.cfg.StatefulSet, ordinal)
 	if e.witnessPod(ctx, pod, &p.witness); p.witness.fell != "" {
-		if r.forgetReplaced(ctx, ordinal, p) {
-			return true, nil
+		if forgot, err := r.replacedOrEnded(ctx, ordinal, p); forgot || err != nil {
+			return forgot, err
 		}
 		return false, p.failed(pod, seen+"; and "+p.witness.fell, true)
 	}
@@ -187,8 +196,8 @@ func (r *run) unseen(ctx context.Context, ordinal int, p *passedMember, seen str
 // own failure it saw fails its gate, one it could not look at is held for until a look reaches it.
 func (r *run) holdUnseen(ctx context.Context, ordinal int, p *passedMember, m MemberState) error {
 	if !m.Unseen || !p.incarnation.Known() {
-		if r.forgetReplaced(ctx, ordinal, p) {
-			return nil // looked at again, as what it is now
+		if forgot, err := r.replacedOrEnded(ctx, ordinal, p); forgot || err != nil {
+			return err // forgotten: looked at again, as what it is now
 		}
 		r.e.witnessPod(ctx, m.Pod, &p.witness)
 		return p.failed(m.Pod, m.Problem, m.Unseen)

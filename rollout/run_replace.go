@@ -234,6 +234,11 @@ func (rp *replacement) letPodGo(ctx context.Context, st ClusterState) error {
 			return nil
 		}
 	}
+	up, err := r.othersOnTheFailedRevisionStayUp(ctx, st, ordinal, rp.step, "letting "+rp.pod+"'s pod go")
+	if err != nil {
+		return fmt.Errorf("not letting %s's pod go: %w", rp.pod, err)
+	}
+	stillUp := r.watchedStillUp(ctx, up, func(ClusterState, int) error { return nil })
 	if err := r.quorumOnAFreshLook(ctx, ordinal); err != nil {
 		if errors.Is(err, ErrBlocked) {
 			e.emit(rp.step, "%v: %s's pod, with the removed member's data, stays until they do", err, rp.pod)
@@ -244,7 +249,14 @@ func (rp *replacement) letPodGo(ctx context.Context, st ClusterState) error {
 	r.touched, r.disrupted = true, true
 	if st.Members[ordinal].Revision == st.UpdateRevision || !aboveAtUpdateRevision(st, ordinal) || st.Partition <= ordinal {
 		e.emit(rp.step, "deleting %s's pod, which holds the removed member's data", rp.pod)
-		return r.deleteOnAFreshLook(ctx, st, ordinal, nil)
+		return r.deleteOnAFreshLook(ctx, st, ordinal, stillUp)
+	}
+	if err := stillUp(st, ordinal); err != nil {
+		return fmt.Errorf("not letting %s's pod go: %w", rp.pod, err)
+	}
+	if why := e.othersExposedBy(ctx, ordinal, st.Replicas, st.UpdateRevision); why != "" {
+		e.emit(rp.step, "not lowering the partition to %d: %s, so the controller would restart it too; %s's pod stays until the next look", ordinal, why, rp.pod)
+		return sleep(ctx, e.pollEvery)
 	}
 	gen, err := e.lowerPartition(ctx, ordinal, r.gen)
 	if err != nil {

@@ -52,6 +52,20 @@ func (r *run) forgetReplaced(ctx context.Context, ordinal int, p *passedMember) 
 	return true
 }
 
+// replacedOrEnded is asked before a member that passed is failed for not staying up: forgot says someone else
+// replaced its pod since (forgetReplaced), and err that the run's context ended before the API server could
+// say. Either way the member is not failed: an answer that never came could have cleared it, and a failure
+// blamed on the revision would send the user to a template that did nothing wrong.
+func (r *run) replacedOrEnded(ctx context.Context, ordinal int, p *passedMember) (forgot bool, err error) {
+	if r.forgetReplaced(ctx, ordinal, p) {
+		return true, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("stopped while asking whether someone else replaced %s's pod since it passed: %w", podName(r.e.cfg.StatefulSet, ordinal), err)
+	}
+	return false, nil
+}
+
 // withoutReplaced forgets every member of st that passed and that st shows on another pod than the one
 // that passed, once the API server confirms it.
 func (r *run) withoutReplaced(ctx context.Context, st ClusterState) {

@@ -150,7 +150,7 @@ func (r *run) revert(ctx context.Context, ordinal int) (string, error) {
 				return "", fmt.Errorf("moving the leader off %s before reverting it: %w", m.Pod, err)
 			}
 		}
-		stayedUp, err := r.othersOnTheFailedRevisionStayUp(ctx, st, ordinal)
+		stayedUp, err := r.othersOnTheFailedRevisionStayUp(ctx, st, ordinal, Step{Kind: StepRecreate, Ordinal: ordinal}, "reverting "+m.Pod)
 		if err != nil {
 			return "", fmt.Errorf("not reverting %s: %w", m.Pod, err)
 		}

@@ -18,13 +18,18 @@ import (
 //
 // It returns the process each watched member stayed up in, which the look right before the delete checks
 // again (run.watchedStillUp).
-func (r *run) othersOnTheFailedRevisionStayUp(ctx context.Context, st ClusterState, ordinal int) (stayedUp, error) {
+//
+// A replacement letting a removed member's pod go onto the update revision watches the same members first
+// (before says what is about to happen): the schedule checker's seed 334 of 10,000, a resumed replacement
+// lowered the partition for etcd-3 while etcd-4, replaced by the run before onto a crash-looping revision,
+// answered its look between two crashes.
+func (r *run) othersOnTheFailedRevisionStayUp(ctx context.Context, st ClusterState, ordinal int, step Step, before string) (stayedUp, error) {
 	up := stayedUp{}
 	for _, o := range st.Members {
 		if o.Ordinal == ordinal || !o.PodExists || o.Unseen || !needsProof(st, o) {
 			continue
 		}
-		r.e.emit(Step{Kind: StepRecreate, Ordinal: ordinal}, "before reverting %s: %s is on revision %s too and no look of this run proved it: checking it stays healthy for %s", st.Members[ordinal].Pod, o.Pod, st.UpdateRevision, r.e.stableFor)
+		r.e.emit(step, "before %s: %s is on revision %s too and no look of this run proved it: checking it stays healthy for %s", before, o.Pod, st.UpdateRevision, r.e.stableFor)
 		process, seen, err := r.e.staysUp(ctx, st, o.Ordinal)
 		if err != nil {
 			r.notUp(o.Pod, o.Ordinal, seen)

@@ -11,12 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
-	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
-	fakeappsv1 "k8s.io/client-go/kubernetes/typed/apps/v1/fake"
-	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	fakecoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1/fake"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	fakecorev1 "k8s.io/client-go/kubernetes/typed/core/v1/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
@@ -85,13 +79,22 @@ func (w *world) newEngine(name string, run int) *schedEngine {
 	se := newSchedEngine(w, name, run)
 	se.ctx, se.cancel = context.WithTimeout(w.ctx, scheduleGuard)
 	kube := &worldKube{Clientset: fake.NewSimpleClientset(),
-		react: func(a k8stesting.Action) (bool, runtime.Object, error) { return w.request(se, a) },
+		react: func(ctx context.Context, a k8stesting.Action) (bool, runtime.Object, error) {
+			return w.request(ctx, se, a)
+		},
 		watch: func(a k8stesting.Action) (bool, watch.Interface, error) { return w.watchRequest(se, a) }}
 	cfg := NewConfig("etcd", "db", "etcd")
 	cfg.Holder = name
 	cfg.Cooldown = w.s.Cooldown
 	cfg.ReadyTimeout = 1500 * time.Millisecond
 	cfg.HealthTimeout = time.Second
+	if w.s.APILatency || w.s.WatchLag > 0 {
+		// A slow API server stretches every step by its latencies and lags, as it does in production, where
+		// the timeouts (5 minutes to be Ready) dwarf them; here they would not, and a gate would run out for
+		// the API server's slowness alone: a failure blamed on a member that did nothing wrong, which no
+		// engine could avoid. Timeouts four times as long keep the same proportion.
+		cfg.ReadyTimeout, cfg.HealthTimeout = 4*cfg.ReadyTimeout, 4*cfg.HealthTimeout
+	}
 	opts := Options{Kube: kube, etcd: &scheduledEtcd{w: w, se: se}, PollInterval: schedulePoll,
 		LeaseDuration: scheduleLease, StableFor: scheduleStableFor,
 		OnEvent: func(ev Event) {
@@ -134,31 +137,32 @@ func (w *world) newEngine(name string, run int) *schedEngine {
 // synctest can see through (a mutex is not durably blocking), and virtual time would never advance.
 type worldKube struct {
 	*fake.Clientset // the rest of kubernetes.Interface, which the engine does not call
-	react           k8stesting.ReactionFunc
+	react           func(context.Context, k8stesting.Action) (bool, runtime.Object, error)
 	watch           k8stesting.WatchReactionFunc
 }
 
-func (k *worldKube) fake() *k8stesting.Fake {
+// fake is a Fake for one call made with ctx (schedule_ctx_test.go).
+func (k *worldKube) fake(ctx context.Context) *k8stesting.Fake {
 	f := &k8stesting.Fake{}
-	f.AddReactor("*", "*", k.react)
+	f.AddReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) { return k.react(ctx, a) })
 	f.AddWatchReactor("*", k.watch)
 	return f
 }
 
-func (k *worldKube) CoreV1() corev1client.CoreV1Interface {
-	return &fakecorev1.FakeCoreV1{Fake: k.fake()}
-}
-func (k *worldKube) AppsV1() appsv1client.AppsV1Interface {
-	return &fakeappsv1.FakeAppsV1{Fake: k.fake()}
-}
-func (k *worldKube) CoordinationV1() coordinationv1client.CoordinationV1Interface {
-	return &fakecoordinationv1.FakeCoordinationV1{Fake: k.fake()}
-}
-
 // request is every Kubernetes request of se, served in its turn (serialize): events due fire first, then the
 // request is refused (an outage, a dead process) or forwarded to the fake cluster and judged.
-func (w *world) request(se *schedEngine, a k8stesting.Action) (handled bool, obj runtime.Object, err error) {
-	w.serialize(kubeKey(se, a), func() { handled, obj, err = w.serveKube(se, a) })
+func (w *world) request(ctx context.Context, se *schedEngine, a k8stesting.Action) (handled bool, obj runtime.Object, err error) {
+	w.serializeRequest(ctx, kubeKey(se, a), func(late bool) {
+		if err = ctx.Err(); err != nil && !late {
+			handled = true // never sent: client-go fails a request whose context has ended
+			return
+		}
+		handled, obj, err = w.serveKube(se, a)
+		if cerr := ctx.Err(); late && cerr != nil {
+			// Sent in time, it reached the API server after the caller gave up: applied, its answer lost.
+			obj, err = nil, cerr
+		}
+	})
 	return handled, obj, err
 }
 
@@ -194,6 +198,9 @@ func (w *world) watchRequest(se *schedEngine, a k8stesting.Action) (handled bool
 		if err = w.refusedKube(se); err == nil {
 			wi, err = w.c.kube.InvokesWatch(a)
 		}
+		if err == nil && w.s.WatchLag > 0 {
+			wi = w.lagged(wi, w.s.WatchLag, "~watch "+kubeKey(se, a))
+		}
 	})
 	return handled, wi, err
 }
@@ -207,8 +214,17 @@ type scheduledEtcd struct {
 
 // call runs one etcd call of se to pod under w.mu, in its turn (serialize); point is its injection point
 // ("" for none), method names the call for the sequencer's order.
-func (s *scheduledEtcd) call(point injectionPoint, method, pod string, do func() error) (err error) {
-	s.w.serialize(s.se.name+" etcd "+method+" "+pod, func() { err = s.serve(point, pod, do) })
+func (s *scheduledEtcd) call(ctx context.Context, point injectionPoint, method, pod string, do func() error) (err error) {
+	s.w.serializeRequest(ctx, s.se.name+" etcd "+method+" "+pod, func(late bool) {
+		if cerr := ctx.Err(); cerr != nil && !late {
+			err = fmt.Errorf("%s of %s: %w", method, pod, cerr) // never sent, as etcd's client does
+			return
+		}
+		err = s.serve(point, pod, do)
+		if cerr := ctx.Err(); late && cerr != nil {
+			err = fmt.Errorf("%s of %s: %w", method, pod, cerr) // reached the member, its answer lost
+		}
+	})
 	return err
 }
 
@@ -234,7 +250,7 @@ func (s *scheduledEtcd) serve(point injectionPoint, pod string, do func() error)
 // Status is the engine's health look at a member: what it answers is what the engine knows of the member
 // (lastStatus, sawDown), while its other calls (a member list, a read) only serve other purposes.
 func (s *scheduledEtcd) Status(ctx context.Context, pod string) (st member.Status, err error) {
-	err = s.call(atStatus, "Status", pod, func() error {
+	err = s.call(ctx, atStatus, "Status", pod, func() error {
 		st, err = s.w.f.Status(ctx, pod)
 		now, down := s.w.now(), err != nil && s.w.downNow(pod)
 		s.se.lastStatus[pod] = statusLook{at: now, down: down}
@@ -247,12 +263,12 @@ func (s *scheduledEtcd) Status(ctx context.Context, pod string) (st member.Statu
 }
 
 func (s *scheduledEtcd) MemberList(ctx context.Context, pod string) (list []member.Info, err error) {
-	err = s.call("", "MemberList", pod, func() error { list, err = s.w.f.MemberList(ctx, pod); return err })
+	err = s.call(ctx, "", "MemberList", pod, func() error { list, err = s.w.f.MemberList(ctx, pod); return err })
 	return list, err
 }
 
 func (s *scheduledEtcd) MoveLeader(ctx context.Context, leaderPod string, to uint64) error {
-	return s.call(atMoveLeader, "MoveLeader", leaderPod, func() error {
+	return s.call(ctx, atMoveLeader, "MoveLeader", leaderPod, func() error {
 		pre := s.w.snapshot()
 		err := s.w.f.MoveLeader(ctx, leaderPod, to)
 		if to := s.w.f.leaderPod(); to != pre.leader {
@@ -265,7 +281,7 @@ func (s *scheduledEtcd) MoveLeader(ctx context.Context, leaderPod string, to uin
 // MemberRemove is a disruption of the member removed, judged like a restart; adding and promoting a learner
 // disrupt nobody but are writes only the lease holder may make.
 func (s *scheduledEtcd) MemberRemove(ctx context.Context, pod string, id uint64) error {
-	return s.call(atMemberRemove, "MemberRemove", pod, func() error {
+	return s.call(ctx, atMemberRemove, "MemberRemove", pod, func() error {
 		pre := s.w.snapshot()
 		target, listed := s.w.memberOfID(id)
 		err := s.w.f.MemberRemove(ctx, pod, id)
@@ -277,7 +293,7 @@ func (s *scheduledEtcd) MemberRemove(ctx context.Context, pod string, id uint64)
 }
 
 func (s *scheduledEtcd) MemberAddAsLearner(ctx context.Context, pod, url string) (info member.Info, err error) {
-	err = s.call(atMemberAdd, "MemberAddAsLearner", pod, func() error {
+	err = s.call(ctx, atMemberAdd, "MemberAddAsLearner", pod, func() error {
 		pre := s.w.snapshot()
 		if info, err = s.w.f.MemberAddAsLearner(ctx, pod, url); err == nil {
 			s.w.judgeMembership(s.se, pre, "added a learner at "+url, "")
@@ -288,7 +304,7 @@ func (s *scheduledEtcd) MemberAddAsLearner(ctx context.Context, pod, url string)
 }
 
 func (s *scheduledEtcd) MemberPromote(ctx context.Context, pod string, id uint64) error {
-	return s.call(atMemberPromote, "MemberPromote", pod, func() error {
+	return s.call(ctx, atMemberPromote, "MemberPromote", pod, func() error {
 		pre := s.w.snapshot()
 		err := s.w.f.MemberPromote(ctx, pod, id)
 		if err == nil {
@@ -299,21 +315,21 @@ func (s *scheduledEtcd) MemberPromote(ctx context.Context, pod string, id uint64
 }
 
 func (s *scheduledEtcd) LinearizableRead(ctx context.Context, pod string) error {
-	return s.call("", "LinearizableRead", pod, func() error { return s.w.f.LinearizableRead(ctx, pod) })
+	return s.call(ctx, "", "LinearizableRead", pod, func() error { return s.w.f.LinearizableRead(ctx, pod) })
 }
 
 func (s *scheduledEtcd) ClusterVersion(ctx context.Context, pod string) (v string, err error) {
-	err = s.call("", "ClusterVersion", pod, func() error { v, err = s.w.f.ClusterVersion(ctx, pod); return err })
+	err = s.call(ctx, "", "ClusterVersion", pod, func() error { v, err = s.w.f.ClusterVersion(ctx, pod); return err })
 	return v, err
 }
 
 func (s *scheduledEtcd) Downgrade(ctx context.Context, pod string, action member.DowngradeAction, version string) (v string, err error) {
-	err = s.call("", "Downgrade", pod, func() error { v, err = s.w.f.Downgrade(ctx, pod, action, version); return err })
+	err = s.call(ctx, "", "Downgrade", pod, func() error { v, err = s.w.f.Downgrade(ctx, pod, action, version); return err })
 	return v, err
 }
 
 func (s *scheduledEtcd) Incarnation(ctx context.Context, pod string) (inc Incarnation, err error) {
-	err = s.call(atIncarnation, "Incarnation", pod, func() error {
+	err = s.call(ctx, atIncarnation, "Incarnation", pod, func() error {
 		inc, err = s.w.f.Incarnation(ctx, pod)
 		if err == nil {
 			s.se.incarnations[pod] = append(s.se.incarnations[pod], incarnationRead{at: s.w.now(), value: inc})
@@ -325,7 +341,7 @@ func (s *scheduledEtcd) Incarnation(ctx context.Context, pod string) (inc Incarn
 
 // ActivePeers is pod's Raft view, the truth of who runs: it reaches pod like any other call.
 func (s *scheduledEtcd) ActivePeers(ctx context.Context, pod string) (peers map[uint64]bool, err error) {
-	err = s.call("", "ActivePeers", pod, func() error { peers, err = s.w.f.ActivePeers(ctx, pod); return err })
+	err = s.call(ctx, "", "ActivePeers", pod, func() error { peers, err = s.w.f.ActivePeers(ctx, pod); return err })
 	return peers, err
 }
 

@@ -64,6 +64,18 @@ const longOutageStream = 0x10f6
 // into their replacements' crash windows (drawEphemeral).
 const ephemeralStream = 0xe4e
 
+// slowAPIStream seeds the draw of an API server that answers late (schedule.APILatency, WatchLag).
+const slowAPIStream = 0x51a
+
+// latencyStream seeds the latencies of one schedule's requests, drawn in the sequencer's order.
+const latencyStream = 0x1a7
+
+// maxLatency bounds a request's latency: under a quarter of the lease, the margin between the last moment a
+// run writes within its lease (withinLease: three quarters of it after a renewal) and the first a takeover
+// may land (a whole lease unrenewed). No engine can keep a write that arrives later than that off the next
+// holder's roll, so a fair schedule draws no such latency.
+const maxLatency = scheduleLease / 5
+
 // injectionPoint names a request boundary of one engine: a Kubernetes verb and resource, or an etcd call.
 type injectionPoint string
 
@@ -230,6 +242,12 @@ type schedule struct {
 	// SlowLearner (with Ephemeral) names the member whose learner never catches up once it is replaced: its
 	// applied index stays at 0 and etcd refuses to promote it.
 	SlowLearner string
+	// APILatency makes one request in three reach the API server (or, through its port-forward, a member) up
+	// to maxLatency after it was sent: a write can land after the confirmation of the lease it was decided on,
+	// and after its caller's deadline (applied, its answer lost). WatchLag delays every event of the engines'
+	// watches by that much: their caches lag the API server.
+	APILatency bool
+	WatchLag   time.Duration
 	// Runs is how many runs may go: each one that does not succeed is resumed by a fresh engine.
 	Runs   int
 	Events []schedEvent
@@ -241,8 +259,8 @@ func (s schedule) String() string {
 	if s.SlowLoop {
 		loop = "slow (up for longer than the stability window)"
 	}
-	fmt.Fprintf(&b, "seed %d: %d members, leader etcd-%d, updated already %v, update revision crash-loops from the start: %v, crash loops %s, cool-down %s, process starts jitter by a second: %v, first leader move's answer lost: %v, first moved leadership lost at once: %v, data dies with the pod: %v, learner that never catches up: %q, up to %d runs\n",
-		s.Seed, s.Members, s.Leader, podNames(s.Updated), s.BadRevision, loop, s.Cooldown, s.StartJitter, s.MoveAnswerLost, s.LeadershipLost, s.Ephemeral, s.SlowLearner, s.Runs)
+	fmt.Fprintf(&b, "seed %d: %d members, leader etcd-%d, updated already %v, update revision crash-loops from the start: %v, crash loops %s, cool-down %s, process starts jitter by a second: %v, first leader move's answer lost: %v, first moved leadership lost at once: %v, data dies with the pod: %v, learner that never catches up: %q, requests late by up to %s: %v, watches lag by %s, up to %d runs\n",
+		s.Seed, s.Members, s.Leader, podNames(s.Updated), s.BadRevision, loop, s.Cooldown, s.StartJitter, s.MoveAnswerLost, s.LeadershipLost, s.Ephemeral, s.SlowLearner, maxLatency, s.APILatency, s.WatchLag, s.Runs)
 	for _, ev := range s.Events {
 		fmt.Fprintf(&b, "  event: %s\n", ev)
 	}
@@ -304,7 +322,20 @@ func generateSchedule(seed uint64, enabled []eventKind) schedule {
 	s.Runs = min(s.Runs, 3)
 	stretchOutages(seed, s.Events)
 	drawEphemeral(seed, &s)
+	drawSlowAPI(seed, &s)
 	return s
+}
+
+// drawSlowAPI makes one schedule in four one whose requests are late (APILatency), and one in four (drawn
+// apart) one whose watches lag the API server by 20 to 500 ms, a tenth to a half of the lease: in
+// production's 15 s lease, seconds (issue 31, item 4). It draws from a stream of its own, so every other draw
+// of a seed stays as it was.
+func drawSlowAPI(seed uint64, s *schedule) {
+	rng := rand.New(rand.NewPCG(seed, slowAPIStream))
+	s.APILatency = rng.IntN(4) == 0
+	if rng.IntN(4) == 0 {
+		s.WatchLag = time.Duration(20+rng.IntN(481)) * time.Millisecond
+	}
 }
 
 // drawEphemeral makes one schedule in four a cluster whose members' data dies with their pod (issue 32), moves

@@ -2,10 +2,13 @@ package rollout
 
 import (
 	"cmp"
+	"context"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -30,18 +33,34 @@ type sequencer struct {
 	requests chan *seqRequest
 	done     chan struct{}
 	ended    chan struct{}
+	// latency, when set, is how long a request sent now takes to reach the API server (0: at once); it is
+	// asked in the sequencer's turn only, so its draws come in the seed's order (schedule.APILatency).
+	latency func(key string) time.Duration
 }
 
-// seqRequest is one request waiting for its turn: do runs it, in the sequencer's goroutine.
+// seqRequest is one request waiting for its turn: do runs it, in the sequencer's goroutine; late says it
+// arrives after a latency, sent at an earlier turn. sendable, for a request that may be delayed, says whether
+// it is sent at all (its caller's context has not ended), asked at its first turn.
 type seqRequest struct {
-	key    string
-	do     func()
-	served chan struct{}
+	key      string
+	do       func(late bool)
+	sendable func() bool
+	late     bool
+	served   chan struct{}
 }
 
 // startSequencer starts serving w's requests; it must be called inside the schedule's synctest bubble.
 func (w *world) startSequencer() {
 	q := &sequencer{requests: make(chan *seqRequest), done: make(chan struct{}), ended: make(chan struct{})}
+	if w.s.APILatency {
+		rng := rand.New(rand.NewPCG(w.s.Seed, latencyStream))
+		q.latency = func(string) time.Duration {
+			if rng.IntN(3) > 0 {
+				return 0
+			}
+			return time.Duration(1+rng.Int64N(int64(maxLatency/time.Microsecond)-1)) * time.Microsecond
+		}
+	}
 	w.order = q
 	go q.serve()
 }
@@ -57,17 +76,27 @@ func (w *world) stopSequencer() {
 
 // serialize runs do as w's request named key: through the sequencer when one runs, else at once.
 func (w *world) serialize(key string, do func()) {
+	w.enqueue(&seqRequest{key: key, do: func(bool) { do() }})
+}
+
+// serializeRequest runs do as an engine's request named key, sent on ctx: in a schedule with API latency it
+// may reach the world later than it was sent (late), and is not sent once ctx has ended.
+func (w *world) serializeRequest(ctx context.Context, key string, do func(late bool)) {
+	w.enqueue(&seqRequest{key: key, do: do, sendable: func() bool { return ctx.Err() == nil }})
+}
+
+func (w *world) enqueue(r *seqRequest) {
 	q := w.order
 	if q == nil {
-		do()
+		r.do(false)
 		return
 	}
-	r := &seqRequest{key: key, do: do, served: make(chan struct{})}
+	r.served = make(chan struct{})
 	select {
 	case q.requests <- r:
 		<-r.served
 	case <-q.ended:
-		do()
+		r.do(false)
 	}
 }
 
@@ -88,13 +117,39 @@ func (q *sequencer) serve() {
 		slices.SortStableFunc(waiting, func(a, b *seqRequest) int { return cmp.Compare(a.key, b.key) })
 		next := waiting[0]
 		waiting = waiting[1:]
-		next.do()
+		if q.delays(next) {
+			continue
+		}
+		next.do(next.late)
 		// The request's consequences play out before its answer does: a watch event it caused reaches the
 		// informers' caches before the requester reads them (a cache read is no request, so nothing else would
 		// order the two).
 		synctest.Wait()
 		close(next.served)
 	}
+}
+
+// delays sends r on its way with the latency drawn for it, if any: it comes back as a request of its own
+// once it arrives, and is served then (late).
+func (q *sequencer) delays(r *seqRequest) bool {
+	if q.latency == nil || r.late || r.sendable == nil || !r.sendable() {
+		return false
+	}
+	d := q.latency(r.key)
+	if d <= 0 {
+		return false
+	}
+	r.late = true
+	go func() {
+		time.Sleep(d)
+		select {
+		case q.requests <- r:
+		case <-q.ended:
+			r.do(true)
+			close(r.served)
+		}
+	}()
+	return true
 }
 
 // collect adds every request that has arrived meanwhile (their senders are blocked on the channel).

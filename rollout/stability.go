@@ -2,9 +2,12 @@ package rollout
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 )
 
 // defaultStableFor is Options.StableFor's default: longer than a crash-looping etcd takes to fail after it
@@ -56,8 +59,16 @@ func (s *stability) observe(ctx context.Context, l look) (bool, string, error) {
 	}
 	s.lastReachedOK = true
 	if s.since.IsZero() {
-		s.since, s.unsure = time.Now(), false
-		s.incarnation, _ = s.incarnationOf(ctx) // unknown: restarts between looks go unseen, as before
+		now := time.Now()
+		inc, err := s.incarnationOf(ctx)
+		if err != nil && !errors.Is(err, member.ErrNoIncarnation) {
+			// Which process answered is not known, so a stretch started on it could span restarts unseen: a
+			// crash loop whose health looks all land in its up moments (the schedule checker's seed 1142 of
+			// 10,000, with requests late by up to 200 ms, passed a fast crash loop). The stretch starts on a look
+			// whose process is named; an etcd that never names it is judged on its looks alone, as before.
+			return false, "answers; reading which etcd process serves: " + err.Error(), nil
+		}
+		s.since, s.unsure, s.incarnation = now, false, inc
 	} else if s.unsure || time.Since(s.since) >= s.stableFor {
 		if seen := s.checkSameProcess(ctx); seen != "" {
 			return false, seen, nil

@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -53,11 +54,19 @@ func TestACrashLoopingRevisionNeverBecomesProven(t *testing.T) {
 
 // processes is a member's incarnation as a test sets it; an empty one makes the read fail, as an etcd
 // without /metrics would.
-type processes struct{ now Incarnation }
+// processes is the member's etcd process as /metrics names it; refusing makes the read fail by the member's
+// own answer (down between a health look and the read, as a crash loop is).
+type processes struct {
+	now      Incarnation
+	refusing bool
+}
 
 func (p *processes) read(context.Context) (Incarnation, error) {
+	if p.refusing {
+		return Incarnation{}, errors.New("process start of etcd-2: connection refused")
+	}
 	if !p.now.Known() {
-		return Incarnation{}, errors.New("/metrics has no process_start_time_seconds")
+		return Incarnation{}, fmt.Errorf("/metrics has no process_start_time_seconds: %w", member.ErrNoIncarnation)
 	}
 	return p.now, nil
 }
@@ -81,10 +90,12 @@ func TestStabilityNeedsOneProcessHealthyForTheWholeWindow(t *testing.T) {
 	const window = 40 * time.Millisecond
 	type step struct {
 		process Incarnation // the member's incarnation from this step on (zero keeps the last)
-		look    look
-		wait    bool // sleep past the window before the look
-		pass    bool
-		seen    string
+		// refusing makes the read of its process fail from this step on, until a step sets answering.
+		refusing, answering bool
+		look                look
+		wait                bool // sleep past the window before the look
+		pass                bool
+		seen                string
 	}
 	tests := []struct {
 		name  string
@@ -122,6 +133,12 @@ func TestStabilityNeedsOneProcessHealthyForTheWholeWindow(t *testing.T) {
 			{look: healthy},
 			{process: p1Late, look: healthy, wait: true, pass: true},
 		}},
+		{"a stretch does not start on a look whose process cannot be read", p1, []step{
+			{refusing: true, look: healthy, seen: "answers; reading which etcd process serves: process start of etcd-2: connection refused"},
+			{look: healthy, wait: true, seen: "answers; reading which etcd process serves: process start of etcd-2: connection refused"},
+			{answering: true, look: healthy, seen: "healthy for 0s of the 40ms it must stay so"},
+			{look: healthy, wait: true, pass: true},
+		}},
 		{"without a process name a look that did not reach the member breaks it", Incarnation{}, []step{
 			{look: healthy},
 			{look: unreached, seen: "the look did not reach etcd: port-forward ended (it was healthy 1 time(s) since it started, never for 40ms)"},
@@ -135,6 +152,7 @@ func TestStabilityNeedsOneProcessHealthyForTheWholeWindow(t *testing.T) {
 				if st.process.Known() {
 					p.now = st.process
 				}
+				p.refusing = (p.refusing || st.refusing) && !st.answering
 				if st.wait {
 					time.Sleep(window + 10*time.Millisecond)
 				}

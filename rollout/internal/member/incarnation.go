@@ -2,6 +2,7 @@ package member
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -79,8 +80,12 @@ func scanIncarnation(page io.Reader) (Incarnation, error) {
 	if err := sc.Err(); err != nil {
 		return Incarnation{}, err
 	}
-	return Incarnation{}, fmt.Errorf("/metrics has no %s (an etcd without the process collector): restarts between looks cannot be seen", incarnationMetric)
+	return Incarnation{}, fmt.Errorf("/metrics has no %s (an etcd without the process collector): %w", incarnationMetric, ErrNoIncarnation)
 }
+
+// ErrNoIncarnation is wrapped when etcd answered but does not name its process: a lasting property of that
+// etcd, unlike a read that failed, which says nothing of which process serves.
+var ErrNoIncarnation = errors.New("restarts between looks cannot be seen")
 
 // activePeersMetric is the rafthttp gauge each etcd keeps per peer (labels Local and Remote, member IDs in
 // hex): 1 while its Raft streams to that peer are connected, 0 once a message to it failed.
