@@ -88,8 +88,8 @@ func (w *world) newEngine(name string, run int) *schedEngine {
 	cfg.Cooldown = w.s.Cooldown
 	cfg.ReadyTimeout = 1500 * time.Millisecond
 	cfg.HealthTimeout = time.Second
-	if w.s.APILatency || w.s.WatchLag > 0 {
-		// A slow API server stretches every step by its latencies and lags, as it does in production, where
+	if w.s.APILatency || w.s.WatchLag > 0 || w.s.SlowRecreate > 0 {
+		// A slow API server or controller stretches every step by its latencies and lags, as in production, where
 		// the timeouts (5 minutes to be Ready) dwarf them; here they would not, and a gate would run out for
 		// the API server's slowness alone: a failure blamed on a member that did nothing wrong, which no
 		// engine could avoid. Timeouts four times as long keep the same proportion.
@@ -187,6 +187,7 @@ func (w *world) serveKube(se *schedEngine, a k8stesting.Action) (bool, runtime.O
 	obj, err := w.c.kube.Invokes(a, nil)
 	w.syncLoops()
 	w.judgeRequest(se, a, pre, err)
+	w.recreateSlowly(pre)
 	return true, obj, err
 }
 

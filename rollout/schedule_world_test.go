@@ -106,6 +106,8 @@ type world struct {
 	touchedAll bool
 	// replacedAt is when someone else last deleted each member's pod (evDelete).
 	replacedAt map[string]moment
+	// hidden are pods a slow controller has not created yet (schedule.SlowRecreate).
+	hidden map[string]hiddenPod
 
 	// disrupted are the members our writes restarted or deleted that have not been truly healthy since.
 	disrupted map[string]bool
@@ -158,7 +160,7 @@ func newWorld(t *testing.T, s schedule) *world {
 		badRevs: map[string]bool{}, loops: map[string]crashLoop{}, lastInc: map[string]int{},
 		crashed: map[string]moment{}, revive: map[string]time.Time{}, unreachable: map[string]unreach{},
 		disrupted: map[string]bool{}, lastDisruption: map[string]moment{}, touched: map[string]bool{},
-		replacedAt: map[string]moment{}}
+		replacedAt: map[string]moment{}, hidden: map[string]hiddenPod{}}
 	w.f.crashUp, w.f.crashDown = fastLoopUp, fastLoopDown
 	if s.SlowLoop {
 		w.f.crashUp, w.f.crashDown = slowLoopUp, slowLoopDown
@@ -429,6 +431,7 @@ func (w *world) flapAfterPass(se *schedEngine, pod string) {
 // tick brings back the crashed members that are due, and forgets crashes that ended otherwise (their pod was
 // recreated); w.mu is held.
 func (w *world) tick() {
+	w.createDue()
 	f := w.f
 	f.mu.Lock()
 	defer f.mu.Unlock()

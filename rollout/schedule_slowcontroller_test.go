@@ -1,0 +1,86 @@
+package rollout
+
+import (
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// slowControllerStream seeds the draw of a StatefulSet controller slow to recreate pods (schedule.SlowRecreate).
+const slowControllerStream = 0x5c0
+
+// drawSlowController makes one schedule in four one whose StatefulSet controller takes 50 to 600 ms to create
+// the pod for a member our writes restarted or deleted: the pod is gone meanwhile, and its etcd with it, as
+// when the controller manager is busy or the scheduler waits for a node (issue 31, item 4). It draws from a
+// stream of its own, so every other draw of a seed stays as it was.
+func drawSlowController(seed uint64, s *schedule) {
+	rng := rand.New(rand.NewPCG(seed, slowControllerStream))
+	if rng.IntN(4) == 0 {
+		s.SlowRecreate = time.Duration(50+rng.IntN(551)) * time.Millisecond
+	}
+}
+
+// hiddenPod is a pod the slow controller has not created yet, and when it will.
+type hiddenPod struct {
+	pod *corev1.Pod
+	at  time.Time
+}
+
+// recreateSlowly takes every pod that the request just served made the fake controller recreate (a lowering,
+// or one of our deletes) out of the cluster until the schedule's SlowRecreate has passed; its etcd is down
+// meanwhile. w.mu is held.
+func (w *world) recreateSlowly(pre worldSnapshot) {
+	if w.s.SlowRecreate <= 0 {
+		return
+	}
+	w.c.mu.Lock()
+	recreated := append(append([]string(nil), w.c.restarted[pre.restarted:]...), w.c.deleted[pre.deleted:]...)
+	w.c.mu.Unlock()
+	for _, name := range recreated {
+		obj, err := w.c.kube.Tracker().Get(podGVR, "db", name)
+		if err != nil {
+			continue
+		}
+		if err := w.c.kube.Tracker().Delete(podGVR, "db", name); err != nil {
+			w.t.Fatalf("hiding %s: %v", name, err)
+		}
+		w.hidden[name] = hiddenPod{pod: obj.(*corev1.Pod).DeepCopy(), at: time.Now().Add(w.s.SlowRecreate)}
+		w.f.mu.Lock()
+		w.f.down[name] = true
+		w.f.mu.Unlock()
+		w.logf("world", "the controller is slow: %s's pod comes in %s", name, w.s.SlowRecreate)
+	}
+}
+
+// createDue creates every hidden pod whose time has come, at the revision the controller would give it now
+// (the update revision at or above the partition, else the current one), and starts its etcd from a new
+// process. w.mu is held.
+func (w *world) createDue() {
+	for name, h := range w.hidden {
+		if time.Now().Before(h.at) {
+			continue
+		}
+		delete(w.hidden, name)
+		sts := w.stsNow()
+		ordinal, _ := strconv.Atoi(strings.TrimPrefix(name, "etcd-"))
+		rev := sts.Status.CurrentRevision
+		if ru := sts.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil && ordinal >= int(*ru.Partition) {
+			rev = sts.Status.UpdateRevision
+		}
+		h.pod.Labels[appsv1.ControllerRevisionHashLabelKey] = rev
+		h.pod.ResourceVersion = ""
+		if err := w.c.kube.Tracker().Add(h.pod); err != nil {
+			w.t.Fatalf("creating %s: %v", name, err)
+		}
+		w.f.mu.Lock()
+		delete(w.f.down, name)
+		w.f.bumpIncarnation(name)
+		w.f.mu.Unlock()
+		w.loopsStale = true
+		w.logf("world", "the controller created %s's pod at %s", name, rev)
+	}
+}
