@@ -105,8 +105,8 @@ func TestKeyspaceTLSRefusesForeignOrOtherMembersCertificate(t *testing.T) {
 		want []string
 	}{
 		{"signed by a foreign CA", harness.CertOptions{Shape: harness.CertShapePodSvc, ForeignCA: true},
-			[]string{"member keyspace-etcd-group-0-2 presented a TLS certificate (DNS names keyspace-etcd-group-0-0.keyspace-etcd-group-0-peer.%s.svc, ",
-				"that is not signed by the CA in tls.caFile"}},
+			[]string{"member keyspace-etcd-group-0-2 (client): certificate issued by CN=",
+				" is refused by tls.caFile (trusts ", "unknown authority; if the CA was rotated: widen trust (old+new CA), roll, then swap the leaves"}},
 		{"naming only another member", harness.CertOptions{Shape: harness.CertShapePodSvc, OnlyPod: "keyspace-etcd-group-0-0"},
 			[]string{"member keyspace-etcd-group-0-2 presented a TLS certificate for DNS names keyspace-etcd-group-0-0.keyspace-etcd-group-0-peer.%s.svc; ",
 				"none of which is this member's"}},

@@ -3,9 +3,14 @@ package member
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/trust"
 )
 
 // memberIdentity is who a member is, as its certificate must prove: a pod of the StatefulSet, behind its
@@ -122,7 +127,7 @@ func verifyMemberCertificate(id memberIdentity, roots *x509.CertPool, now func()
 			opts.Intermediates.AddCert(c)
 		}
 		if _, err := leaf.Verify(opts); err != nil {
-			refused.chain = err
+			refused.chain, refused.trusted = err, subjectsOf(roots)
 			return refused
 		}
 		for _, name := range id.candidateNames(leaf) {
@@ -141,15 +146,22 @@ type MemberCertError struct {
 	accepted string
 	leaf     *x509.Certificate // nil when the member sent no certificate
 	chain    error             // set when the certificate does not chain to the CA
+	trusted  []string          // the subjects of the CAs in tls.caFile, set with chain
 }
 
+// Error is one line. A certificate that does not chain says whose issuer (with its key identifier, as an old
+// and a new CA often share a name) against which trusted CAs, and what to do, in about 200 characters: the
+// names a certificate carries matter only when they are what is wrong, and every member of a rotated cluster
+// refuses alike, so a message per member would repeat them (issue 33: one line of about 6,000 characters).
 func (e *MemberCertError) Error() string {
 	switch {
 	case e.leaf == nil:
 		return fmt.Sprintf("member %s presented no TLS certificate", e.Member)
+	case errors.As(e.chain, new(x509.UnknownAuthorityError)):
+		return fmt.Sprintf("member %s (client): certificate issued by %s is refused by tls.caFile (trusts %s): unknown authority; if the CA was rotated: widen trust (old+new CA), roll, then swap the leaves",
+			e.Member, trust.IssuerOf(e.leaf), e.trustedText())
 	case e.chain != nil:
-		return fmt.Sprintf("member %s presented a TLS certificate (%s, issued by %q) that is not signed by the CA in tls.caFile: %v",
-			e.Member, certNames(e.leaf), e.leaf.Issuer.String(), e.chain)
+		return fmt.Sprintf("member %s (client): certificate issued by %s is refused: %s", e.Member, trust.IssuerOf(e.leaf), chainReason(e.chain))
 	default:
 		return fmt.Sprintf("member %s presented a TLS certificate for %s, none of which is this member's: it must be valid for %s",
 			e.Member, certNames(e.leaf), e.accepted)
@@ -157,6 +169,52 @@ func (e *MemberCertError) Error() string {
 }
 
 func (e *MemberCertError) Unwrap() error { return e.chain }
+
+// trustedText names the CAs tls.caFile trusts; one named as the certificate's issuer is "another" CA of that
+// name, the mark of a rotation (the pool does not keep the CAs' key identifiers).
+func (e *MemberCertError) trustedText() string {
+	for _, t := range e.trusted {
+		if e.leaf.Issuer.CommonName != "" && t == "CN="+e.leaf.Issuer.CommonName {
+			return "another " + t
+		}
+	}
+	return strings.Join(e.trusted, ", ")
+}
+
+// chainReason is why x509 refused a chain for another reason than its authority, in a few words.
+func chainReason(err error) string {
+	var invalid x509.CertificateInvalidError
+	switch {
+	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
+		return "expired or not yet valid: issue it anew"
+	case errors.As(err, &invalid) && invalid.Reason == x509.IncompatibleUsage:
+		return "incompatible key usage: a member's certificate must allow server auth"
+	}
+	return err.Error()
+}
+
+// subjectsOf names the CAs of a pool built from tls.caFile by their common names (else whole names); nil
+// for the system pool. CertPool.Subjects is deprecated only for the system pool, whose roots it omits.
+func subjectsOf(pool *x509.CertPool) []string {
+	if pool == nil {
+		return []string{"the system's CAs"}
+	}
+	var out []string
+	for _, der := range pool.Subjects() { //nolint:staticcheck // a pool from tls.caFile, not the system pool
+		var rdn pkix.RDNSequence
+		if _, err := asn1.Unmarshal(der, &rdn); err != nil {
+			continue
+		}
+		var name pkix.Name
+		name.FillFromRDNSequence(&rdn)
+		if name.CommonName != "" {
+			out = append(out, "CN="+name.CommonName)
+		} else {
+			out = append(out, name.String())
+		}
+	}
+	return out
+}
 
 // certNames says which names a certificate is valid for; the subject's common name is mentioned only when
 // there is nothing else, because x509 verification ignores it.

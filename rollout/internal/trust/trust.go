@@ -108,14 +108,14 @@ func Check(r Restart) []Refusal {
 	for _, o := range r.Others {
 		if o.Verdict == Refused {
 			out = append(out, Refusal{Member: r.Member, Side: Peer, Kind: LeafNotTrustedByPeer, By: o.Name,
-				Issuer: issuerOf(r.New.Leaf), Why: o.Alert})
+				Issuer: IssuerOf(r.New.Leaf), Why: o.Alert})
 		}
 		if len(o.Served) == 0 {
 			continue
 		}
 		if why := verifyBoth(o.Served[0], r.New.CAs, o.Served[1:], r.Now, ""); why != "" {
 			out = append(out, Refusal{Member: r.Member, Side: Peer, Kind: PeerLeafNotTrusted, By: o.Name,
-				Issuer: issuerOf(o.Served[0]), Trusted: names(r.New.CAs), Why: why})
+				Issuer: IssuerOf(o.Served[0]), Trusted: names(r.New.CAs), Why: why})
 		}
 	}
 	return out
@@ -129,7 +129,7 @@ func (r Restart) checkOwn() []Refusal {
 		return []Refusal{{Member: r.Member, Side: Peer, Kind: OwnLeafUnusable, Why: "no certificate"}}
 	}
 	if why := verifyBoth(leaf, r.New.CAs, r.New.Chain, r.Now, r.PeerHost); why != "" {
-		return []Refusal{{Member: r.Member, Side: Peer, Kind: OwnLeafUnusable, Issuer: issuerOf(leaf), Trusted: names(r.New.CAs), Why: why}}
+		return []Refusal{{Member: r.Member, Side: Peer, Kind: OwnLeafUnusable, Issuer: IssuerOf(leaf), Trusted: names(r.New.CAs), Why: why}}
 	}
 	return nil
 }
@@ -182,7 +182,7 @@ func usageName(u x509.ExtKeyUsage) string {
 
 // issuerOf names a certificate's issuer for a person: its common name (else the whole name) and the first
 // bytes of the issuing key's identifier, because an old and a new CA often share a name ("etcd-ca").
-func issuerOf(c *x509.Certificate) string {
+func IssuerOf(c *x509.Certificate) string {
 	if c == nil {
 		return ""
 	}
