@@ -42,8 +42,21 @@ func (e *Engine) comingBackImage(ctx context.Context, st ClusterState, ordinal i
 
 // revisionImage reads the etcd container's image from the StatefulSet's ControllerRevision rev.
 func (e *Engine) revisionImage(ctx context.Context, rev string) (string, error) {
+	spec, err := e.revisionPodSpec(ctx, rev)
+	if err != nil {
+		return "", err
+	}
+	c := EtcdContainer(spec.Containers)
+	if c == nil || c.Image == "" {
+		return "", fmt.Errorf("ControllerRevision %s has no etcd container", rev)
+	}
+	return c.Image, nil
+}
+
+// revisionPodSpec reads the pod spec the StatefulSet's ControllerRevision rev creates pods from.
+func (e *Engine) revisionPodSpec(ctx context.Context, rev string) (*corev1.PodSpec, error) {
 	if rev == "" {
-		return "", errors.New("the StatefulSet names no current revision")
+		return nil, errors.New("the StatefulSet names no current revision")
 	}
 	var data []byte
 	err := withAPIRetry(ctx, func(ctx context.Context) error {
@@ -54,15 +67,11 @@ func (e *Engine) revisionImage(ctx context.Context, rev string) (string, error) 
 		return err
 	})
 	if err != nil {
-		return "", explainForbidden(err)
+		return nil, explainForbidden(err)
 	}
 	var t revisionTemplate
 	if err := json.Unmarshal(data, &t); err != nil {
-		return "", fmt.Errorf("ControllerRevision %s: %w", rev, err)
+		return nil, fmt.Errorf("ControllerRevision %s: %w", rev, err)
 	}
-	c := EtcdContainer(t.Spec.Template.Spec.Containers)
-	if c == nil || c.Image == "" {
-		return "", fmt.Errorf("ControllerRevision %s has no etcd container", rev)
-	}
-	return c.Image, nil
+	return &t.Spec.Template.Spec, nil
 }

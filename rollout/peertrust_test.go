@@ -4,14 +4,17 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/testpki"
@@ -25,12 +28,23 @@ type probingEtcd struct {
 	verdict trust.Verdict
 	served  *x509.Certificate
 	probes  int
+	// refuseOnceRestarted makes the peers refuse from the first restart of c on, as when the Secret's material
+	// changed under a member that had passed the check.
+	refuseOnceRestarted *fakeCluster
 }
 
 func (p *probingEtcd) ProbePeerTrust(context.Context, string, int, tls.Certificate, *x509.CertPool, string) (member.PeerTrustProbe, error) {
 	p.probes++
-	out := member.PeerTrustProbe{Verdict: p.verdict, Served: []*x509.Certificate{p.served}}
-	if p.verdict == trust.Refused {
+	verdict := p.verdict
+	if c := p.refuseOnceRestarted; c != nil {
+		c.mu.Lock()
+		if len(c.restarted) > 0 {
+			verdict = trust.Refused
+		}
+		c.mu.Unlock()
+	}
+	out := member.PeerTrustProbe{Verdict: verdict, Served: []*x509.Certificate{p.served}}
+	if verdict == trust.Refused {
 		out.Alert = "remote error: tls: bad certificate"
 	}
 	return out, nil
@@ -97,4 +111,39 @@ func peerTLSTemplate(t *testing.T, c *fakeCluster, ca []byte, leaf testpki.Cert)
 		Volumes: []corev1.Volume{{Name: "peer-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "etcd-peer-tls"}}}},
 	}
 	require.NoError(t, c.kube.Tracker().Update(stsGVR, sts, "db"))
+}
+
+// A member that failed because its peers refuse the peer material its pod mounts is not reverted by a delete:
+// the Secret is not part of the revision, so the pod the controller recreates mounts the same material and
+// fails again. The run holds with the partition locked and names the Secret (issue 33, item 3).
+func TestARevertOntoPeerMaterialItsPeersRefuseHolds(t *testing.T) {
+	ca := testpki.CA(t, "peer-ca", nil)
+	leaf := ca.Leaf(t, "etcd", testpki.Options{DNS: []string{"etcd-0.etcd.db.svc", "etcd-1.etcd.db.svc", "etcd-2.etcd.db.svc"}})
+	c := newFakeCluster(t, 3, 0)
+	peerTLSTemplate(t, c, ca.CertPEM, leaf)
+	currentRevision(t, c, oldRev)
+	c.etcd.brokenAfterRestart["etcd-2"] = true
+	probing := &probingEtcd{fakeEtcd: c.etcd, verdict: trust.Accepted, served: leaf.Cert, refuseOnceRestarted: c}
+	_, err := c.engine(t, func(cfg *Config, o *Options) {
+		o.etcd = probing
+		cfg.ReadyTimeout, cfg.HealthTimeout = time.Second, 500*time.Millisecond
+	}).Run(context.Background())
+
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrPeerTrust)
+	assert.Contains(t, err.Error(), "etcd-2 was not reverted: etcd-2 would come back on revision etcd-old with the peer TLS material its peers refuse (Secret etcd-peer-tls (key ")
+	assert.Empty(t, c.deletedPods(), "no pod deleted: it would mount the same material")
+	assert.Equal(t, 3, c.partition())
+}
+
+// currentRevision gives the fake cluster the ControllerRevision rev, holding the StatefulSet's pod template as
+// the controller stores it.
+func currentRevision(t *testing.T, c *fakeCluster, rev string) {
+	t.Helper()
+	obj, err := c.kube.Tracker().Get(stsGVR, "db", "etcd")
+	require.NoError(t, err)
+	data, err := json.Marshal(map[string]any{"spec": map[string]any{"template": obj.(*appsv1.StatefulSet).Spec.Template}})
+	require.NoError(t, err)
+	require.NoError(t, c.kube.Tracker().Add(&appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: rev},
+		Data: runtime.RawExtension{Raw: data}}))
 }

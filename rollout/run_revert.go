@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/peertrust"
 )
 
 // onMemberFailure is where a member that did not pass its gates on the new revision ends up: the failure is
@@ -130,6 +133,9 @@ func (r *run) revert(ctx context.Context, ordinal int) (string, error) {
 	if err := e.checkPointOfNoReturn(ctx, st, ordinal, e.comingBackImage(ctx, st, ordinal)); err != nil {
 		return "", err
 	}
+	if err := r.revertRestoresPeerTrust(ctx, st, ordinal, to); err != nil {
+		return "", err
+	}
 	if m.PodExists && m.Revision != to {
 		moveTo, err := revertSafety(st, ordinal)
 		if err != nil {
@@ -165,6 +171,28 @@ func (r *run) revert(ctx context.Context, ordinal int) (string, error) {
 		return "", fmt.Errorf("waiting for %s to pass its gates again at %s: %w", m.Pod, to, err)
 	}
 	return to, nil
+}
+
+// revertRestoresPeerTrust refuses a revert that would bring the member back with peer TLS material its peers
+// refuse: a Secret is not part of a StatefulSet revision, so the pod the controller recreates at revision to
+// mounts what the member failed with again, and fails again (issue 33, item 3). The run holds instead, with
+// the partition locked, and names the objects to put trusted material back in. Without the revision's
+// template (not allowed, or gone) nothing is said.
+func (r *run) revertRestoresPeerTrust(ctx context.Context, st ClusterState, ordinal int, to string) error {
+	spec, err := r.e.revisionPodSpec(ctx, to)
+	if err != nil {
+		return nil
+	}
+	back := st
+	back.podTemplate = spec
+	err = r.e.CheckPeerTrust(ctx, back, []int{ordinal})
+	if !errors.Is(err, ErrPeerTrust) {
+		return nil
+	}
+	c := EtcdContainer(spec.Containers)
+	sources := peertrust.Template{Spec: spec, Container: c, Flags: EtcdFlagValues(c)}.Sources()
+	return fmt.Errorf("%s would come back on revision %s with the peer TLS material its peers refuse (%s: not part of a revision), so deleting its pod again cannot help; the partition is locked: put material its peers trust back there (or widen their trust first), then run again: %w",
+		st.Members[ordinal].Pod, to, strings.Join(sources, ", "), err)
 }
 
 // revertSafety says whether the failed member's pod may be deleted now, and where the leader must go first

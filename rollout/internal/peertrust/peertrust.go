@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,6 +55,28 @@ type Template struct {
 	Spec      *corev1.PodSpec
 	Container *corev1.Container
 	Flags     map[string]string
+}
+
+// Sources names the objects the template's peer TLS files come from ("Secret etcd-peer-tls (key tls.crt)"),
+// each once: where a person puts material back.
+func (t Template) Sources() []string {
+	f, ok := FilesOf(t.Flags)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, file := range []string{f.CA, f.Cert, f.Key} {
+		srcs, _, err := podfile.Locate(t.Spec, t.Container, file)
+		if err != nil {
+			continue
+		}
+		for _, s := range srcs {
+			if name := s.String(); !slices.Contains(out, name) {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
 }
 
 // peerPort is the container's port named "peer" (0 when none): the pod's port a port-forward reaches the peer
