@@ -51,6 +51,9 @@ func readFacts(ctx context.Context, restConfig *rest.Config, namespace, name str
 		}
 		if c := rollout.EtcdContainer(pod.Spec.Containers); c != nil {
 			f.MemberImages[pod.Name] = c.Image
+			if rollout.V2Enabled(c) {
+				f.MemberV2 = append(f.MemberV2, pod.Name)
+			}
 		}
 	}
 	if cm, err := client.CoreV1().ConfigMaps(namespace).Get(ctx, rollout.StatusConfigMapName(name), metav1.GetOptions{}); err == nil {

@@ -30,6 +30,8 @@ type clusterFacts struct {
 	// MemberImages are the etcd container images the existing pods run, by pod name: what each member runs
 	// now, while the template says what it will run.
 	MemberImages map[string]string
+	// MemberV2 are the pods whose etcd runs with --enable-v2: none may roll onto 3.6 (rollout.CheckV2Store).
+	MemberV2 []string
 	// Applied is what the last rollout published of the template it rolled to (its status ConfigMap): its
 	// target revision and the versionHash it was given. Zero when none published.
 	Applied rollout.RolloutStatus
@@ -98,7 +100,7 @@ func preflightFailures(in RolloutArgs, f clusterFacts, mustExist bool) []p.Check
 			target, partition, replicas, rollout.LeaseName(in.StsName), replicas)
 	}
 	failures = append(failures, tlsFailures(in, target, rollout.EtcdContainer(sts.Spec.Template.Spec.Containers))...)
-	failures = append(failures, versionPathFailures(target, sts, f.MemberImages)...)
+	failures = append(failures, versionPathFailures(target, sts, f.MemberImages, f.MemberV2)...)
 	failures = append(failures, flagFailures(target, sts)...)
 	return failures
 }
@@ -129,12 +131,16 @@ func flagFailures(target string, sts *appsv1.StatefulSet) []p.CheckFailure {
 // of a template change still sees the old template; the check bites at `pulumi up`, whose Check runs after
 // the StatefulSet is applied (locked, so nothing has rolled), in any later preview, and in the engine itself
 // before its first disruption.
-func versionPathFailures(target string, sts *appsv1.StatefulSet, memberImages map[string]string) []p.CheckFailure {
+func versionPathFailures(target string, sts *appsv1.StatefulSet, memberImages map[string]string, v2Members []string) []p.CheckFailure {
 	c := rollout.EtcdContainer(sts.Spec.Template.Spec.Containers)
 	if c == nil {
 		return nil
 	}
-	if err := rollout.CheckImagePath(c.Image, memberImages); err != nil {
+	err := rollout.CheckImagePath(c.Image, memberImages)
+	if err == nil {
+		err = rollout.CheckV2Store(c.Image, v2Members)
+	}
+	if err != nil {
 		return []p.CheckFailure{{Property: "stsName", Reason: fmt.Sprintf("StatefulSet %s: %v", target, err)}}
 	}
 	return nil

@@ -113,8 +113,14 @@ func TestPreflightFailures(t *testing.T) {
 			s.Spec.Template.Spec.Containers[0].Image = "registry.k8s.io/etcd:3.6.8-0"
 		}), MemberImages: map[string]string{"etcd-0": "registry.k8s.io/etcd:3.6.8-0", "etcd-1": "registry.k8s.io/etcd:3.5.21-0"}},
 			want: map[string]string{"stsName": "image registry.k8s.io/etcd:3.6.8-0 cannot be rolled onto etcd-1, which runs registry.k8s.io/etcd:3.5.21-0: etcd 3.5.21 -> 3.6.8"}},
-		{name: "3.5.26 to 3.6", facts: clusterFacts{StatefulSet: etcdSts(nil),
-			MemberImages: map[string]string{"etcd-0": "registry.k8s.io/etcd:3.5.26-0"}}},
+		{name: "3.5.32 to 3.6", facts: clusterFacts{StatefulSet: etcdSts(nil),
+			MemberImages: map[string]string{"etcd-0": "registry.k8s.io/etcd:3.5.32-0"}}},
+		{name: "3.5.26 to 3.6, below the floor of etcd's July 2026 guide", facts: clusterFacts{StatefulSet: etcdSts(nil),
+			MemberImages: map[string]string{"etcd-0": "registry.k8s.io/etcd:3.5.26-0"}},
+			want: map[string]string{"stsName": "etcd supports upgrading to 3.6 only from 3.5.32 or later"}},
+		{name: "a member with the v2 store enabled to 3.6", facts: clusterFacts{StatefulSet: etcdSts(nil),
+			MemberImages: map[string]string{"etcd-0": "registry.k8s.io/etcd:3.5.35-0"}, MemberV2: []string{"etcd-0"}},
+			want: map[string]string{"stsName": "etcd-0 runs etcd with --enable-v2, and etcd 3.6.8 keeps no v2 store: run `etcdutl check v2store`"}},
 		{name: "flags the check cannot read refuse nothing", in: func(a *RolloutArgs) { a.TLS = tlsFiles("/var/lib/etcd") },
 			facts: clusterFacts{StatefulSet: etcdSts(func(s *appsv1.StatefulSet) {
 				s.Spec.Template.Spec.Containers[0].Args = []string{"--config-file=/etc/etcd.yaml"}

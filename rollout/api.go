@@ -107,6 +107,9 @@ type MemberState struct {
 	Revision string
 	// SelfRemoval are the pod's preStop hooks that remove its member from etcd: they run when the pod stops.
 	SelfRemoval []selfremoval.Hook
+	// V2Enabled says its pod's etcd runs with --enable-v2 (or ETCD_ENABLE_V2): it may hold v2 data, which 3.6
+	// will not start on (CheckV2Store).
+	V2Enabled bool
 	// DataLost says the pod keeps its etcd data dir or WAL dir where deleting the pod loses it (an emptyDir, no
 	// volume): DataWhy says where, for a person.
 	DataLost bool
@@ -478,6 +481,7 @@ type Failure struct {
 //	func EtcdContainer(cs []corev1.Container) *corev1.Container; func EtcdSettings(c *corev1.Container) []EtcdSetting
 //	func ParseVersion(s string) (EtcdVersion, bool); func ImageVersion(image string) (EtcdVersion, bool)
 //	func CheckVersionPath(from, to EtcdVersion) error; func CheckImagePath(template string, members map[string]string) error
+//	func CheckV2Store(template string, v2Members []string) error; func V2Enabled(c *corev1.Container) bool
 //	func CheckFlags(settings []EtcdSetting, target EtcdVersion) error; func CheckContainerFlags(c *corev1.Container, target EtcdVersion) error
 //
 // Options carries the cluster access (RestConfig, or Kube), the member Dialer (memberdial.NewPortForward by

@@ -201,7 +201,7 @@ func (e *Engine) observeMember(ctx context.Context, files *podfile.Memo, ordinal
 	m.SelfRemoval = selfremoval.Find(&pod.Spec)
 	m.Ready, m.ReadySince, m.Running = podReady(pod), readySince(pod), pod.Status.Phase == corev1.PodRunning
 	if c := EtcdContainer(pod.Spec.Containers); c != nil {
-		m.Image = c.Image
+		m.Image, m.V2Enabled = c.Image, V2Enabled(c)
 		for _, d := range durabilityOf(ctx, files, &pod.Spec, c, nil) {
 			if d.Kind.Lost() && !m.DataLost {
 				m.DataLost, m.DataWhy = true, d.Why

@@ -4,17 +4,39 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
 
-// MinPatchBefore36 is the oldest 3.5 patch release etcd supports upgrading to 3.6 from: "Before upgrading to
-// 3.6, make sure that all of your 3.5 members are updated to 3.5.26 or later. Patch releases 3.5.24 through
-// 3.5.26 fix several potential upgrade blockers" (https://etcd.io/docs/latest/upgrades/upgrade_3_6/; the
-// v3.6 copy of that page said 3.5.20 earlier, for the "too many learner member" error).
-const MinPatchBefore36 = 26
+// MinPatchBefore36 is the oldest 3.5 patch release etcd supports upgrading to 3.6 from: "make sure that all of
+// your 3.5 members are updated to 3.5.32 or later" (https://etcd.io/docs/latest/upgrades/upgrade_3_6/, as of
+// its July 2026 revision; it said 3.5.26 before, and 3.5.20 earlier still, for the "too many learner member"
+// error). The same page asks for `etcdutl check v2store` on every member first (CheckV2Store).
+const MinPatchBefore36 = 32
+
+// CheckV2Store refuses rolling a member that runs etcd with --enable-v2 (or ETCD_ENABLE_V2) onto 3.6 or later:
+// 3.6 keeps no v2 store and will not start on one that holds v2 data, and etcd's upgrade guide asks for
+// `etcdutl check v2store` on each member before 3.6. v2Members names the members whose etcd container enables
+// v2 (V2Enabled), by pod name; the first in name order is named.
+func CheckV2Store(templateImage string, v2Members []string) error {
+	to, ok := ImageVersion(templateImage)
+	if !ok || len(v2Members) == 0 || to.Major != 3 || to.Minor < 6 {
+		return nil
+	}
+	pods := slices.Sorted(slices.Values(v2Members))
+	return fmt.Errorf("%s runs etcd with --enable-v2, and etcd %s keeps no v2 store: run `etcdutl check v2store` (3.5.32 or later) on each member's data dir, remove --enable-v2 and roll on 3.5, then upgrade (https://etcd.io/docs/latest/upgrades/upgrade_3_6/)",
+		pods[0], to)
+}
+
+// V2Enabled says the etcd container enables the v2 API (--enable-v2, or ETCD_ENABLE_V2, set to true).
+func V2Enabled(c *corev1.Container) bool {
+	v, err := strconv.ParseBool(EtcdFlagValues(c)["enable-v2"])
+	return err == nil && v
+}
 
 // CheckVersionPath refuses a member version change that etcd does not support as a rolling change: skipping
 // a minor version either way, leaving 3.5 from a patch older than MinPatchBefore36, or going down a minor from
@@ -97,6 +119,15 @@ func checkVersionPaths(st ClusterState) error {
 				return fmt.Errorf("%w: %w: the pod template's image %s cannot be rolled onto %s, which %s: %v", ErrBlocked, ErrVersionPath, st.TemplateImage, m.Pod, runs, err)
 			}
 		}
+	}
+	var v2 []string
+	for _, m := range st.Members {
+		if m.V2Enabled && m.Revision != st.UpdateRevision {
+			v2 = append(v2, m.Pod)
+		}
+	}
+	if err := CheckV2Store(st.TemplateImage, v2); err != nil {
+		return fmt.Errorf("%w: %w: %v", ErrBlocked, ErrVersionPath, err)
 	}
 	return checkTemplateFlags(st)
 }

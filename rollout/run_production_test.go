@@ -108,7 +108,7 @@ func TestRunRefusesAnUnsupportedVersionPathBeforeTouchingAnything(t *testing.T) 
 	res, err := c.engine(t, nil).Run(context.Background())
 	require.ErrorIs(t, err, ErrVersionPath)
 	assert.Contains(t, err.Error(), "the pod template's image registry.k8s.io/etcd:3.6.8-0 cannot be rolled onto etcd-0, which runs registry.k8s.io/etcd:3.5.21-0")
-	assert.Contains(t, err.Error(), "etcd supports upgrading to 3.6 only from 3.5.26 or later")
+	assert.Contains(t, err.Error(), "etcd supports upgrading to 3.6 only from 3.5.32 or later")
 	assert.Empty(t, res.MembersRolled)
 	assert.Zero(t, res.LeaderTransfers, "the leader on etcd-2 was not moved either")
 	assert.Zero(t, c.stsPatches())
@@ -118,7 +118,7 @@ func TestRunRefusesAnUnsupportedVersionPathBeforeTouchingAnything(t *testing.T) 
 func TestCheckVersionPathsJudgesOnlyMembersStillToRoll(t *testing.T) {
 	st := ClusterState{UpdateRevision: newRev, TemplateImage: "etcd:3.6.8", Members: []MemberState{
 		{Pod: "etcd-0", Revision: newRev, Image: "etcd:3.6.8"},
-		{Pod: "etcd-1", Revision: oldRev, Image: "etcd:3.5.26"},
+		{Pod: "etcd-1", Revision: oldRev, Image: "etcd:3.5.32"},
 		{Pod: "etcd-2", Revision: oldRev, Image: "sha256-pinned@sha256:abc"},
 	}}
 	require.NoError(t, checkVersionPaths(st))
@@ -532,4 +532,37 @@ func TestALearnerThatNeverCatchesUpIsNotPromoted(t *testing.T) {
 	records, err := replacerecord.New(c.kube, "db", "etcd", nil).Load(context.Background())
 	require.NoError(t, err)
 	assert.Contains(t, records, 2, "the record is kept for the next run")
+}
+
+// A member whose etcd runs with the v2 store enabled is not rolled onto 3.6, which keeps no v2 store and will
+// not start on one that holds v2 data: etcd's upgrade guide asks for `etcdutl check v2store` first (issue 34).
+func TestARunRefusesAMemberWithTheV2StoreOnto36(t *testing.T) {
+	c := newFakeCluster(t, 3, 2)
+	c.setImages("registry.k8s.io/etcd:3.5.35-0", "registry.k8s.io/etcd:3.6.8-0")
+	pobj, err := c.kube.Tracker().Get(podGVR, "db", "etcd-1")
+	require.NoError(t, err)
+	pod := pobj.(*corev1.Pod).DeepCopy()
+	pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env, corev1.EnvVar{Name: "ETCD_ENABLE_V2", Value: "true"})
+	require.NoError(t, c.kube.Tracker().Update(podGVR, pod, "db"))
+
+	res, err := c.engine(t, nil).Run(context.Background())
+	require.ErrorIs(t, err, ErrVersionPath)
+	assert.Contains(t, err.Error(), "etcd-1 runs etcd with --enable-v2, and etcd 3.6.8 keeps no v2 store: run `etcdutl check v2store`")
+	assert.Empty(t, res.MembersRolled)
+	assert.Zero(t, c.stsPatches())
+}
+
+func TestV2Enabled(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		c    corev1.Container
+		want bool
+	}{
+		{"no word of it", corev1.Container{Command: []string{"etcd"}}, false},
+		{"the flag alone", corev1.Container{Command: []string{"etcd", "--enable-v2"}}, true},
+		{"the flag set false", corev1.Container{Command: []string{"etcd", "--enable-v2=false"}}, false},
+		{"the variable", corev1.Container{Command: []string{"etcd"}, Env: []corev1.EnvVar{{Name: "ETCD_ENABLE_V2", Value: "true"}}}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) { assert.Equal(t, tt.want, V2Enabled(&tt.c)) })
+	}
 }

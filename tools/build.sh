@@ -7,7 +7,7 @@
 # usage: tools/build.sh [cluster|pulumi|all]...      (default: cluster)
 #   cluster: kube-apiserver, kube-controller-manager, kwok, etcd + etcdctl (v3.6, the members' default),
 #            etcd-v3.5 (the older version a test can upgrade from), etcd-v3.5.21 (server only: a 3.5 below
-#            the 3.5.26 that etcd supports upgrading to 3.6 from, for the test of the engine's refusal),
+#            the 3.5.32 that etcd supports upgrading to 3.6 from, for the test of the engine's refusal),
 #            kubectl (the tests run the README's `kubectl wait` line with it)
 #   pulumi:  the pulumi CLI, pulumi-resource-kubernetes and pulumi-language-yaml (the language host a Pulumi YAML
 #            project runs on with the plain CLI: the nodejs, python and go hosts are not served here)

@@ -144,8 +144,8 @@ func TestFaultsBadInput(t *testing.T) {
 			want: []string{"readyTimeoutSeconds", "readyTimeoutSeconds is 0: it must be a positive number of seconds"}},
 		{name: "healthTimeoutSeconds negative", config: with(map[string]string{"healthTimeoutSeconds": "-5"}),
 			want: []string{"healthTimeoutSeconds", "healthTimeoutSeconds is -5: it must be a positive number of seconds"}},
-		{name: "3.5 older than 3.5.26 to 3.6", config: with(map[string]string{"stsName": "old35", "serviceName": "old35"}),
-			want: []string{"stsName", "cannot be rolled onto old35-0, which runs registry.k8s.io/etcd:3.5.21-0: etcd 3.5.21 -> 3.6.8: etcd supports upgrading to 3.6 only from 3.5.26 or later"}},
+		{name: "3.5 older than 3.5.32 to 3.6", config: with(map[string]string{"stsName": "old35", "serviceName": "old35"}),
+			want: []string{"stsName", "cannot be rolled onto old35-0, which runs registry.k8s.io/etcd:3.5.21-0: etcd 3.5.21 -> 3.6.8: etcd supports upgrading to 3.6 only from 3.5.32 or later"}},
 		// Members whose data dies with their pod (issue 32): a template that would found a new cluster when a
 		// replaced member starts, and pods that remove their own member on every stop.
 		{name: "emptyDir data with --initial-cluster-state=new", config: with(map[string]string{"stsName": "scratch-new", "serviceName": "scratch-new"}),

@@ -16,7 +16,7 @@ import (
 )
 
 // A cluster on etcd 3.5.21 given a 3.6 template: `etcd-rollout run`, which has no Check, is refused by the
-// engine itself, because etcd supports upgrading to 3.6 only from 3.5.26 on. The members run a real 3.5.21
+// engine itself, because etcd supports upgrading to 3.6 only from 3.5.32 on. The members run a real 3.5.21
 // binary, so the refusal rests on the version each member reports through its Status RPC, not on the image
 // tag. The leader sits on etcd-2, the member the engine would roll first after moving the leader away: an
 // engine that judged the path any later than its first disruption would have moved it.
@@ -48,7 +48,7 @@ func TestCLIRunRefusesAnUpgradeFromBelowThe36Floor(t *testing.T) {
 	require.True(t, errors.As(err, &exit), "run must fail: %v", err)
 	assert.Equal(t, 3, exit.ExitCode(), "exit code 3: blocked, nothing changed")
 	assert.Contains(t, string(out), "cannot be rolled onto etcd-0, which runs registry.k8s.io/etcd:3.5.21-0 (etcd 3.5.21 by its own word)")
-	assert.Contains(t, string(out), "etcd 3.5.21 -> 3.6.8: etcd supports upgrading to 3.6 only from 3.5.26 or later")
+	assert.Contains(t, string(out), "etcd 3.5.21 -> 3.6.8: etcd supports upgrading to 3.6 only from 3.5.32 or later")
 
 	assert.Equal(t, f.etcd.Spec.Replicas, f.must.Partition(), "partition still locked")
 	revs, uids := f.must.Pods()

@@ -9,7 +9,7 @@ import (
 // imageTags are the versions a member can run, by the value of the version annotation, with the
 // registry.k8s.io/etcd tag of the binary tools/build.sh builds for each (the member daemon runs that binary;
 // the image names it for people and for the engine's diff). "3.5" and "3.6" are the pinned releases of each
-// minor; 3.5.21 is below 3.5.26, the oldest 3.5 etcd supports upgrading to 3.6 from, so a test can show the
+// minor; 3.5.21 is below 3.5.32, the oldest 3.5 etcd supports upgrading to 3.6 from, so a test can show the
 // engine refusing that upgrade from what the members themselves report.
 var imageTags = map[string]string{"3.6": "3.6.8-0", "3.5": "3.5.35-0", "3.5.21": "3.5.21-0"}
 
