@@ -487,8 +487,9 @@ type Failure struct {
 // Options carries the cluster access (RestConfig, or Kube), the member Dialer (memberdial.NewPortForward by
 // default; memberdial.NewDirect for callers inside the cluster), the OnEvent progress callback, the lease
 // duration and the poll interval. Errors to branch on: ErrBlocked (nothing was changed; *BlockedError says
-// why), ErrInterference (*InterferenceError names the writer), ErrLeaseLost, ErrPartitionNotLocked (the exit
-// could not re-lock), ErrMemberUnseen, ErrNotRecreated, *LockedError (another run holds the lease),
+// why; with ErrSingleMember or ErrVersionPath a block waiting cannot fix, returned at once), ErrInterference
+// (*InterferenceError names the writer), ErrLeaseLost, ErrPartitionNotLocked (the exit could not re-lock),
+// ErrMemberUnseen, ErrNotRecreated, *LockedError (another run holds the lease),
 // *GateTimeoutError (member, gate, last seen and its ProblemReason), *RevertedError, *MemberProblemError (a
 // member whose problem waiting cannot fix). Events carry an EventKind with typed fields; MemberState a
 // ProblemReason.

@@ -140,6 +140,11 @@ func (e *LockedError) Error() string {
 // anything restarts. A PeerTrustError says who refuses what.
 var ErrPeerTrust = errors.New("a restart would cut a member off its peers")
 
+// ErrSingleMember is wrapped (with ErrBlocked: nothing was changed) when the StatefulSet has one member: its
+// restart stops every read and write until it is back (quorum 1 of 1), which no waiting changes, so the run
+// and the preview refuse at once rather than after the ready timeout (issue 34).
+var ErrSingleMember = errors.New("a one-member etcd cannot restart without stopping writes")
+
 // PeerTrustError lists the reasons. Its first line is the first reason (member, side, whose certificate,
 // issuer, what is trusted, what to do); the others follow, one per line.
 type PeerTrustError struct {

@@ -510,6 +510,10 @@ func checkVoters(s ClusterState) (int, error) {
 // still form a quorum on their own. A member that needs proof on the update revision (needsProof) does not
 // count: one healthy look at a member that may crash-loop says nothing of whether it stays up.
 func checkQuorum(s ClusterState, target int) error {
+	if s.Replicas == 1 {
+		return fmt.Errorf("%w: %w: %s is the only member, so restarting it stops every read and write until it is back (quorum 1 of 1) and waiting changes nothing; restart it by hand in a maintenance window, after a snapshot, or grow the cluster to 3 members first",
+			ErrBlocked, ErrSingleMember, s.Members[target].Pod)
+	}
 	q := Quorum(s.Replicas)
 	others := 0
 	for _, m := range s.Members {

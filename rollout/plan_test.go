@@ -1,8 +1,10 @@
 package rollout
 
 import (
+	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -346,8 +348,24 @@ func TestPlanQuorumGuard(t *testing.T) {
 	t.Run("a single member can never roll without losing quorum", func(t *testing.T) {
 		_, err := PlanRollout(healthyState(1, 0), LeaderLazy)
 		require.ErrorIs(t, err, ErrBlocked)
-		assert.Contains(t, err.Error(), "quorum is 1 of 1")
+		require.ErrorIs(t, err, ErrSingleMember, "a block waiting cannot fix")
+		assert.Contains(t, err.Error(), "quorum 1 of 1")
 	})
+}
+
+// A one-member etcd is refused at once, not after the ready timeout: waiting cannot give it a quorum without
+// it (issue 34; before, the run waited out its whole ready timeout, 5 minutes by default).
+func TestARunRefusesASingleMemberAtOnce(t *testing.T) {
+	c := newFakeCluster(t, 1, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := c.engine(t, func(cfg *Config, _ *Options) { cfg.ReadyTimeout = time.Hour }).Run(ctx)
+	require.ErrorIs(t, err, ErrSingleMember)
+	require.NoError(t, ctx.Err(), "refused at once, not after waiting")
+	assert.Contains(t, err.Error(), "etcd-0 is the only member, so restarting it stops every read and write until it is back")
+	assert.Empty(t, res.MembersRolled)
+	assert.Zero(t, c.stsPatches())
+	assert.Zero(t, c.etcd.moves)
 }
 
 func TestPlanStringIsStable(t *testing.T) {
