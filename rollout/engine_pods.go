@@ -60,8 +60,20 @@ func (e *Engine) rewitness(ctx context.Context, pod string, w *podWitness) (brok
 
 // podAlive says the API server, asked directly, has pod with uid, not terminating.
 func (e *Engine) podAlive(ctx context.Context, pod, uid string) bool {
+	alive, _ := e.podAliveAsked(ctx, pod, uid)
+	return alive
+}
+
+// podAliveAsked is podAlive with the API server's failure to say (err; a pod it does not have is an answer).
+func (e *Engine) podAliveAsked(ctx context.Context, pod, uid string) (alive bool, err error) {
 	p, err := e.kube.CoreV1().Pods(e.cfg.Namespace).Get(ctx, pod, metav1.GetOptions{})
-	return err == nil && string(p.UID) == uid && p.DeletionTimestamp == nil
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return string(p.UID) == uid && p.DeletionTimestamp == nil, nil
 }
 
 // confirmWitness asks the API server, not the watch, whether the pod a gate is about to pass on is still the
@@ -73,11 +85,11 @@ func (e *Engine) confirmWitness(ctx context.Context, pod string, w *podWitness) 
 	if w.uid == "" {
 		return "", nil
 	}
-	p, err := e.kube.CoreV1().Pods(e.cfg.Namespace).Get(ctx, pod, metav1.GetOptions{})
+	alive, err := e.podAliveAsked(ctx, pod, w.uid)
 	switch {
-	case err != nil && !apierrors.IsNotFound(err):
+	case err != nil:
 		return "confirming its pod with the API server: " + err.Error(), nil
-	case err != nil || string(p.UID) != w.uid || p.DeletionTimestamp != nil:
+	case !alive:
 		return "", fmt.Errorf("%w: %s: the API server no longer has pod %s alive, which the gate saw Ready", ErrReplacedMidGate, pod, w.uid)
 	}
 	return "", nil
