@@ -171,18 +171,26 @@ func withoutManager(sts *appsv1.StatefulSet, manager string) (patch []byte, ok b
 // went down again with etcd-3). A pod that cannot be read is said too: the run looks again either way.
 func (e *Engine) othersExposedBy(ctx context.Context, ordinal, replicas int, updateRevision string) string {
 	for o := ordinal + 1; o < replicas; o++ {
-		pod := podName(e.cfg.StatefulSet, o)
-		p, err := e.kube.CoreV1().Pods(e.cfg.Namespace).Get(ctx, pod, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			return pod + " has no pod"
-		case err != nil:
-			return fmt.Sprintf("%s could not be read (%v)", pod, err)
-		case p.DeletionTimestamp != nil:
-			return pod + "'s pod is terminating"
-		case p.Labels[appsv1.ControllerRevisionHashLabelKey] != updateRevision:
-			return fmt.Sprintf("%s runs revision %s, not %s", pod, p.Labels[appsv1.ControllerRevisionHashLabelKey], updateRevision)
+		if why := e.podOffRevision(ctx, podName(e.cfg.StatefulSet, o), updateRevision); why != "" {
+			return why
 		}
+	}
+	return ""
+}
+
+// podOffRevision says, by the API server's own word, how pod is not a live pod at rev ("" when it is): gone,
+// terminating, at another revision, or not readable.
+func (e *Engine) podOffRevision(ctx context.Context, pod, rev string) string {
+	p, err := e.kube.CoreV1().Pods(e.cfg.Namespace).Get(ctx, pod, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return pod + " has no pod"
+	case err != nil:
+		return fmt.Sprintf("%s could not be read (%v)", pod, err)
+	case p.DeletionTimestamp != nil:
+		return pod + "'s pod is terminating"
+	case p.Labels[appsv1.ControllerRevisionHashLabelKey] != rev:
+		return fmt.Sprintf("%s runs revision %s, not %s", pod, p.Labels[appsv1.ControllerRevisionHashLabelKey], rev)
 	}
 	return ""
 }

@@ -528,6 +528,12 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 		if p, ok := r.passed[step.Ordinal]; ok && !st.Members[step.Ordinal].Reachable {
 			return r.holdUnseen(ctx, step.Ordinal, p, st.Members[step.Ordinal])
 		}
+		if why := e.podOffRevision(ctx, pod, st.UpdateRevision); why != "" {
+			// The plan's look came from a watch that can lag: a pod someone else put back on the old revision
+			// would make this gate wait for a revision that never comes, and blame the revision (the schedule
+			// checker's seed 13629 of 100,000, with a lagging watch).
+			return r.lookAgain(ctx, step, fmt.Errorf("%w: %s: %s, by the API server's word", ErrReplacedMidGate, pod, why))
+		}
 		e.emit(step, "waiting for %s to pass its gates", pod)
 		// A member this run did not restart proves itself with the whole stability window, proven revision or
 		// not: an earlier run may have left it there crash-looping.

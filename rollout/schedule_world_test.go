@@ -112,7 +112,8 @@ type world struct {
 	// disrupted are the members our writes restarted or deleted that have not been truly healthy since.
 	disrupted map[string]bool
 	// lowerer is the engine whose write left the partition lowered ("" while it is locked); killedLowered
-	// is set when that engine was SIGKILLed, until somebody locks the partition again.
+	// is set when that engine was SIGKILLed, or returned after another run took its lease over, until somebody
+	// locks the partition again: the next holder must lock it before anything else.
 	lowerer, killedLowered string
 
 	// lastDisruption is when each engine last disrupted something.
