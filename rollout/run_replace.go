@@ -176,6 +176,13 @@ func (rp *replacement) observed(st ClusterState) (replace.Observed, error) {
 // remove removes the old member, after the checks of every disruption and once its record is written.
 func (rp *replacement) remove(ctx context.Context, st ClusterState, o replace.Observed, id uint64) error {
 	r, e, ordinal := rp.r, rp.r.e, rp.step.Ordinal
+	if down := anotherRolledMemberDown(st, ordinal); down != nil {
+		e.emit(rp.step, "%s, on %s, is down (%s): %s stays a member until it is back", down.Pod, down.Revision, down.Problem, rp.pod)
+		if err := sleep(ctx, e.pollEvery); err != nil {
+			return err
+		}
+		return errRePlan
+	}
 	if err := e.lease.confirm(ctx); err != nil {
 		return fmt.Errorf("not removing member %x: %w", id, err)
 	}
@@ -225,14 +232,9 @@ func (rp *replacement) letPodGo(ctx context.Context, st ClusterState) error {
 	if err != nil || holding {
 		return err
 	}
-	for _, m := range st.Members {
-		if m.Ordinal != ordinal && m.Revision == st.UpdateRevision && !m.Healthy && !m.Unseen {
-			// One disrupted at a time: a member on the update revision that is down (an earlier run's
-			// replacement, a crash) is waited for first (the schedule checker's seed 14653 of the long mode: a
-			// resumed replacement let its pod go while etcd-4, replaced by the run before, was down).
-			e.emit(rp.step, "%s, on %s, is down (%s): %s's pod, with the removed member's data, stays until it is back", m.Pod, st.UpdateRevision, m.Problem, rp.pod)
-			return nil
-		}
+	if m := anotherRolledMemberDown(st, ordinal); m != nil {
+		e.emit(rp.step, "%s, on %s, is down (%s): %s's pod, with the removed member's data, stays until it is back", m.Pod, m.Revision, m.Problem, rp.pod)
+		return nil
 	}
 	up, err := r.othersOnTheFailedRevisionStayUp(ctx, st, ordinal, rp.step, "letting "+rp.pod+"'s pod go")
 	if err != nil {
@@ -354,6 +356,21 @@ func (rp *replacement) call(ctx context.Context, st ClusterState, do func(ctx co
 func settled(ctx context.Context, err error) error {
 	if err != nil && ctx.Err() != nil {
 		return ctx.Err()
+	}
+	return nil
+}
+
+// anotherRolledMemberDown is a member other than ordinal that is down by its own answer on a revision a rollout
+// put it on (the update revision, or one a template since replaced), nil when none: one disrupted at a time,
+// so it is waited for before the next disruption (the schedule checker's seed 14653 of the long mode: a
+// resumed replacement let its pod go while etcd-4, replaced by the run before, was down; seed 32635 of
+// 100,000: after a template change, etcd-4 was removed while etcd-3, replaced onto the template before, was
+// down). A member down on the current revision is no rollout's doing.
+func anotherRolledMemberDown(st ClusterState, ordinal int) *MemberState {
+	for i, m := range st.Members {
+		if m.Ordinal != ordinal && m.PodExists && m.Revision != st.CurrentRevision && !m.Healthy && !m.Unseen {
+			return &st.Members[i]
+		}
 	}
 	return nil
 }
