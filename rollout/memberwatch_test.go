@@ -193,8 +193,10 @@ func TestRunReadsFromTheWatch(t *testing.T) {
 	assert.Equal(t, 1, count("watch", "statefulsets"))
 	// The first looks, before the watch has synced, read with GETs; polling gates read both objects at every
 	// look, some 20 times each in this run. The bound leaves room for a slow sync on a loaded machine (7 GETs
-	// of pods were seen while a build ran beside it, the reflector's first watch ending "very short").
-	assert.LessOrEqual(t, count("get", "pods"), 10, "pods read with GET only before the watch synced")
+	// of pods were seen while a build ran beside it, the reflector's first watch ending "very short"), and for
+	// the reads the watch must not answer: each pass confirms its pod with the API server (3), and each
+	// lowering asks for the pods above it (0 + 1 + 2), as the watch can lag (issue 31).
+	assert.LessOrEqual(t, count("get", "pods"), 16, "pods read with GET only before the watch synced, and once per pass and pod above a lowering")
 	assert.LessOrEqual(t, count("get", "statefulsets"), 10, "the StatefulSet read with GET only before the watch synced")
 }
 
