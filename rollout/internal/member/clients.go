@@ -36,6 +36,10 @@ type Status struct {
 	DowngradeTarget string
 	// Errors are the member's active alarms and errors, as etcd words them.
 	Errors []string
+	// Revision is the key-value store's revision the member has applied; DbSize the size of its bbolt file
+	// in bytes, what a snapshot of it will about weigh.
+	Revision int64
+	DbSize   int64
 }
 
 // Info is one entry of the etcd member list.
@@ -198,7 +202,7 @@ func (m *Clients) Status(ctx context.Context, pod string) (Status, error) {
 		ID: resp.Header.MemberId, Leader: resp.Leader, IsLearner: resp.IsLearner,
 		RaftTerm: resp.RaftTerm, RaftIndex: resp.RaftIndex, AppliedIndex: resp.RaftAppliedIndex,
 		Version: resp.Version, StorageVersion: resp.StorageVersion, DowngradeTarget: downgradeTarget(resp.DowngradeInfo),
-		Errors: resp.Errors,
+		Errors: resp.Errors, Revision: resp.Header.Revision, DbSize: resp.DbSize,
 	}, nil
 }
 
