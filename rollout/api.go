@@ -470,6 +470,7 @@ type Failure struct {
 //	func (e *Engine) CheckPeerTrust(ctx context.Context, st ClusterState, ordinals []int) error // ErrPeerTrust: peers would refuse the restart
 //	func (e *Engine) LeaseHolder(ctx context.Context) (string, time.Duration, error) // who holds the rollout lease, for how long yet
 //	func (e *Engine) RolloutStatus(ctx context.Context) (RolloutStatus, bool, error) // the status ConfigMap, parsed
+//	func (e *Engine) Snapshot(ctx context.Context, opts SnapshotOptions) (SnapshotRecord, error) // from the leader, verified, stored
 //	func (e *Engine) Config() Config
 //	func (e *Engine) Close() error
 //	func (r Result) Summary() string

@@ -4,12 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
+	"time"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/snapshot"
 )
 
 // ErrPointOfNoReturn is wrapped when a revert is refused because the cluster version has already moved past
 // the version the member would go back to: etcd refuses a member older than the cluster version, so the way
 // out is forward (a template that works on the new version).
 var ErrPointOfNoReturn = errors.New("past the point of no return")
+
+// This file is the engine at a point of no return: it refuses a revert past one (checkPointOfNoReturn), and
+// takes the snapshot that is the only way back after one (Snapshot).
 
 // checkPointOfNoReturn allows deleting a member's pod (a revert, a recreate) while the cluster version cannot
 // have moved past comingBack, the image the pod comes back on (comingBackImage): as long as another healthy
@@ -90,4 +98,76 @@ func describeVersion(v EtcdVersion, known bool) string {
 		return "its old image (version unknown: not a version tag)"
 	}
 	return v.String()
+}
+
+// SnapshotRecord is one stored, verified snapshot: its location, size, sha256, revision and storage version.
+type SnapshotRecord = snapshot.Record
+
+// ErrSnapshotCorrupt is wrapped when a snapshot fails its check (etcd's sha256, bbolt's structure, or the
+// stored copy read back); ErrBadSnapshotDestination when its destination URL is refused before anything is
+// asked of etcd.
+var (
+	ErrSnapshotCorrupt        = snapshot.ErrCorrupt
+	ErrBadSnapshotDestination = snapshot.ErrBadDestination
+)
+
+// SnapshotOptions says where a snapshot goes.
+type SnapshotOptions struct {
+	// Destination is a directory (a path or file:// URL) or an object store URL (s3://, gs://, azblob://).
+	Destination string
+	// SpoolDir is where it is verified before it is stored; the system's temporary directory when empty.
+	SpoolDir string
+}
+
+// Snapshot takes a snapshot of the cluster from its leader (the member every write went through, so nothing
+// acknowledged is missing from it), verifies it and stores it with its record. It is the rollback path a run
+// takes before a point of no return, and `etcd-rollout snapshot` on demand; it disrupts nothing and needs no
+// lease. The destination is checked before etcd is asked for anything.
+func (e *Engine) Snapshot(ctx context.Context, opts SnapshotOptions) (SnapshotRecord, error) {
+	dest, err := snapshot.Parse(opts.Destination)
+	if err != nil {
+		return SnapshotRecord{}, err
+	}
+	st, err := e.Observe(ctx)
+	if err != nil {
+		return SnapshotRecord{}, err
+	}
+	leader := -1
+	for i, m := range st.Members {
+		if m.IsLeader && m.Healthy {
+			leader = i
+		}
+	}
+	if leader < 0 {
+		return SnapshotRecord{}, fmt.Errorf("no snapshot taken: no member is a healthy leader that answers us, so none can vouch that the snapshot holds every acknowledged write; run `etcd-rollout status` and take it once a leader is healthy")
+	}
+	pod := st.Members[leader].Pod
+	before, err := e.etcd.Status(ctx, pod)
+	if err != nil {
+		return SnapshotRecord{}, fmt.Errorf("no snapshot taken: the leader %s did not answer just before it: %w", pod, err)
+	}
+	e.emit(Step{}, "snapshot: taking one from the leader %s (about %d MB) to %s", pod, before.DbSize>>20, dest)
+	rec, err := snapshot.Take(ctx, e.snapshotSource(pod), dest, snapshot.Options{
+		Key:    path.Join(e.cfg.Namespace, e.cfg.StatefulSet, time.Now().UTC().Format("20060102T150405Z")+".db"),
+		Member: pod, EtcdVersion: before.Version, ExpectedSize: before.DbSize, RevisionBefore: before.Revision,
+		SpoolDir: opts.SpoolDir,
+		Progress: func(p snapshot.Progress) {
+			e.emit(Step{}, "snapshot: %d of about %d MB from %s after %s", p.Done>>20, p.Expected>>20, pod, p.Elapsed.Round(time.Second))
+		},
+	})
+	if err != nil {
+		return SnapshotRecord{}, fmt.Errorf("no snapshot stored: %w", err)
+	}
+	e.emit(Step{}, "snapshot: %s verified (%d bytes, revision %d, sha256 %s) in %.1f s",
+		rec.Location, rec.Size, rec.Revision, rec.SHA256, rec.Seconds)
+	return rec, nil
+}
+
+// snapshotSource streams pod's snapshot through the member's client, as the snapshot package reads it.
+func (e *Engine) snapshotSource(pod string) snapshot.Source {
+	return func(ctx context.Context, consume func(snapshot.Stream) error) error {
+		return e.etcd.Snapshot(ctx, pod, func(s member.SnapshotStream) error {
+			return consume(snapshot.Stream{Data: s.Data, Revision: s.Revision, StorageVersion: s.StorageVersion, ClusterID: s.ClusterID})
+		})
+	}
 }

@@ -31,6 +31,9 @@ type etcdAccess interface {
 	MemberRemove(ctx context.Context, pod string, id uint64) error
 	MemberAddAsLearner(ctx context.Context, pod, peerURL string) (member.Info, error)
 	MemberPromote(ctx context.Context, pod string, id uint64) error
+	// Snapshot streams a point-in-time snapshot of pod's data to consume (etcd's bbolt file and its sha256),
+	// ending the stream when consume returns.
+	Snapshot(ctx context.Context, pod string, consume func(member.SnapshotStream) error) error
 	// ActivePeers is the set of member IDs pod's Raft transport is connected to, by pod's own word.
 	ActivePeers(ctx context.Context, pod string) (map[uint64]bool, error)
 	// Forget closes every connection to the member. The engine calls it right before the member restarts:

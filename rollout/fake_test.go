@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -33,14 +34,17 @@ import (
 // fakeEtcd is a Raft cluster reduced to what the engine can observe: who leads, the term, which members
 // answer. Restarting the leader without a transfer costs an election (term + 1), as in etcd.
 type fakeEtcd struct {
-	mu      sync.Mutex
-	ids     map[string]uint64
-	down    map[string]bool
-	leader  string
-	term    uint64
-	index   uint64
-	moves   int
-	learner map[string]bool
+	mu sync.Mutex
+	// snapshot is what Snapshot streams (nil: the fake has none to give); snapshotsFrom who was asked.
+	snapshot      []byte
+	snapshotsFrom []string
+	ids           map[string]uint64
+	down          map[string]bool
+	leader        string
+	term          uint64
+	index         uint64
+	moves         int
+	learner       map[string]bool
 	// brokenAfterRestart names members that never come back once restarted (a bad revision).
 	brokenAfterRestart map[string]bool
 	// crashLoopAfterRestart names members that, once restarted, answer for crashUp, then not for crashDown,
@@ -355,6 +359,18 @@ func (f *fakeEtcd) Incarnation(_ context.Context, pod string) (Incarnation, erro
 // fakeProcess is the incarnation of a member's process after n restarts: started 10 s after the last one.
 func fakeProcess(n int) Incarnation {
 	return member.IncarnationStartedAt(time.Date(2026, 12, 3, 0, 0, 10*(n+1), 0, time.UTC))
+}
+
+// Snapshot streams f.snapshot from pod, when pod answers.
+func (f *fakeEtcd) Snapshot(_ context.Context, pod string, consume func(member.SnapshotStream) error) error {
+	f.mu.Lock()
+	f.snapshotsFrom = append(f.snapshotsFrom, pod)
+	data, refused := f.snapshot, f.unseen[pod] || f.isDown(pod) || f.refusing[pod]
+	f.mu.Unlock()
+	if refused || data == nil {
+		return fmt.Errorf("snapshot of %s: connection refused", pod)
+	}
+	return consume(member.SnapshotStream{Data: bytes.NewReader(data), Revision: 1, ClusterID: 7})
 }
 
 // ActivePeers is pod's Raft view: every other member that runs, whether or not it answers us.

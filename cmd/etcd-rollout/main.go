@@ -117,6 +117,6 @@ back to replicas on every exit, including Ctrl-C.
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	opts.bind(root)
-	root.AddCommand(newStatusCommand(opts), newPlanCommand(opts), newRunCommand(opts), newUnlockCommand(opts))
+	root.AddCommand(newStatusCommand(opts), newPlanCommand(opts), newRunCommand(opts), newUnlockCommand(opts), newSnapshotCommand(opts))
 	return root
 }
