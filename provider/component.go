@@ -104,6 +104,7 @@ func (c component) construct(ctx *pulumi.Context, name string, args EtcdRollingU
 	comp.LeaderTransfers = ro.LeaderTransfers
 	comp.UnplannedElections = ro.UnplannedElections
 	comp.FinishedAt = ro.FinishedAt
+	comp.Snapshot = ro.Snapshot
 	comp.Job = referenceTo(&ro)
 	return comp, nil
 }
@@ -128,6 +129,12 @@ func childRolloutInputs(args EtcdRollingUpgradeArgs, versionHash pulumi.StringIn
 	}
 	if args.AcceptPreStopMemberRemoval != nil {
 		inputs["acceptPreStopMemberRemoval"] = args.AcceptPreStopMemberRemoval
+	}
+	if args.SnapshotTo != nil {
+		inputs["snapshotTo"] = args.SnapshotTo
+	}
+	if args.ProceedWithoutSnapshot != nil {
+		inputs["proceedWithoutSnapshot"] = args.ProceedWithoutSnapshot
 	}
 	optional := map[string]pulumi.IntInput{
 		"clientPort":           args.ClientPort,

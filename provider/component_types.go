@@ -28,7 +28,10 @@ type EtcdRollingUpgradeArgs struct {
 	OnFailure            pulumi.StringInput `pulumi:"onFailure,optional"`
 	// AcceptPreStopMemberRemoval: see acceptPreStopMemberRemovalDoc.
 	AcceptPreStopMemberRemoval pulumi.BoolInput `pulumi:"acceptPreStopMemberRemoval,optional"`
-	DependsOnSts               pulumi.AnyOutput `pulumi:"dependsOnSts,optional"`
+	// SnapshotTo, ProceedWithoutSnapshot: see snapshotToDoc, proceedWithoutSnapshotDoc.
+	SnapshotTo             pulumi.StringInput `pulumi:"snapshotTo,optional"`
+	ProceedWithoutSnapshot pulumi.BoolInput   `pulumi:"proceedWithoutSnapshot,optional"`
+	DependsOnSts           pulumi.AnyOutput   `pulumi:"dependsOnSts,optional"`
 
 	Kubeconfig  pulumi.StringInput `pulumi:"kubeconfig,optional" provider:"secret"`
 	Context     pulumi.StringInput `pulumi:"context,optional"`
@@ -49,6 +52,8 @@ func (a *EtcdRollingUpgradeArgs) Annotate(an infer.Annotator) {
 	an.Describe(&a.HealthTimeoutSeconds, "Per member, how long etcd may take to call the member healthy and caught up. Default 60.")
 	an.Describe(&a.OnFailure, onFailureDoc)
 	an.Describe(&a.AcceptPreStopMemberRemoval, acceptPreStopMemberRemovalDoc)
+	an.Describe(&a.SnapshotTo, snapshotToDoc)
+	an.Describe(&a.ProceedWithoutSnapshot, proceedWithoutSnapshotDoc)
 	an.Describe(&a.DependsOnSts, "The resource that applies the StatefulSet (any resource); the rollout runs after it.")
 	an.Describe(&a.Kubeconfig, "Kubeconfig path or document, used when no kubernetes provider is passed in the resource "+
 		"options. Without either, the rollout uses what the default kubernetes provider uses: the stack config "+
@@ -74,6 +79,9 @@ type EtcdRollingUpgrade struct {
 	// which would name the output "unplannedElections,optional". The schema keeps it an integer.
 	UnplannedElections pulumi.IntPtrOutput `pulumi:"unplannedElections"`
 	FinishedAt         pulumi.StringOutput `pulumi:"finishedAt"`
+	// Snapshot is the Rollout's snapshot output (location, sha256, sizeBytes, revision, storageVersion,
+	// member, etcdVersion, takenAt): the last snapshot stored before a minor-version change's first restart.
+	Snapshot pulumi.MapOutput `pulumi:"snapshot"`
 
 	// Job is the old class's public job member, now the Rollout child (see jobDeprecation).
 	Job rolloutReference `pulumi:"job"`
@@ -92,6 +100,9 @@ func (c *EtcdRollingUpgrade) Annotate(a infer.Annotator) {
 	a.Describe(&c.LeaderTransfers, "Leader transfers the last rollout made.")
 	a.Describe(&c.UnplannedElections, "Raft term increases during the last rollout that were not our transfers; absent when the rollout could not measure them, never a 0 it did not measure.")
 	a.Describe(&c.FinishedAt, "When the last complete rollout finished (RFC 3339).")
+	a.Describe(&c.Snapshot, "The last snapshot a rollout stored before the first restart of a minor-version change, kept "+
+		"until a later one stores another: location, sha256, sizeBytes, revision, storageVersion, member, etcdVersion, takenAt. "+
+		"Empty when no rollout needed one.")
 	a.Describe(&c.Job, "The Rollout resource that runs the rollout: what the Job-based class's job member was.")
 	a.Deprecate(&c.Job, jobDeprecation)
 }
@@ -106,4 +117,5 @@ type rolloutResource struct {
 	LeaderTransfers    pulumi.IntOutput         `pulumi:"leaderTransfers"`
 	UnplannedElections pulumi.IntPtrOutput      `pulumi:"unplannedElections"`
 	FinishedAt         pulumi.StringOutput      `pulumi:"finishedAt"`
+	Snapshot           pulumi.MapOutput         `pulumi:"snapshot"`
 }

@@ -27,6 +27,9 @@ func planLines(plan rollout.Plan) []string {
 	if line := plan.VersionLine(); line != "" {
 		lines = append(lines, line)
 	}
+	if line := plan.SnapshotLine(); line != "" {
+		lines = append(lines, line)
+	}
 	for _, st := range plan.Steps {
 		switch st.Kind {
 		case rollout.StepLock:

@@ -88,6 +88,11 @@ func validateArgs(in RolloutArgs, known func(string) bool) []p.CheckFailure {
 				*in.OnFailure, rollout.FailureRevert, rollout.FailureStop)
 		}
 	}
+	if known("snapshotTo") && in.SnapshotTo != nil && *in.SnapshotTo != "" {
+		if err := rollout.CheckSnapshotDestination(*in.SnapshotTo); err != nil {
+			fail("snapshotTo", "snapshotTo is refused: %v", err)
+		}
+	}
 	if known("tls") && in.TLS != nil {
 		failures = append(failures, validateTLS(*in.TLS)...)
 	}

@@ -37,6 +37,8 @@ func TestCheckRejectsBadInputWithFieldMessages(t *testing.T) {
 		{"zero ready timeout", map[string]property.Value{"readyTimeoutSeconds": property.New(0.0)}, "readyTimeoutSeconds", "must be a positive number"},
 		{"unknown failure policy", map[string]property.Value{"onFailure": property.New("retry")}, "onFailure", `onFailure is "retry": it must be "revert"`},
 		{"negative health timeout", map[string]property.Value{"healthTimeoutSeconds": property.New(-5.0)}, "healthTimeoutSeconds", "must be a positive number"},
+		{"snapshot destination with a credential", map[string]property.Value{"snapshotTo": property.New("s3://k:s@rollbacks")}, "snapshotTo", "snapshotTo is refused: snapshot destination refused: the URL carries user info"},
+		{"snapshot destination of unknown scheme", map[string]property.Value{"snapshotTo": property.New("ftp://host/dir")}, "snapshotTo", `scheme "ftp" is not one of file, s3, gs, azblob`},
 		{"half tls", map[string]property.Value{"tls": tls("/tls/ca.crt", "", "")}, "tls", "missing tls.certFile, tls.keyFile"},
 		{"missing tls field", map[string]property.Value{"tls": property.New(property.NewMap(map[string]property.Value{"caFile": property.New("/tls/ca.crt")}))}, "tls", "Missing required field 'certFile'"},
 		{"relative tls path", map[string]property.Value{"tls": tls("ca.crt", "/tls/c.crt", "/tls/c.key")}, "tls.caFile", "must be an absolute path"},

@@ -34,6 +34,10 @@ func engineConfig(in RolloutArgs, holder string) rollout.Config {
 		cfg.OnFailure = rollout.FailurePolicy(*in.OnFailure)
 	}
 	cfg.AcceptPreStopMemberRemoval = in.AcceptPreStopMemberRemoval != nil && *in.AcceptPreStopMemberRemoval
+	if in.SnapshotTo != nil {
+		cfg.SnapshotTo = *in.SnapshotTo
+	}
+	cfg.ProceedWithoutSnapshot = in.ProceedWithoutSnapshot != nil && *in.ProceedWithoutSnapshot
 	return cfg
 }
 

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -121,6 +122,9 @@ func (r *Rollout) planLive(ctx context.Context, restConfig *rest.Config, in Roll
 		}
 	}
 	plan, err := r.deps.Plan(state, rollout.LeaderLazy)
+	if plan.Snapshot != nil {
+		plan.Snapshot.To = cmp.Or(engineConfig(in, "").SnapshotTo, rollout.DefaultSnapshotDir())
+	}
 	if err == nil || errors.Is(err, rollout.ErrBlocked) {
 		// A hold is waited out; the hook is not: it is refused first, as the run does.
 		if refused := rollout.CheckSelfRemoval(state, plan, engineConfig(in, "").AcceptPreStopMemberRemoval); refused != nil {

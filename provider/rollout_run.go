@@ -147,6 +147,13 @@ func recordResult(st *RolloutState, res rollout.Result) {
 	if !res.ElectionsUnknown {
 		st.UnplannedElections = &res.UnplannedElections
 	}
+	if res.Snapshot != nil {
+		st.Snapshot = newRolloutSnapshot(res.Snapshot) // kept until a later run stores another: the rollback path
+	}
+	st.SnapshotSkipped = nil
+	if res.SnapshotSkipped != "" {
+		st.SnapshotSkipped = &res.SnapshotSkipped
+	}
 }
 
 // summary is the one line a completed rollout leaves in the `pulumi up` diagnostics.
@@ -162,7 +169,14 @@ func summary(target string, res rollout.Result) string {
 	if res.ElectionsUnknown {
 		elections = "unplanned elections unknown (" + res.ElectionsUnknownWhy + ")"
 	}
-	return fmt.Sprintf("%s: rolled %d member(s) (%s) to revision %s%s; %d leader transfer(s), %s, %d API request(s); partition locked",
+	line := fmt.Sprintf("%s: rolled %d member(s) (%s) to revision %s%s; %d leader transfer(s), %s, %d API request(s); partition locked",
 		target, len(res.MembersRolled), strings.Join(res.MembersRolled, ", "), res.UpdateRevision, took,
 		res.LeaderTransfers, elections, res.APIRequests)
+	switch {
+	case res.Snapshot != nil:
+		line += fmt.Sprintf("; snapshot before the first restart: %s (revision %d, sha256 %s)", res.Snapshot.Location, res.Snapshot.Revision, res.Snapshot.SHA256)
+	case res.SnapshotSkipped != "":
+		line += "; NO snapshot before the point of no return (proceedWithoutSnapshot): " + res.SnapshotSkipped
+	}
+	return line
 }

@@ -178,3 +178,28 @@ func TestFailedRunRecordsWhatIsLeft(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, []string{"roll etcd-1", "roll etcd-0", "re-lock partition at 3"}, planOf(resp.Properties))
 }
+
+// The state keeps the last snapshot a run stored (the rollback path) through later runs that needed none,
+// and says when the last run went on without one.
+func TestTheStateKeepsTheLastSnapshot(t *testing.T) {
+	rec := &rollout.SnapshotRecord{Location: "file:///backups/db/etcd/20261205T020000Z.db", Member: "etcd-1"}
+	rec.Revision, rec.Size, rec.SHA256 = 42, 4128, "ab12"
+	var st RolloutState
+	recordResult(&st, rollout.Result{Snapshot: rec})
+	require.NotNil(t, st.Snapshot)
+	assert.Equal(t, RolloutSnapshot{Location: rec.Location, Member: "etcd-1", Revision: 42, SizeBytes: 4128, Sha256: "ab12",
+		TakenAt: "0001-01-01T00:00:00Z"}, *st.Snapshot)
+	assert.Nil(t, st.SnapshotSkipped)
+
+	recordResult(&st, rollout.Result{})
+	require.NotNil(t, st.Snapshot, "a patch roll later keeps it")
+	assert.Equal(t, rec.Location, st.Snapshot.Location)
+
+	recordResult(&st, rollout.Result{SnapshotSkipped: "no snapshot stored: disk full"})
+	require.NotNil(t, st.SnapshotSkipped)
+	assert.Equal(t, "no snapshot stored: disk full", *st.SnapshotSkipped)
+	assert.Contains(t, summary("db/etcd", rollout.Result{MembersRolled: []string{"etcd-2"}, SnapshotSkipped: "disk full"}),
+		"NO snapshot before the point of no return (proceedWithoutSnapshot): disk full")
+	assert.Contains(t, summary("db/etcd", rollout.Result{MembersRolled: []string{"etcd-2"}, Snapshot: rec}),
+		"snapshot before the first restart: file:///backups/db/etcd/20261205T020000Z.db (revision 42, sha256 ab12)")
+}

@@ -1,7 +1,11 @@
 package provider
 
 import (
+	"time"
+
 	"github.com/pulumi/pulumi-go-provider/infer"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
 )
 
 // Rollout is the custom resource that does the work: its Create and Update run the engine and return only
@@ -55,6 +59,11 @@ type RolloutArgs struct {
 	// changes what a run may do, not what the cluster should be.
 	AcceptPreStopMemberRemoval *bool `pulumi:"acceptPreStopMemberRemoval,optional"`
 
+	// SnapshotTo and ProceedWithoutSnapshot say where the snapshot before a point of no return goes and
+	// whether a roll may go on without one. Never a diff: they change what a run does first, not the cluster.
+	SnapshotTo             *string `pulumi:"snapshotTo,optional"`
+	ProceedWithoutSnapshot *bool   `pulumi:"proceedWithoutSnapshot,optional"`
+
 	// EtcdContainer is set by EtcdRollingUpgrade when it owns the StatefulSet: the etcd container of the pod
 	// template it is about to apply, so that a preview judges the new template's etcd version and flags
 	// before the StatefulSet is updated. Never a diff.
@@ -78,6 +87,8 @@ func (r *RolloutArgs) Annotate(a infer.Annotator) {
 	a.Describe(&r.HealthTimeoutSeconds, "Per member, how long etcd may take to call the member healthy and caught up. Default 60.")
 	a.Describe(&r.OnFailure, onFailureDoc)
 	a.Describe(&r.AcceptPreStopMemberRemoval, acceptPreStopMemberRemovalDoc)
+	a.Describe(&r.SnapshotTo, snapshotToDoc)
+	a.Describe(&r.ProceedWithoutSnapshot, proceedWithoutSnapshotDoc)
 	a.Describe(&r.Kubeconfig, "Kubeconfig path or document. Empty: client-go's default loading rules. Changes are not a diff.")
 	a.Describe(&r.Context, "Kubeconfig context to use. Changes are not a diff.")
 	a.Describe(&r.Cluster, "Kubeconfig cluster to use. Changes are not a diff.")
@@ -117,6 +128,46 @@ type RolloutState struct {
 	// LastFailure is the member that failed its gates in the last run, kept until a run completes, so the
 	// next preview names it before anybody re-runs a known-bad template.
 	LastFailure *RolloutFailure `pulumi:"lastFailure,optional"`
+	// Snapshot is the last snapshot a run stored before its first restart, kept until a later run stores
+	// another; SnapshotSkipped is why the last run went on without one it needed (proceedWithoutSnapshot).
+	Snapshot        *RolloutSnapshot `pulumi:"snapshot,optional"`
+	SnapshotSkipped *string          `pulumi:"snapshotSkipped,optional"`
+}
+
+// RolloutSnapshot is a stored, verified snapshot, as its record next to it says. Its location carries no
+// secret: a destination with a credential is refused.
+type RolloutSnapshot struct {
+	Location       string `pulumi:"location"`
+	Member         string `pulumi:"member"`
+	EtcdVersion    string `pulumi:"etcdVersion"`
+	StorageVersion string `pulumi:"storageVersion"`
+	Revision       int    `pulumi:"revision"`
+	SizeBytes      int    `pulumi:"sizeBytes"`
+	Sha256         string `pulumi:"sha256"`
+	TakenAt        string `pulumi:"takenAt"`
+}
+
+// Annotate documents RolloutSnapshot in the schema.
+func (s *RolloutSnapshot) Annotate(a infer.Annotator) {
+	a.SetToken("index", "RolloutSnapshot")
+	a.Describe(s, "A snapshot stored and verified before the rollout's first restart (etcd's sha256, bbolt's check, read back from its destination).")
+	a.Describe(&s.Location, "Where it is stored (file:///…, s3://…); its record is the same name with .json appended.")
+	a.Describe(&s.Member, "The member it was taken through: the leader when it was taken.")
+	a.Describe(&s.EtcdVersion, "That member's etcd version.")
+	a.Describe(&s.StorageVersion, "The storage version the snapshot records; empty for one written before etcd 3.6.")
+	a.Describe(&s.Revision, "The newest revision of the key-value store it holds.")
+	a.Describe(&s.SizeBytes, "Its size in bytes.")
+	a.Describe(&s.Sha256, "The sha256 of the whole file, as sha256sum prints it.")
+	a.Describe(&s.TakenAt, "When it was taken (RFC 3339).")
+}
+
+// newRolloutSnapshot is the state's copy of a snapshot record.
+func newRolloutSnapshot(rec *rollout.SnapshotRecord) *RolloutSnapshot {
+	if rec == nil {
+		return nil
+	}
+	return &RolloutSnapshot{Location: rec.Location, Member: rec.Member, EtcdVersion: rec.EtcdVersion, StorageVersion: rec.StorageVersion,
+		Revision: int(rec.Revision), SizeBytes: int(rec.Size), Sha256: rec.SHA256, TakenAt: rec.TakenAt.Format(time.RFC3339)}
 }
 
 // RolloutFailure records a member that did not pass its gates on a revision.
@@ -156,6 +207,18 @@ const acceptPreStopMemberRemovalDoc = `Roll pods whose preStop hook removes thei
 	`quorum check, racing the rollout, and the start script would add it back as a voter. Accept it to roll the hook ` +
 	`away, or for a hook that removes only members above the initial cluster size. Default false. Never causes a diff.`
 
+// snapshotToDoc is shared by the component's and the Rollout's snapshotTo input.
+const snapshotToDoc = `Where a rollout that changes etcd's minor version (3.5 → 3.6, or a downgrade) stores the verified snapshot ` +
+	`it takes from the leader before its first restart, the only way back once the cluster version moves: a directory on ` +
+	`the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, ` +
+	`azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's ` +
+	`usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: ` +
+	`$XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.`
+
+// proceedWithoutSnapshotDoc is shared by the component's and the Rollout's proceedWithoutSnapshot input.
+const proceedWithoutSnapshotDoc = `Let a rollout that changes etcd's minor version go on when its snapshot fails (the ` +
+	`Rollout's snapshotSkipped output and the update's summary say why). Without it such a rollout stops before its first restart. Default false. Never causes a diff.`
+
 // Annotate documents RolloutState in the schema.
 func (s *RolloutState) Annotate(a infer.Annotator) {
 	a.Describe(&s.Plan, "Steps still to do when the last operation ended; empty after a complete run.")
@@ -166,6 +229,8 @@ func (s *RolloutState) Annotate(a infer.Annotator) {
 	a.Describe(&s.UnplannedElections, "Raft term increases during the last run that were not our transfers; absent when the run could not measure them (no raft term read at its start or its end), never a 0 it did not measure.")
 	a.Describe(&s.FinishedAt, "When the last complete run finished (RFC 3339); empty if it did not finish.")
 	a.Describe(&s.Complete, "True when the last run brought every member to updateRevision and re-locked the partition.")
+	a.Describe(&s.Snapshot, "The last snapshot a run stored before its first restart (a minor-version change), kept until a later run stores another: the rollback path.")
+	a.Describe(&s.SnapshotSkipped, "Why the last run went on without a snapshot it needed (proceedWithoutSnapshot); absent when it did not.")
 	a.Describe(&s.LastFailure, "The member that failed its gates in the last run, kept until a run completes; the next preview warns about it.")
 }
 

@@ -76,6 +76,7 @@ func TestPlanLinesStartWithTheVersionPath(t *testing.T) {
 	}{
 		{name: "a minor upgrade", plan: plan("registry.k8s.io/etcd:3.6.8-0", "registry.k8s.io/etcd:3.5.35-0", "3.5.35", "3.5.0"),
 			want: []string{"etcd 3.5.35 → 3.6.8 (cluster version 3.5 → 3.6 once etcd-0 is rolled)",
+				"a verified snapshot of the leader before etcd-2 restarts",
 				"roll etcd-2", "roll etcd-1", "move leader etcd-0 -> etcd-2", "roll etcd-0", "re-lock partition at 3"}},
 		{name: "a patch change", plan: plan("registry.k8s.io/etcd:3.6.8-0", "registry.k8s.io/etcd:3.6.7-0", "3.6.7", "3.6.0"),
 			want: []string{"etcd 3.6.7 → 3.6.8 (cluster version stays 3.6)",
@@ -111,12 +112,14 @@ func TestCheckValidatesADowngradeWithEtcd(t *testing.T) {
 	}{
 		{name: "etcd agrees", wantPlan: []string{
 			"etcd 3.6.8 → 3.5.35 (downgrade to 3.5: validate ok; enable before etcd-2; cluster version 3.6 → 3.5)",
+			"a verified snapshot of the leader before etcd-2 restarts, to /var/lib/pulumi-state/etcd-rollout/snapshots",
 			"enable etcd's downgrade to 3.5, then wait for cluster version 3.5",
 			"roll etcd-2", "roll etcd-1", "move leader etcd-0 -> etcd-2", "roll etcd-0", "re-lock partition at 3"}},
 		{name: "etcd refuses", validateErr: errors.New("etcd refused `downgrade validate 3.5` (asked through etcd-0): etcdserver: invalid downgrade target version"),
 			wantFailure: "StatefulSet db/etcd: etcd refused `downgrade validate 3.5`"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("XDG_STATE_HOME", "/var/lib/pulumi-state") // the snapshot's default destination follows it
 			f := &fakeCluster{uid: "uid-1", state: downgrade(), validateErr: tc.validateErr}
 			resp, err := server(t, f.deps()).Check(p.CheckRequest{Urn: rolloutURN, State: inputs(nil), Inputs: inputs(nil)})
 			require.NoError(t, err)

@@ -86,6 +86,13 @@ type Config struct {
 	// as every restart would then remove a voter with no quorum check, racing the rollout.
 	AcceptPreStopMemberRemoval bool
 
+	// SnapshotTo is where the snapshot taken before a point of no return is stored: a directory, or a file://,
+	// s3://, gs:// or azblob:// URL (DefaultSnapshotDir when empty). ProceedWithoutSnapshot lets such a roll go
+	// on when its snapshot fails (Result.SnapshotSkipped says why); without it the run stops before its first
+	// restart.
+	SnapshotTo             string
+	ProceedWithoutSnapshot bool
+
 	// Holder names this rollout in the StatefulSet's Lease; it is shown to a second rollout that is refused.
 	Holder string
 	// TemplateVersion is the caller's name for the template this run rolls to (the Pulumi versionHash). It is
@@ -281,6 +288,17 @@ type Plan struct {
 	Versions *VersionPath
 	// Downgrade is set when the roll lowers etcd's minor version: it goes through etcd's downgrade API.
 	Downgrade *DowngradePlan
+	// Snapshot is set when the run takes a verified snapshot before its first step: the roll changes etcd's
+	// minor version and the cluster version has not moved yet, so the snapshot is the only way back after it.
+	Snapshot *SnapshotPlan
+}
+
+// SnapshotPlan is the snapshot a run takes before its first step.
+type SnapshotPlan struct {
+	// Before is the ordinal of the plan's first restart.
+	Before int
+	// To is where it goes (Config.SnapshotTo, or DefaultSnapshotDir); empty in a plan made without a Config.
+	To string
 }
 
 // Procedure is how a member is rolled.
@@ -346,7 +364,9 @@ type Event struct {
 	Summary string
 	// PreviousHolder is the holder whose stale lease was taken over, on EventTookOver.
 	PreviousHolder string
-	Message        string
+	// Snapshot is the stored snapshot, on EventSnapshotStored.
+	Snapshot *SnapshotRecord
+	Message  string
 }
 
 // EventKind says what an Event reports, in the way client-go's leader-election callbacks name transitions:
@@ -395,6 +415,10 @@ const (
 	// EventDowngradeReady is etcd's downgrade enabled and waited for (Step.Version): the cluster version and
 	// every member's storage version are the older minor, so a member may restart on it next.
 	EventDowngradeReady EventKind = "DowngradeReady"
+	// EventSnapshotStored is the snapshot before a point of no return taken, verified and stored (Snapshot);
+	// EventSnapshotSkipped is the run going on without one, as Config.ProceedWithoutSnapshot allows.
+	EventSnapshotStored  EventKind = "SnapshotStored"
+	EventSnapshotSkipped EventKind = "SnapshotSkipped"
 	// EventTookOver is the stale lease of a run that died taken over (Run, and Unlock).
 	EventTookOver EventKind = "TookOver"
 	// EventDone is a complete run: every member on the update revision and healthy, the partition locked.
@@ -437,6 +461,10 @@ type Result struct {
 	// ClusterVersion is the cluster version etcd reported at the end of a complete run ("3.6.0"); after a
 	// minor-version change, the run waited for it to move (awaitClusterVersion).
 	ClusterVersion string
+	// Snapshot is the snapshot the run stored before its first step (Plan.Snapshot); SnapshotSkipped says
+	// why the run went on without one (Config.ProceedWithoutSnapshot), empty when it did not.
+	Snapshot        *SnapshotRecord
+	SnapshotSkipped string
 	// APIRequests is how many requests the run sent to the API server (reads, writes, the Lease, Events,
 	// the upgrade requests of port-forwards); 0 when the Engine was given a clientset instead of a RestConfig.
 	APIRequests int
@@ -460,6 +488,8 @@ type Failure struct {
 //
 //	func NewConfig(sts, namespace, service string) Config              // defaults filled, Holder = etcd-rollout@host/pid
 //	func (c Config) Validate() error                                    // every bad field, named as the user wrote it
+//	func DefaultSnapshotDir() string                                    // where a run's snapshot goes without Config.SnapshotTo
+//	func CheckSnapshotDestination(raw string) error                     // ErrBadSnapshotDestination: refused before anything is touched
 //	func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) // pure; wraps ErrBlocked when the state blocks a roll
 //	func New(cfg Config, opts Options) (*Engine, error)                 // contacts nothing yet
 //	func (e *Engine) Observe(ctx context.Context) (ClusterState, error)

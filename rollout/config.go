@@ -3,9 +3,13 @@ package rollout
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/snapshot"
 )
 
 // NewConfig returns a Config for one StatefulSet with the old Job's defaults: client port 2379, 30s
@@ -63,6 +67,11 @@ func (c Config) Validate() error {
 			}
 		}
 	}
+	if c.SnapshotTo != "" {
+		if _, err := snapshot.Parse(c.SnapshotTo); err != nil {
+			bad("snapshotTo", "%v", err)
+		}
+	}
 	if c.Cooldown < 0 {
 		bad("cooldownSeconds", "must not be negative, got %s", c.Cooldown)
 	}
@@ -86,4 +95,17 @@ func (c Config) Validate() error {
 		bad("holder", "is required (NewConfig fills it)")
 	}
 	return errors.Join(errs...)
+}
+
+// DefaultSnapshotDir is where a run stores the snapshot before a point of no return when Config.SnapshotTo is
+// empty: a directory of the user running it ($XDG_STATE_HOME/etcd-rollout/snapshots, or
+// ~/.local/state/etcd-rollout/snapshots), which outlives reboots, unlike the temporary directory.
+func DefaultSnapshotDir() string {
+	if dir := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(dir) {
+		return filepath.Join(dir, "etcd-rollout", "snapshots")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "state", "etcd-rollout", "snapshots")
+	}
+	return filepath.Join(os.TempDir(), "etcd-rollout", "snapshots")
 }

@@ -170,6 +170,7 @@ func (e *Engine) Plan(ctx context.Context) (ClusterState, Plan, error) {
 	}
 	p, err := PlanRollout(st, e.cfg.LeaderPolicy)
 	p.Cooldown = e.cfg.Cooldown
+	e.fillSnapshot(&p)
 	if err == nil || errors.Is(err, ErrBlocked) {
 		// A hold is waited out; the hook is not: it is refused first.
 		if refused := CheckSelfRemoval(st, p, e.cfg.AcceptPreStopMemberRemoval); refused != nil {

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -132,6 +133,15 @@ func (e *Engine) Snapshot(ctx context.Context, opts SnapshotOptions) (SnapshotRe
 	if err != nil {
 		return SnapshotRecord{}, err
 	}
+	rec, err := e.snapshotOf(ctx, st, dest, opts.SpoolDir)
+	if err == nil {
+		e.emit(Step{}, "snapshot: %s verified (%d bytes, revision %d, sha256 %s) in %.1f s", rec.Location, rec.Size, rec.Revision, rec.SHA256, rec.Seconds)
+	}
+	return rec, err
+}
+
+// snapshotOf takes the snapshot from the leader of st, the cluster as just observed.
+func (e *Engine) snapshotOf(ctx context.Context, st ClusterState, dest *snapshot.Destination, spool string) (SnapshotRecord, error) {
 	leader := -1
 	for i, m := range st.Members {
 		if m.IsLeader && m.Healthy {
@@ -139,7 +149,7 @@ func (e *Engine) Snapshot(ctx context.Context, opts SnapshotOptions) (SnapshotRe
 		}
 	}
 	if leader < 0 {
-		return SnapshotRecord{}, fmt.Errorf("no snapshot taken: no member is a healthy leader that answers us, so none can vouch that the snapshot holds every acknowledged write; run `etcd-rollout status` and take it once a leader is healthy")
+		return SnapshotRecord{}, errors.New("no snapshot taken: no member is a healthy leader that answers us, so none can vouch that the snapshot holds every acknowledged write; run `etcd-rollout status` and take it once a leader is healthy")
 	}
 	pod := st.Members[leader].Pod
 	before, err := e.etcd.Status(ctx, pod)
@@ -148,9 +158,10 @@ func (e *Engine) Snapshot(ctx context.Context, opts SnapshotOptions) (SnapshotRe
 	}
 	e.emit(Step{}, "snapshot: taking one from the leader %s (about %d MB) to %s", pod, before.DbSize>>20, dest)
 	rec, err := snapshot.Take(ctx, e.snapshotSource(pod), dest, snapshot.Options{
-		Key:    path.Join(e.cfg.Namespace, e.cfg.StatefulSet, time.Now().UTC().Format("20060102T150405Z")+".db"),
+		// The time and the revision: two snapshots of one cluster never share a name unless they hold the same.
+		Key:    path.Join(e.cfg.Namespace, e.cfg.StatefulSet, fmt.Sprintf("%s-r%d.db", time.Now().UTC().Format("20060102T150405Z"), before.Revision)),
 		Member: pod, EtcdVersion: before.Version, ExpectedSize: before.DbSize, RevisionBefore: before.Revision,
-		SpoolDir: opts.SpoolDir,
+		SpoolDir: spool,
 		Progress: func(p snapshot.Progress) {
 			e.emit(Step{}, "snapshot: %d of about %d MB from %s after %s", p.Done>>20, p.Expected>>20, pod, p.Elapsed.Round(time.Second))
 		},
@@ -158,9 +169,17 @@ func (e *Engine) Snapshot(ctx context.Context, opts SnapshotOptions) (SnapshotRe
 	if err != nil {
 		return SnapshotRecord{}, fmt.Errorf("no snapshot stored: %w", err)
 	}
-	e.emit(Step{}, "snapshot: %s verified (%d bytes, revision %d, sha256 %s) in %.1f s",
-		rec.Location, rec.Size, rec.Revision, rec.SHA256, rec.Seconds)
 	return rec, nil
+}
+
+// snapshotTo is where a run stores its snapshot.
+func (e *Engine) snapshotTo() string { return cmp.Or(e.cfg.SnapshotTo, DefaultSnapshotDir()) }
+
+// fillSnapshot names the destination of the snapshot p plans, for the preview.
+func (e *Engine) fillSnapshot(p *Plan) {
+	if p.Snapshot != nil {
+		p.Snapshot.To = e.snapshotTo()
+	}
 }
 
 // snapshotSource streams pod's snapshot through the member's client, as the snapshot package reads it.
@@ -170,4 +189,11 @@ func (e *Engine) snapshotSource(pod string) snapshot.Source {
 			return consume(snapshot.Stream{Data: s.Data, Revision: s.Revision, StorageVersion: s.StorageVersion, ClusterID: s.ClusterID})
 		})
 	}
+}
+
+// CheckSnapshotDestination says whether a snapshot destination would be accepted (a known scheme, no
+// credential in it), so a preview can refuse bad input before anything is touched.
+func CheckSnapshotDestination(raw string) error {
+	_, err := snapshot.Parse(raw)
+	return err
 }

@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -46,4 +47,103 @@ func TestASnapshotComesFromTheLeaderOrNotAtAll(t *testing.T) {
 			assert.Empty(t, stored, "nothing stored")
 		})
 	}
+}
+
+// minorUpgrade makes c a 3-member 3.5 cluster whose template runs 3.6: a roll past the point of no return.
+func minorUpgrade(t *testing.T, c *fakeCluster) {
+	c.withImages(t, map[string]string{oldRev: "registry.k8s.io/etcd:3.5.35-0", newRev: "registry.k8s.io/etcd:3.6.8-0"})
+	c.etcd.clusterVersion, c.etcd.clusterVersionOnceAllRestarted = "3.5.0", "3.6.0"
+	c.etcd.serverVersions, c.etcd.storageVersions = map[string]string{}, map[string]string{}
+	for i := 0; i < 3; i++ {
+		c.etcd.serverVersions[podName("etcd", i)] = "3.5.35"
+	}
+}
+
+// A minor-version change takes a verified snapshot from the leader before its first step, once; a failed one
+// stops the run with nothing restarted unless the user said to go on without one; a patch roll takes none.
+func TestAMinorChangeTakesASnapshotBeforeItsFirstRestart(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		minor       bool
+		serve       bool
+		proceed     bool
+		wantErr     error
+		wantStored  bool
+		wantSkipped bool
+	}{
+		{name: "stored first", minor: true, serve: true, wantStored: true},
+		{name: "failed: nothing restarted", minor: true, wantErr: ErrNoSnapshot},
+		{name: "failed, gone on as allowed", minor: true, proceed: true, wantSkipped: true},
+		{name: "a patch roll takes none", serve: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newFakeCluster(t, 3, 1)
+			if tc.minor {
+				minorUpgrade(t, c)
+			}
+			if !tc.serve {
+				c.etcd.snapshot = nil
+			}
+			dir := filepath.Join(t.TempDir(), "backups")
+			var kinds []EventKind
+			res, err := c.engine(t, func(cfg *Config, o *Options) {
+				cfg.SnapshotTo, cfg.ProceedWithoutSnapshot = dir, tc.proceed
+				o.OnEvent = func(ev Event) {
+					if ev.Kind != EventProgress {
+						kinds = append(kinds, ev.Kind)
+					}
+				}
+			}).Run(context.Background())
+			if tc.wantErr != nil {
+				require.ErrorIs(t, err, tc.wantErr)
+				require.ErrorIs(t, err, ErrBlocked)
+				assert.Contains(t, err.Error(), "set proceedWithoutSnapshot")
+				assert.Empty(t, c.deletedPods())
+				assert.Equal(t, 3, c.partition())
+				assert.Equal(t, []string{oldRev, oldRev, oldRev}, c.revisions(), "nothing restarted")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, []string{"etcd-2", "etcd-1", "etcd-0"}, res.MembersRolled)
+			first := slices.Index(kinds, EventMemberRestarting)
+			if tc.wantStored {
+				require.NotNil(t, res.Snapshot)
+				assert.Equal(t, []string{"etcd-1"}, c.etcd.snapshotsFrom, "once, from the leader")
+				assert.Equal(t, "etcd-1", res.Snapshot.Member)
+				assert.Less(t, slices.Index(kinds, EventSnapshotStored), first, "stored before the first restart")
+				assert.FileExists(t, filepath.Join(dir, "db", "etcd", filepath.Base(res.Snapshot.Location)))
+			} else {
+				assert.Nil(t, res.Snapshot)
+			}
+			if tc.wantSkipped {
+				assert.Contains(t, res.SnapshotSkipped, "connection refused")
+				assert.Less(t, slices.Index(kinds, EventSnapshotSkipped), first)
+			} else {
+				assert.Empty(t, res.SnapshotSkipped)
+			}
+			if !tc.minor {
+				assert.Empty(t, c.etcd.snapshotsFrom, "nobody asked")
+			}
+		})
+	}
+}
+
+// The preview says a snapshot comes first, and where it goes.
+func TestThePlanOfAMinorChangeSaysTheSnapshotComesFirst(t *testing.T) {
+	c := newFakeCluster(t, 3, 1)
+	minorUpgrade(t, c)
+	_, p, err := c.engine(t, func(cfg *Config, _ *Options) { cfg.SnapshotTo = "s3://rollbacks?region=eu-west-1" }).Plan(context.Background())
+	require.NoError(t, err)
+	require.NotNil(t, p.Snapshot)
+	assert.Contains(t, p.String(), "a verified snapshot of the leader before etcd-2 restarts, to s3://rollbacks?region=eu-west-1")
+	assert.Contains(t, p.Detail(), " 0. a verified snapshot of the leader before etcd-2 restarts")
+}
+
+func TestASnapshotDestinationWithACredentialIsBadInput(t *testing.T) {
+	cfg := NewConfig("etcd", "db", "etcd")
+	cfg.SnapshotTo = "s3://k:s@rollbacks"
+	err := cfg.Validate()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "snapshotTo: snapshot destination refused: the URL carries user info")
+	assert.NotContains(t, err.Error(), "k:s@")
 }

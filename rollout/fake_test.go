@@ -29,6 +29,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/snapshot/snapshottest"
 )
 
 // fakeEtcd is a Raft cluster reduced to what the engine can observe: who leads, the term, which members
@@ -526,6 +527,7 @@ var podGVR = corev1.SchemeGroupVersion.WithResource("pods")
 
 func newFakeCluster(t *testing.T, n, leader int, updated ...int) *fakeCluster {
 	c := &fakeCluster{t: t, etcd: newFakeEtcd(n, leader), n: n}
+	c.etcd.snapshot = fakeSnapshot(t)
 	sts := &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "etcd", Namespace: "db", UID: "sts-uid", Generation: 1},
 		Spec: appsv1.StatefulSetSpec{
@@ -749,6 +751,7 @@ func (c *fakeCluster) engine(t *testing.T, mutate func(*Config, *Options)) *Engi
 	cfg.Cooldown = 0
 	cfg.ReadyTimeout = 2e9
 	cfg.HealthTimeout = 2e9
+	cfg.SnapshotTo = t.TempDir()
 	opts := Options{Kube: c.kube, etcd: c.etcd, PollInterval: 5e6, LeaseDuration: 3e9, StableFor: 20e6}
 	if mutate != nil {
 		mutate(&cfg, &opts)
@@ -757,4 +760,15 @@ func (c *fakeCluster) engine(t *testing.T, mutate func(*Config, *Options)) *Engi
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.Close() })
 	return e
+}
+
+var (
+	fakeSnapshotOnce  sync.Once
+	fakeSnapshotBytes []byte
+)
+
+// fakeSnapshot is what every fake member streams as its snapshot: a small file laid out as etcd's, made once.
+func fakeSnapshot(t testing.TB) []byte {
+	fakeSnapshotOnce.Do(func() { fakeSnapshotBytes = snapshottest.Bytes(t, 40, "") })
+	return fakeSnapshotBytes
 }

@@ -258,6 +258,7 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 	p.Steps = append(p.Steps, Step{Kind: StepRelock, Ordinal: s.Replicas})
 	p.VersionMove = versionMove(s, p.Roll)
 	p.Versions = versionPath(s, p.Roll)
+	p.Snapshot = snapshotBeforeNoReturn(s, p)
 	return p, planDowngrade(s, &p)
 }
 
@@ -457,6 +458,22 @@ func versionMove(s ClusterState, roll []int) *VersionMove {
 		move.After = i
 	}
 	return move
+}
+
+// snapshotBeforeNoReturn plans a snapshot before the first restart of a roll that changes the minor version
+// while the cluster version is not yet the target's: once it is (every member on the new minor after an
+// upgrade, etcd's downgrade enabled for a downgrade), the members of the old minor can no longer rejoin, and
+// only a snapshot rolls back (etcd's upgrade guide). A cluster version nobody can read counts as not yet.
+func snapshotBeforeNoReturn(s ClusterState, p Plan) *SnapshotPlan {
+	move := p.VersionMove
+	first := slices.IndexFunc(p.Steps, func(st Step) bool { return st.Kind == StepLowerPartition || st.Kind == StepReplace })
+	if move == nil || first < 0 {
+		return nil
+	}
+	if cluster, ok := ParseVersion(s.ClusterVersion); ok && cluster.Major == move.To.Major && cluster.Minor == move.To.Minor {
+		return nil
+	}
+	return &SnapshotPlan{Before: p.Steps[first].Ordinal}
 }
 
 // checkPodsExist holds the plan while a member's pod does not exist: the controller creates it on its own (a

@@ -72,13 +72,31 @@ func (p Plan) String() string {
 		parts = append(parts, fmt.Sprintf("cluster version %d.%d → %d.%d once %s is rolled (the point of no return: a member that fails after it is fixed forward, not reverted)",
 			v.From.Major, v.From.Minor, v.To.Major, v.To.Minor, p.name(v.After)))
 	}
+	if line := p.SnapshotLine(); line != "" {
+		parts = append(parts, line)
+	}
 	return strings.Join(parts, "; ")
+}
+
+// SnapshotLine is the snapshot the run takes first, in words; empty when it takes none.
+func (p Plan) SnapshotLine() string {
+	if p.Snapshot == nil {
+		return ""
+	}
+	line := "a verified snapshot of the leader before " + p.name(p.Snapshot.Before) + " restarts"
+	if p.Snapshot.To != "" {
+		line += ", to " + p.Snapshot.To
+	}
+	return line
 }
 
 // Detail is the numbered step list the CLI's `plan` command prints under the summary, then each member's
 // durability and procedure.
 func (p Plan) Detail() string {
 	var b strings.Builder
+	if line := p.SnapshotLine(); line != "" {
+		fmt.Fprintf(&b, " 0. %s (the only way back once the cluster version moves)\n", line)
+	}
 	for n, st := range p.Steps {
 		fmt.Fprintf(&b, "%2d. %s\n", n+1, p.describe(st))
 	}

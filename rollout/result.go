@@ -31,6 +31,12 @@ func (r Result) Summary() string {
 	if r.APIRequests > 0 {
 		line += "; " + plural(r.APIRequests, "API request", "API requests")
 	}
+	switch {
+	case r.Snapshot != nil:
+		line += "; snapshot " + r.Snapshot.Location
+	case r.SnapshotSkipped != "":
+		line += "; NO snapshot (proceedWithoutSnapshot)"
+	}
 	return line
 }
 

@@ -251,6 +251,9 @@ func (r *run) execute(ctx context.Context) error {
 		if again {
 			continue // the cluster may have moved while we waited: look again
 		}
+		if err := r.snapshotFirst(ctx, st, plan); err != nil {
+			return err
+		}
 		if err := r.step(ctx, st, plan.Steps[0]); err != nil {
 			if k := plan.Steps[0].Kind; k == StepRecreate || k == StepEnableDowngrade {
 				return err // neither is a failure of a member on the new revision
@@ -322,6 +325,7 @@ func (r *run) planOrHold(ctx context.Context, st ClusterState) (plan Plan, ready
 	e := r.e
 	plan, err = PlanRollout(st, e.cfg.LeaderPolicy)
 	plan.Cooldown = e.cfg.Cooldown
+	e.fillSnapshot(&plan)
 	if err == nil && !r.disrupted && (len(plan.Roll) > 0 || len(plan.Wait) > 0) {
 		err = checkVersionPaths(st)
 	}

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/snapshot"
 )
 
 // enableDowngrade validates and enables etcd's downgrade to the step's minor, unless a member already reports
@@ -80,5 +81,36 @@ func (r *run) endLeftDowngrade(ctx context.Context, st ClusterState) error {
 	if seen, _ := e.versionAfterCancel(cctx, st, target); seen != "" {
 		r.res.ClusterVersion = seen
 	}
+	return nil
+}
+
+// ErrNoSnapshot is wrapped (with ErrBlocked: nothing was restarted) when the snapshot a minor-version change
+// needs before its first restart could not be taken, and Config.ProceedWithoutSnapshot does not allow going on.
+var ErrNoSnapshot = errors.New("no snapshot before the point of no return")
+
+// snapshotFirst takes the snapshot the plan asks for before the run's first step (Plan.Snapshot): once, and
+// only while the run has disrupted nothing. A failed one stops the run unless the user said to go on without
+// it, which the result then says.
+func (r *run) snapshotFirst(ctx context.Context, st ClusterState, plan Plan) error {
+	e := r.e
+	if plan.Snapshot == nil || r.disrupted || r.res.Snapshot != nil || r.res.SnapshotSkipped != "" {
+		return nil
+	}
+	dest, err := snapshot.Parse(plan.Snapshot.To)
+	if err == nil {
+		var rec SnapshotRecord
+		if rec, err = e.snapshotOf(ctx, st, dest, ""); err == nil {
+			r.res.Snapshot = &rec
+			e.announce(Event{Kind: EventSnapshotStored, Snapshot: &rec}, "snapshot: %s verified (%d bytes, revision %d, sha256 %s) before %s restarts",
+				rec.Location, rec.Size, rec.Revision, rec.SHA256, st.Members[plan.Snapshot.Before].Pod)
+			return nil
+		}
+	}
+	if ctx.Err() != nil || !e.cfg.ProceedWithoutSnapshot {
+		return fmt.Errorf("%w: %w: this roll changes etcd's minor version, after which only a snapshot rolls back, and nothing was restarted: %w; fix the destination (snapshotTo: %s) and run again, or set proceedWithoutSnapshot to go on without one",
+			ErrBlocked, ErrNoSnapshot, err, plan.Snapshot.To)
+	}
+	r.res.SnapshotSkipped = err.Error()
+	e.announce(Event{Kind: EventSnapshotSkipped}, "snapshot: going on WITHOUT one, as proceedWithoutSnapshot allows: %v", err)
 	return nil
 }

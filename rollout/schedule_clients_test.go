@@ -88,6 +88,7 @@ func (w *world) newEngine(name string, run int) *schedEngine {
 	cfg.Cooldown = w.s.Cooldown
 	cfg.ReadyTimeout = 1500 * time.Millisecond
 	cfg.HealthTimeout = time.Second
+	cfg.SnapshotTo = w.snapshotDir
 	if w.s.APILatency || w.s.WatchLag > 0 || w.s.SlowRecreate > 0 {
 		// A slow API server or controller stretches every step by its latencies and lags, as in production, where
 		// the timeouts (5 minutes to be Ready) dwarf them; here they would not, and a gate would run out for
@@ -344,11 +345,6 @@ func (s *scheduledEtcd) Incarnation(ctx context.Context, pod string) (inc Incarn
 func (s *scheduledEtcd) ActivePeers(ctx context.Context, pod string) (peers map[uint64]bool, err error) {
 	err = s.call(ctx, "", "ActivePeers", pod, func() error { peers, err = s.w.f.ActivePeers(ctx, pod); return err })
 	return peers, err
-}
-
-// Snapshot reaches pod like any other call; no procedure in the schedules takes one yet.
-func (s *scheduledEtcd) Snapshot(ctx context.Context, pod string, consume func(member.SnapshotStream) error) error {
-	return s.call(ctx, "", "Snapshot", pod, func() error { return s.w.f.Snapshot(ctx, pod, consume) })
 }
 
 func (s *scheduledEtcd) Forget(pod string) { s.w.f.Forget(pod) }

@@ -251,6 +251,9 @@ type schedule struct {
 	// SlowRecreate is how long the StatefulSet controller takes to create a pod our writes made it recreate
 	// (0: at once): the pod is gone meanwhile (drawSlowController).
 	SlowRecreate time.Duration
+	// MinorUpgrade makes the template move the members from etcd 3.5 to 3.6: a snapshot comes before the first
+	// disruption (drawMinorUpgrade).
+	MinorUpgrade bool
 	// Runs is how many runs may go: each one that does not succeed is resumed by a fresh engine.
 	Runs   int
 	Events []schedEvent
@@ -262,8 +265,8 @@ func (s schedule) String() string {
 	if s.SlowLoop {
 		loop = "slow (up for longer than the stability window)"
 	}
-	fmt.Fprintf(&b, "seed %d: %d members, leader etcd-%d, updated already %v, update revision crash-loops from the start: %v, crash loops %s, cool-down %s, process starts jitter by a second: %v, first leader move's answer lost: %v, first moved leadership lost at once: %v, data dies with the pod: %v, learner that never catches up: %q, requests late by up to %s: %v, watches lag by %s, pods recreated after %s, up to %d runs\n",
-		s.Seed, s.Members, s.Leader, podNames(s.Updated), s.BadRevision, loop, s.Cooldown, s.StartJitter, s.MoveAnswerLost, s.LeadershipLost, s.Ephemeral, s.SlowLearner, maxLatency, s.APILatency, s.WatchLag, s.SlowRecreate, s.Runs)
+	fmt.Fprintf(&b, "seed %d: %d members, leader etcd-%d, updated already %v, update revision crash-loops from the start: %v, crash loops %s, cool-down %s, process starts jitter by a second: %v, first leader move's answer lost: %v, first moved leadership lost at once: %v, data dies with the pod: %v, learner that never catches up: %q, requests late by up to %s: %v, watches lag by %s, pods recreated after %s, 3.5 → 3.6: %v, up to %d runs\n",
+		s.Seed, s.Members, s.Leader, podNames(s.Updated), s.BadRevision, loop, s.Cooldown, s.StartJitter, s.MoveAnswerLost, s.LeadershipLost, s.Ephemeral, s.SlowLearner, maxLatency, s.APILatency, s.WatchLag, s.SlowRecreate, s.MinorUpgrade, s.Runs)
 	for _, ev := range s.Events {
 		fmt.Fprintf(&b, "  event: %s\n", ev)
 	}
@@ -327,6 +330,7 @@ func generateSchedule(seed uint64, enabled []eventKind) schedule {
 	drawEphemeral(seed, &s)
 	drawSlowAPI(seed, &s)
 	drawSlowController(seed, &s)
+	drawMinorUpgrade(seed, &s)
 	return s
 }
 

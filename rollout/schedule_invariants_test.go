@@ -157,6 +157,7 @@ func (w *world) disruption(se *schedEngine, pre, post worldSnapshot, what string
 	if w.killedLowered != "" && w.killedLowered != se.name {
 		w.violate("c", se, "%s before locking the partition that the SIGKILLed %s left lowered", what, w.killedLowered)
 	}
+	w.judgeSnapshotFirst(se, what)
 	if len(targets) == 0 {
 		return
 	}

@@ -30,7 +30,11 @@ import (
 //	    counted, and the members it reports rolled are at its revision and up;
 //	(f) no member failed without a cause: a run that fails a member as its own failure (what a revert
 //	    reverts) does so only for a member the schedule crashed, looped or cut off, or under a fault that
-//	    may reach any member (a revision that crash-loops, an outage, a second engine).
+//	    may reach any member (a revision that crash-loops, an outage, a second engine);
+//	(g) a member whose data dies with its pod never comes back with an empty data dir under the member ID
+//	    that voted before (schedule.Ephemeral);
+//	(s) in a minor upgrade (schedule.MinorUpgrade, 3.5 → 3.6) nothing is disrupted before a snapshot that
+//	    passes its check (etcd's sha256, bbolt's) is stored, judged by the files, not by what a run says.
 //
 // A fault counts against an engine only once its own requests could have shown it (answerable in
 // schedule_invariants_test.go), so a violation is a breach a correct engine would not commit.

@@ -119,6 +119,11 @@ type world struct {
 	// lastDisruption is when each engine last disrupted something.
 	lastDisruption map[string]moment
 
+	// snapshotDir is where a minor upgrade's engines store their snapshots; snapshotSeen says a verified one
+	// is there (invariant s).
+	snapshotDir  string
+	snapshotSeen bool
+
 	engines []*schedEngine
 	seconds int
 	wg      sync.WaitGroup
@@ -178,6 +183,9 @@ func newWorld(t *testing.T, s schedule) *world {
 	}
 	if s.SlowLearner != "" {
 		w.f.membership.mark(&w.f.membership.slow, s.SlowLearner)
+	}
+	if s.MinorUpgrade {
+		w.makeMinorUpgrade()
 	}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	t.Cleanup(w.cancel)

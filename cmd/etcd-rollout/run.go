@@ -51,6 +51,12 @@ func printSummary(cmd *cobra.Command, res rollout.Result, err error) {
 	if res.ClusterVersion != "" {
 		fmt.Fprintf(out, "  cluster version:      %s\n", res.ClusterVersion)
 	}
+	switch {
+	case res.Snapshot != nil:
+		fmt.Fprintf(out, "  snapshot:             %s (revision %d, %d bytes, sha256 %s)\n", res.Snapshot.Location, res.Snapshot.Revision, res.Snapshot.Size, res.Snapshot.SHA256)
+	case res.SnapshotSkipped != "":
+		fmt.Fprintf(out, "  snapshot:             NONE, gone on without one (--proceed-without-snapshot): %s\n", res.SnapshotSkipped)
+	}
 	if f := res.Failure; f != nil {
 		fmt.Fprintf(out, "  failed member:        %s on revision %s (%s gate) at %s; %s\n", f.Pod, f.Revision, f.Gate,
 			f.At.Format(time.RFC3339), rollout.FailureOutcome(f.RevertedTo, f.RevertError))

@@ -45,6 +45,10 @@ export class EtcdRollingUpgrade extends pulumi.ComponentResource {
      */
     declare public /*out*/ readonly membersRolled: pulumi.Output<string[]>;
     /**
+     * The last snapshot a rollout stored before the first restart of a minor-version change, kept until a later one stores another: location, sha256, sizeBytes, revision, storageVersion, member, etcdVersion, takenAt. Empty when no rollout needed one.
+     */
+    declare public /*out*/ readonly snapshot: pulumi.Output<{[key: string]: any}>;
+    /**
      * Raft term increases during the last rollout that were not our transfers; absent when the rollout could not measure them, never a 0 it did not measure.
      */
     declare public /*out*/ readonly unplannedElections: pulumi.Output<number>;
@@ -86,8 +90,10 @@ export class EtcdRollingUpgrade extends pulumi.ComponentResource {
             resourceInputs["kubeconfig"] = args?.kubeconfig ? pulumi.secret(args.kubeconfig) : undefined;
             resourceInputs["namespace"] = args?.namespace;
             resourceInputs["onFailure"] = args?.onFailure;
+            resourceInputs["proceedWithoutSnapshot"] = args?.proceedWithoutSnapshot;
             resourceInputs["readyTimeoutSeconds"] = args?.readyTimeoutSeconds;
             resourceInputs["serviceName"] = args?.serviceName;
+            resourceInputs["snapshotTo"] = args?.snapshotTo;
             resourceInputs["statefulSet"] = args?.statefulSet;
             resourceInputs["stsName"] = args?.stsName;
             resourceInputs["tls"] = args?.tls;
@@ -96,6 +102,7 @@ export class EtcdRollingUpgrade extends pulumi.ComponentResource {
             resourceInputs["job"] = undefined /*out*/;
             resourceInputs["leaderTransfers"] = undefined /*out*/;
             resourceInputs["membersRolled"] = undefined /*out*/;
+            resourceInputs["snapshot"] = undefined /*out*/;
             resourceInputs["unplannedElections"] = undefined /*out*/;
             resourceInputs["updateRevision"] = undefined /*out*/;
         } else {
@@ -103,6 +110,7 @@ export class EtcdRollingUpgrade extends pulumi.ComponentResource {
             resourceInputs["job"] = undefined /*out*/;
             resourceInputs["leaderTransfers"] = undefined /*out*/;
             resourceInputs["membersRolled"] = undefined /*out*/;
+            resourceInputs["snapshot"] = undefined /*out*/;
             resourceInputs["unplannedElections"] = undefined /*out*/;
             resourceInputs["updateRevision"] = undefined /*out*/;
             resourceInputs["versionHash"] = undefined /*out*/;
@@ -153,6 +161,10 @@ export interface EtcdRollingUpgradeArgs {
      */
     onFailure?: pulumi.Input<string | undefined>;
     /**
+     * Let a rollout that changes etcd's minor version go on when its snapshot fails (the snapshotSkipped output says why). Without it such a rollout stops before its first restart. Default false. Never causes a diff.
+     */
+    proceedWithoutSnapshot?: pulumi.Input<boolean | undefined>;
+    /**
      * Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
      */
     readyTimeoutSeconds?: pulumi.Input<number | undefined>;
@@ -160,6 +172,10 @@ export interface EtcdRollingUpgradeArgs {
      * The StatefulSet's governing (headless) Service.
      */
     serviceName: pulumi.Input<string>;
+    /**
+     * Where a rollout that changes etcd's minor version (3.5 → 3.6, or a downgrade) stores the verified snapshot it takes from the leader before its first restart, the only way back once the cluster version moves: a directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
+     */
+    snapshotTo?: pulumi.Input<string | undefined>;
     /**
      * A StatefulSet manifest (apiVersion apps/v1). When given, the component creates it as its own child with the annotations pulumi.com/skipAwait: "true" and pulumi.com/patchForce: "true" (so its next apply re-locks whatever a killed run left) and updateStrategy.rollingUpdate.partition = spec.replicas forced, and computes versionHash from spec.template when none is given.
      */

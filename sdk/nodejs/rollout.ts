@@ -78,6 +78,14 @@ export class Rollout extends pulumi.CustomResource {
     declare public readonly readyTimeoutSeconds: pulumi.Output<number | undefined>;
     declare public readonly serviceName: pulumi.Output<string>;
     /**
+     * The last snapshot a run stored before its first restart (a minor-version change), kept until a later run stores another: the rollback path.
+     */
+    declare public /*out*/ readonly snapshot: pulumi.Output<outputs.RolloutSnapshot | undefined>;
+    /**
+     * Why the last run went on without a snapshot it needed (proceedWithoutSnapshot); absent when it did not.
+     */
+    declare public /*out*/ readonly snapshotSkipped: pulumi.Output<string | undefined>;
+    /**
      * UID of the StatefulSet first rolled; a different one on the resolved cluster is refused.
      */
     declare public /*out*/ readonly statefulSetUid: pulumi.Output<string>;
@@ -127,8 +135,10 @@ export class Rollout extends pulumi.CustomResource {
             resourceInputs["namespace"] = args?.namespace;
             resourceInputs["onFailure"] = args?.onFailure;
             resourceInputs["plan"] = args?.plan;
+            resourceInputs["proceedWithoutSnapshot"] = args?.proceedWithoutSnapshot;
             resourceInputs["readyTimeoutSeconds"] = args?.readyTimeoutSeconds;
             resourceInputs["serviceName"] = args?.serviceName;
+            resourceInputs["snapshotTo"] = args?.snapshotTo;
             resourceInputs["stsMustExist"] = args?.stsMustExist;
             resourceInputs["stsName"] = args?.stsName;
             resourceInputs["tls"] = args?.tls;
@@ -138,6 +148,8 @@ export class Rollout extends pulumi.CustomResource {
             resourceInputs["lastFailure"] = undefined /*out*/;
             resourceInputs["leaderTransfers"] = undefined /*out*/;
             resourceInputs["membersRolled"] = undefined /*out*/;
+            resourceInputs["snapshot"] = undefined /*out*/;
+            resourceInputs["snapshotSkipped"] = undefined /*out*/;
             resourceInputs["statefulSetUid"] = undefined /*out*/;
             resourceInputs["unplannedElections"] = undefined /*out*/;
             resourceInputs["updateRevision"] = undefined /*out*/;
@@ -155,6 +167,8 @@ export class Rollout extends pulumi.CustomResource {
             resourceInputs["plan"] = undefined /*out*/;
             resourceInputs["readyTimeoutSeconds"] = undefined /*out*/;
             resourceInputs["serviceName"] = undefined /*out*/;
+            resourceInputs["snapshot"] = undefined /*out*/;
+            resourceInputs["snapshotSkipped"] = undefined /*out*/;
             resourceInputs["statefulSetUid"] = undefined /*out*/;
             resourceInputs["stsName"] = undefined /*out*/;
             resourceInputs["tls"] = undefined /*out*/;
@@ -216,6 +230,10 @@ export interface RolloutArgs {
      */
     plan?: pulumi.Input<pulumi.Input<string>[] | undefined>;
     /**
+     * Let a rollout that changes etcd's minor version go on when its snapshot fails (the snapshotSkipped output says why). Without it such a rollout stops before its first restart. Default false. Never causes a diff.
+     */
+    proceedWithoutSnapshot?: pulumi.Input<boolean | undefined>;
+    /**
      * Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
      */
     readyTimeoutSeconds?: pulumi.Input<number | undefined>;
@@ -223,6 +241,10 @@ export interface RolloutArgs {
      * The StatefulSet's governing (headless) Service.
      */
     serviceName: pulumi.Input<string>;
+    /**
+     * Where a rollout that changes etcd's minor version (3.5 → 3.6, or a downgrade) stores the verified snapshot it takes from the leader before its first restart, the only way back once the cluster version moves: a directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
+     */
+    snapshotTo?: pulumi.Input<string | undefined>;
     /**
      * Set by EtcdRollingUpgrade: true when the StatefulSet must already be on the cluster (nothing in this update creates it), so a missing one is refused in preview even on the first create. Not a diff.
      */

@@ -49,8 +49,9 @@ func locatePaths(t *testing.T) paths {
 	return p
 }
 
-// pulumiEnv isolates every pulumi command: its own home and state in t's temp dir, the project's CLI first on
-// PATH, a passphrase for the file backend's secrets, and no network for plugins or update checks.
+// pulumiEnv isolates every pulumi command: its own home, state and snapshot directory in t's temp dir, the
+// project's CLI first on PATH, a passphrase for the file backend's secrets, and no network for plugins or
+// update checks.
 func pulumiEnv(t *testing.T, p paths) (env map[string]string, backend string) {
 	t.Helper()
 	dir := t.TempDir()
@@ -62,7 +63,9 @@ func pulumiEnv(t *testing.T, p paths) (env map[string]string, backend string) {
 		"PULUMI_SKIP_UPDATE_CHECK":                    "true",
 		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
 		"PULUMI_BACKEND_URL":                          backend,
-		"PATH":                                        filepath.Dir(p.pulumi) + string(os.PathListSeparator) + os.Getenv("PATH"),
+		// A minor-version change stores its snapshot under it by default: the test's, never the user's.
+		"XDG_STATE_HOME": filepath.Join(dir, "state-home"),
+		"PATH":           filepath.Dir(p.pulumi) + string(os.PathListSeparator) + os.Getenv("PATH"),
 	}
 	return env, backend
 }

@@ -146,9 +146,12 @@ func (s *versionStack) upgrade(t *testing.T) {
 	want := fmt.Sprintf("etcd %s → %s (cluster version 3.5 → 3.6 once %s is rolled)", etcd35, etcd36, order[2])
 	assert.Equal(t, want, p[0], "the version path comes first, naming the point of no return")
 	assert.Contains(t, pv.Text, want, "the CLI prints the version path")
+	assert.Contains(t, p[1], "a verified snapshot of the leader before "+order[0]+" restarts, to ", "then the snapshot before the point of no return")
 
 	res := s.roll(t, s.cfg(etcd36), etcd36, "3.6")
 	assert.Regexp(t, `cluster version is 3\.6\.\d+ \(`, res.Text, "the up reports the cluster version it reached")
+	assert.Regexp(t, `snapshot before the first restart: file://\S+/etcd-rollout/snapshots/`+s.ns+`/etcd/\S+\.db \(revision \d+, sha256 [0-9a-f]{64}\)`, res.Text,
+		"the up's summary names the snapshot it stored")
 }
 
 // downgrade: the preview shows the downgrade steps, and the up rolls every member onto 3.5.35 with the
@@ -162,8 +165,10 @@ func (s *versionStack) downgrade(t *testing.T) {
 	want := fmt.Sprintf("etcd %s → %s (downgrade to 3.5: validate ok; enable before %s; cluster version 3.6 → 3.5)", etcd36, etcd35, order[0])
 	assert.Equal(t, want, p[0], "the version path and the downgrade steps come first")
 	assert.Contains(t, pv.Text, want, "the CLI prints them")
+	assert.Contains(t, p[1], "a verified snapshot of the leader before "+order[0]+" restarts, to ", "then the snapshot, before etcd's downgrade is enabled")
 
-	s.roll(t, s.cfg(etcd35), etcd35, "3.5")
+	res := s.roll(t, s.cfg(etcd35), etcd35, "3.5")
+	assert.Contains(t, res.Text, "snapshot before the first restart: file://", "the up's summary names the snapshot it stored")
 }
 
 // roll runs an up that must roll every member, and checks what every roll promises.

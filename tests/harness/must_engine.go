@@ -31,6 +31,8 @@ func (m MustEtcd) Engine(mutate func(*rollout.Config, *rollout.Options)) *rollou
 	m.t.Helper()
 	cfg := rollout.NewConfig(m.e.Spec.Name, m.e.Namespace, m.e.Spec.ServiceName)
 	cfg.Cooldown, cfg.ReadyTimeout, cfg.HealthTimeout = TestCooldown, TestReadyTimeout, TestHealthTimeout
+	// A minor-version change stores its snapshot first: in the test's own directory, never the user's.
+	cfg.SnapshotTo = m.t.TempDir()
 	if m.e.TLS != nil {
 		files := ClientTLSFiles
 		cfg.TLS = &files

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/snapshot/snapshottest"
 )
 
 // fileSource streams a prepared snapshot file as a member would.
@@ -30,7 +32,7 @@ func TestTakeStoresAVerifiedSnapshotOnlyItsOwnerCanRead(t *testing.T) {
 	dest, err := Parse("file://" + root)
 	require.NoError(t, err)
 	var reports []Progress
-	rec, err := Take(context.Background(), fileSource(etcdLikeSnapshot(t, 40, "3.6.0"), 0xabc), dest, Options{
+	rec, err := Take(context.Background(), fileSource(snapshottest.File(t, 40, "3.6.0"), 0xabc), dest, Options{
 		Key: "db/etcd/20261205T014106Z.db", Member: "etcd-1", EtcdVersion: "3.6.8", ExpectedSize: 1 << 20,
 		RevisionBefore: 39, Progress: func(p Progress) { reports = append(reports, p) }, ProgressEvery: time.Nanosecond,
 	})
@@ -77,12 +79,12 @@ func TestTakeRefusesASnapshotItCannotVouchFor(t *testing.T) {
 		want   error
 	}{
 		{"one byte flipped on the way", func(t *testing.T) Source {
-			file := etcdLikeSnapshot(t, 40, "3.6.0")
+			file := snapshottest.File(t, 40, "3.6.0")
 			flipByte(t, file, 9000)
 			return fileSource(file, 1)
 		}, Options{}, ErrCorrupt},
 		{"older than the revision read before it", func(t *testing.T) Source {
-			return fileSource(etcdLikeSnapshot(t, 40, "3.6.0"), 1)
+			return fileSource(snapshottest.File(t, 40, "3.6.0"), 1)
 		}, Options{RevisionBefore: 41}, ErrStale},
 		{"larger than the free space", func(t *testing.T) Source {
 			return func(context.Context, func(Stream) error) error {

@@ -34,6 +34,7 @@ var (
 	keyBucket         = []byte("key")
 	metaBucket        = []byte("meta")
 	consistentIndex   = []byte("consistent_index")
+	finishedCompact   = []byte("finishedCompactRev")
 	storageVersionKey = []byte("storageVersion")
 )
 
@@ -97,15 +98,21 @@ func checkTrailer(file string) (int64, string, error) {
 }
 
 // readFacts reads the newest revision (the last key of the key bucket: 8 bytes of main revision, big-endian,
-// then the sub-revision), the consistent index and the storage version.
+// then the sub-revision; or the last compaction's), the consistent index and the storage version.
 func readFacts(tx *bolt.Tx, facts *Facts) error {
 	keys := tx.Bucket(keyBucket)
 	meta := tx.Bucket(metaBucket)
 	if keys == nil || meta == nil {
 		return fmt.Errorf("%w: it has no etcd key or meta bucket (not an etcd v3 snapshot?)", ErrCorrupt)
 	}
+	// As etcd's own restore takes it: the newest key revision, or the last compaction's when that is newer, and
+	// 1 for a store nothing was ever written to (its key bucket is empty).
+	facts.Revision = 1
 	if k, _ := keys.Cursor().Last(); len(k) >= 8 {
-		facts.Revision = int64(binary.BigEndian.Uint64(k[:8]))
+		facts.Revision = max(facts.Revision, int64(binary.BigEndian.Uint64(k[:8])))
+	}
+	if v := meta.Get(finishedCompact); len(v) >= 8 {
+		facts.Revision = max(facts.Revision, int64(binary.BigEndian.Uint64(v[:8])))
 	}
 	if v := meta.Get(consistentIndex); len(v) == 8 {
 		facts.ConsistentIndex = binary.BigEndian.Uint64(v)

@@ -7,11 +7,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/snapshot/snapshottest"
 	bolt "go.etcd.io/bbolt"
 )
 
 func TestVerifyReadsAnIntactSnapshot(t *testing.T) {
-	file := etcdLikeSnapshot(t, 40, "3.6.0")
+	file := snapshottest.File(t, 40, "3.6.0")
 	facts, err := Verify(file)
 	require.NoError(t, err)
 	assert.Equal(t, int64(40), facts.Revision)
@@ -40,11 +42,11 @@ func TestVerifyRefusesABrokenSnapshot(t *testing.T) {
 		{"a page overwritten, with a checksum that matches", func(t *testing.T, file string) {
 			truncateBy(t, file, sha256.Size)
 			zeroPage(t, file, keyBucketRoot(t, file))
-			appendChecksum(t, file)
+			snapshottest.AppendChecksum(t, file)
 		}, "bbolt's check found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			file := etcdLikeSnapshot(t, 40, "3.6.0")
+			file := snapshottest.File(t, 40, "3.6.0")
 			tc.break_(t, file)
 			_, err := Verify(file)
 			require.ErrorIs(t, err, ErrCorrupt)

@@ -26,6 +26,8 @@ type EtcdRollingUpgrade struct {
 	LeaderTransfers pulumi.IntOutput `pulumi:"leaderTransfers"`
 	// Pods the last rollout restarted, in order.
 	MembersRolled pulumi.StringArrayOutput `pulumi:"membersRolled"`
+	// The last snapshot a rollout stored before the first restart of a minor-version change, kept until a later one stores another: location, sha256, sizeBytes, revision, storageVersion, member, etcdVersion, takenAt. Empty when no rollout needed one.
+	Snapshot pulumi.MapOutput `pulumi:"snapshot"`
 	// Raft term increases during the last rollout that were not our transfers; absent when the rollout could not measure them, never a 0 it did not measure.
 	UnplannedElections pulumi.IntOutput `pulumi:"unplannedElections"`
 	// The StatefulSet's updateRevision every member is at after the rollout.
@@ -81,10 +83,14 @@ type etcdRollingUpgradeArgs struct {
 	Namespace string `pulumi:"namespace"`
 	// What happens to a member that fails its gates on the new revision. "revert" (default): its pod is deleted with the partition locked, so the StatefulSet controller recreates it on the current (old) revision, and the update fails once it is healthy again; refused past the point of no return of a minor-version upgrade. "stop": the member is left as it is for a person to look at.
 	OnFailure *string `pulumi:"onFailure"`
+	// Let a rollout that changes etcd's minor version go on when its snapshot fails (the snapshotSkipped output says why). Without it such a rollout stops before its first restart. Default false. Never causes a diff.
+	ProceedWithoutSnapshot *bool `pulumi:"proceedWithoutSnapshot"`
 	// Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
 	ReadyTimeoutSeconds *int `pulumi:"readyTimeoutSeconds"`
 	// The StatefulSet's governing (headless) Service.
 	ServiceName string `pulumi:"serviceName"`
+	// Where a rollout that changes etcd's minor version (3.5 → 3.6, or a downgrade) stores the verified snapshot it takes from the leader before its first restart, the only way back once the cluster version moves: a directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
+	SnapshotTo *string `pulumi:"snapshotTo"`
 	// A StatefulSet manifest (apiVersion apps/v1). When given, the component creates it as its own child with the annotations pulumi.com/skipAwait: "true" and pulumi.com/patchForce: "true" (so its next apply re-locks whatever a killed run left) and updateStrategy.rollingUpdate.partition = spec.replicas forced, and computes versionHash from spec.template when none is given.
 	StatefulSet map[string]interface{} `pulumi:"statefulSet"`
 	// Name of the etcd StatefulSet.
@@ -115,10 +121,14 @@ type EtcdRollingUpgradeArgs struct {
 	Namespace pulumi.StringInput
 	// What happens to a member that fails its gates on the new revision. "revert" (default): its pod is deleted with the partition locked, so the StatefulSet controller recreates it on the current (old) revision, and the update fails once it is healthy again; refused past the point of no return of a minor-version upgrade. "stop": the member is left as it is for a person to look at.
 	OnFailure pulumi.StringPtrInput
+	// Let a rollout that changes etcd's minor version go on when its snapshot fails (the snapshotSkipped output says why). Without it such a rollout stops before its first restart. Default false. Never causes a diff.
+	ProceedWithoutSnapshot pulumi.BoolPtrInput
 	// Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
 	ReadyTimeoutSeconds pulumi.IntPtrInput
 	// The StatefulSet's governing (headless) Service.
 	ServiceName pulumi.StringInput
+	// Where a rollout that changes etcd's minor version (3.5 → 3.6, or a downgrade) stores the verified snapshot it takes from the leader before its first restart, the only way back once the cluster version moves: a directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
+	SnapshotTo pulumi.StringPtrInput
 	// A StatefulSet manifest (apiVersion apps/v1). When given, the component creates it as its own child with the annotations pulumi.com/skipAwait: "true" and pulumi.com/patchForce: "true" (so its next apply re-locks whatever a killed run left) and updateStrategy.rollingUpdate.partition = spec.replicas forced, and computes versionHash from spec.template when none is given.
 	StatefulSet pulumi.MapInput
 	// Name of the etcd StatefulSet.
@@ -236,6 +246,11 @@ func (o EtcdRollingUpgradeOutput) LeaderTransfers() pulumi.IntOutput {
 // Pods the last rollout restarted, in order.
 func (o EtcdRollingUpgradeOutput) MembersRolled() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v *EtcdRollingUpgrade) pulumi.StringArrayOutput { return v.MembersRolled }).(pulumi.StringArrayOutput)
+}
+
+// The last snapshot a rollout stored before the first restart of a minor-version change, kept until a later one stores another: location, sha256, sizeBytes, revision, storageVersion, member, etcdVersion, takenAt. Empty when no rollout needed one.
+func (o EtcdRollingUpgradeOutput) Snapshot() pulumi.MapOutput {
+	return o.ApplyT(func(v *EtcdRollingUpgrade) pulumi.MapOutput { return v.Snapshot }).(pulumi.MapOutput)
 }
 
 // Raft term increases during the last rollout that were not our transfers; absent when the rollout could not measure them, never a 0 it did not measure.

@@ -175,6 +175,185 @@ func (o RolloutFailurePtrOutput) Revision() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
+// A snapshot stored and verified before the rollout's first restart (etcd's sha256, bbolt's check, read back from its destination).
+type RolloutSnapshot struct {
+	// That member's etcd version.
+	EtcdVersion string `pulumi:"etcdVersion"`
+	// Where it is stored (file:///…, s3://…); its record is the same name with .json appended.
+	Location string `pulumi:"location"`
+	// The member it was taken through: the leader when it was taken.
+	Member string `pulumi:"member"`
+	// The newest revision of the key-value store it holds.
+	Revision int `pulumi:"revision"`
+	// The sha256 of the whole file, as sha256sum prints it.
+	Sha256 string `pulumi:"sha256"`
+	// Its size in bytes.
+	SizeBytes int `pulumi:"sizeBytes"`
+	// The storage version the snapshot records; empty for one written before etcd 3.6.
+	StorageVersion string `pulumi:"storageVersion"`
+	// When it was taken (RFC 3339).
+	TakenAt string `pulumi:"takenAt"`
+}
+
+// A snapshot stored and verified before the rollout's first restart (etcd's sha256, bbolt's check, read back from its destination).
+type RolloutSnapshotOutput struct{ *pulumi.OutputState }
+
+func (RolloutSnapshotOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*RolloutSnapshot)(nil)).Elem()
+}
+
+func (o RolloutSnapshotOutput) ToRolloutSnapshotOutput() RolloutSnapshotOutput {
+	return o
+}
+
+func (o RolloutSnapshotOutput) ToRolloutSnapshotOutputWithContext(ctx context.Context) RolloutSnapshotOutput {
+	return o
+}
+
+// That member's etcd version.
+func (o RolloutSnapshotOutput) EtcdVersion() pulumi.StringOutput {
+	return o.ApplyT(func(v RolloutSnapshot) string { return v.EtcdVersion }).(pulumi.StringOutput)
+}
+
+// Where it is stored (file:///…, s3://…); its record is the same name with .json appended.
+func (o RolloutSnapshotOutput) Location() pulumi.StringOutput {
+	return o.ApplyT(func(v RolloutSnapshot) string { return v.Location }).(pulumi.StringOutput)
+}
+
+// The member it was taken through: the leader when it was taken.
+func (o RolloutSnapshotOutput) Member() pulumi.StringOutput {
+	return o.ApplyT(func(v RolloutSnapshot) string { return v.Member }).(pulumi.StringOutput)
+}
+
+// The newest revision of the key-value store it holds.
+func (o RolloutSnapshotOutput) Revision() pulumi.IntOutput {
+	return o.ApplyT(func(v RolloutSnapshot) int { return v.Revision }).(pulumi.IntOutput)
+}
+
+// The sha256 of the whole file, as sha256sum prints it.
+func (o RolloutSnapshotOutput) Sha256() pulumi.StringOutput {
+	return o.ApplyT(func(v RolloutSnapshot) string { return v.Sha256 }).(pulumi.StringOutput)
+}
+
+// Its size in bytes.
+func (o RolloutSnapshotOutput) SizeBytes() pulumi.IntOutput {
+	return o.ApplyT(func(v RolloutSnapshot) int { return v.SizeBytes }).(pulumi.IntOutput)
+}
+
+// The storage version the snapshot records; empty for one written before etcd 3.6.
+func (o RolloutSnapshotOutput) StorageVersion() pulumi.StringOutput {
+	return o.ApplyT(func(v RolloutSnapshot) string { return v.StorageVersion }).(pulumi.StringOutput)
+}
+
+// When it was taken (RFC 3339).
+func (o RolloutSnapshotOutput) TakenAt() pulumi.StringOutput {
+	return o.ApplyT(func(v RolloutSnapshot) string { return v.TakenAt }).(pulumi.StringOutput)
+}
+
+type RolloutSnapshotPtrOutput struct{ *pulumi.OutputState }
+
+func (RolloutSnapshotPtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**RolloutSnapshot)(nil)).Elem()
+}
+
+func (o RolloutSnapshotPtrOutput) ToRolloutSnapshotPtrOutput() RolloutSnapshotPtrOutput {
+	return o
+}
+
+func (o RolloutSnapshotPtrOutput) ToRolloutSnapshotPtrOutputWithContext(ctx context.Context) RolloutSnapshotPtrOutput {
+	return o
+}
+
+func (o RolloutSnapshotPtrOutput) Elem() RolloutSnapshotOutput {
+	return o.ApplyT(func(v *RolloutSnapshot) RolloutSnapshot {
+		if v != nil {
+			return *v
+		}
+		var ret RolloutSnapshot
+		return ret
+	}).(RolloutSnapshotOutput)
+}
+
+// That member's etcd version.
+func (o RolloutSnapshotPtrOutput) EtcdVersion() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *RolloutSnapshot) *string {
+		if v == nil {
+			return nil
+		}
+		return &v.EtcdVersion
+	}).(pulumi.StringPtrOutput)
+}
+
+// Where it is stored (file:///…, s3://…); its record is the same name with .json appended.
+func (o RolloutSnapshotPtrOutput) Location() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *RolloutSnapshot) *string {
+		if v == nil {
+			return nil
+		}
+		return &v.Location
+	}).(pulumi.StringPtrOutput)
+}
+
+// The member it was taken through: the leader when it was taken.
+func (o RolloutSnapshotPtrOutput) Member() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *RolloutSnapshot) *string {
+		if v == nil {
+			return nil
+		}
+		return &v.Member
+	}).(pulumi.StringPtrOutput)
+}
+
+// The newest revision of the key-value store it holds.
+func (o RolloutSnapshotPtrOutput) Revision() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v *RolloutSnapshot) *int {
+		if v == nil {
+			return nil
+		}
+		return &v.Revision
+	}).(pulumi.IntPtrOutput)
+}
+
+// The sha256 of the whole file, as sha256sum prints it.
+func (o RolloutSnapshotPtrOutput) Sha256() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *RolloutSnapshot) *string {
+		if v == nil {
+			return nil
+		}
+		return &v.Sha256
+	}).(pulumi.StringPtrOutput)
+}
+
+// Its size in bytes.
+func (o RolloutSnapshotPtrOutput) SizeBytes() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v *RolloutSnapshot) *int {
+		if v == nil {
+			return nil
+		}
+		return &v.SizeBytes
+	}).(pulumi.IntPtrOutput)
+}
+
+// The storage version the snapshot records; empty for one written before etcd 3.6.
+func (o RolloutSnapshotPtrOutput) StorageVersion() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *RolloutSnapshot) *string {
+		if v == nil {
+			return nil
+		}
+		return &v.StorageVersion
+	}).(pulumi.StringPtrOutput)
+}
+
+// When it was taken (RFC 3339).
+func (o RolloutSnapshotPtrOutput) TakenAt() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *RolloutSnapshot) *string {
+		if v == nil {
+			return nil
+		}
+		return &v.TakenAt
+	}).(pulumi.StringPtrOutput)
+}
+
 // Client TLS files as mounted inside the etcd container; all three or none.
 type TLS struct {
 	// Path of the CA certificate inside the etcd container.
@@ -358,6 +537,8 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*TLSPtrInput)(nil)).Elem(), TLSArgs{})
 	pulumi.RegisterOutputType(RolloutFailureOutput{})
 	pulumi.RegisterOutputType(RolloutFailurePtrOutput{})
+	pulumi.RegisterOutputType(RolloutSnapshotOutput{})
+	pulumi.RegisterOutputType(RolloutSnapshotPtrOutput{})
 	pulumi.RegisterOutputType(TLSOutput{})
 	pulumi.RegisterOutputType(TLSPtrOutput{})
 }

@@ -35,6 +35,10 @@ type Rollout struct {
 	Plan                pulumi.StringArrayOutput `pulumi:"plan"`
 	ReadyTimeoutSeconds pulumi.IntPtrOutput      `pulumi:"readyTimeoutSeconds"`
 	ServiceName         pulumi.StringOutput      `pulumi:"serviceName"`
+	// The last snapshot a run stored before its first restart (a minor-version change), kept until a later run stores another: the rollback path.
+	Snapshot RolloutSnapshotPtrOutput `pulumi:"snapshot"`
+	// Why the last run went on without a snapshot it needed (proceedWithoutSnapshot); absent when it did not.
+	SnapshotSkipped pulumi.StringPtrOutput `pulumi:"snapshotSkipped"`
 	// UID of the StatefulSet first rolled; a different one on the resolved cluster is refused.
 	StatefulSetUid pulumi.StringOutput `pulumi:"statefulSetUid"`
 	StsName        pulumi.StringOutput `pulumi:"stsName"`
@@ -129,10 +133,14 @@ type rolloutArgs struct {
 	OnFailure *string `pulumi:"onFailure"`
 	// Set by the provider: the steps the next rollout will take on the live cluster, in order. A value set by a program is replaced.
 	Plan []string `pulumi:"plan"`
+	// Let a rollout that changes etcd's minor version go on when its snapshot fails (the snapshotSkipped output says why). Without it such a rollout stops before its first restart. Default false. Never causes a diff.
+	ProceedWithoutSnapshot *bool `pulumi:"proceedWithoutSnapshot"`
 	// Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
 	ReadyTimeoutSeconds *int `pulumi:"readyTimeoutSeconds"`
 	// The StatefulSet's governing (headless) Service.
 	ServiceName string `pulumi:"serviceName"`
+	// Where a rollout that changes etcd's minor version (3.5 → 3.6, or a downgrade) stores the verified snapshot it takes from the leader before its first restart, the only way back once the cluster version moves: a directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
+	SnapshotTo *string `pulumi:"snapshotTo"`
 	// Set by EtcdRollingUpgrade: true when the StatefulSet must already be on the cluster (nothing in this update creates it), so a missing one is refused in preview even on the first create. Not a diff.
 	StsMustExist *bool `pulumi:"stsMustExist"`
 	// Name of the etcd StatefulSet.
@@ -167,10 +175,14 @@ type RolloutArgs struct {
 	OnFailure pulumi.StringPtrInput
 	// Set by the provider: the steps the next rollout will take on the live cluster, in order. A value set by a program is replaced.
 	Plan pulumi.StringArrayInput
+	// Let a rollout that changes etcd's minor version go on when its snapshot fails (the snapshotSkipped output says why). Without it such a rollout stops before its first restart. Default false. Never causes a diff.
+	ProceedWithoutSnapshot pulumi.BoolPtrInput
 	// Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
 	ReadyTimeoutSeconds pulumi.IntPtrInput
 	// The StatefulSet's governing (headless) Service.
 	ServiceName pulumi.StringInput
+	// Where a rollout that changes etcd's minor version (3.5 → 3.6, or a downgrade) stores the verified snapshot it takes from the leader before its first restart, the only way back once the cluster version moves: a directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
+	SnapshotTo pulumi.StringPtrInput
 	// Set by EtcdRollingUpgrade: true when the StatefulSet must already be on the cluster (nothing in this update creates it), so a missing one is refused in preview even on the first create. Not a diff.
 	StsMustExist pulumi.BoolPtrInput
 	// Name of the etcd StatefulSet.
@@ -324,6 +336,16 @@ func (o RolloutOutput) ReadyTimeoutSeconds() pulumi.IntPtrOutput {
 
 func (o RolloutOutput) ServiceName() pulumi.StringOutput {
 	return o.ApplyT(func(v *Rollout) pulumi.StringOutput { return v.ServiceName }).(pulumi.StringOutput)
+}
+
+// The last snapshot a run stored before its first restart (a minor-version change), kept until a later run stores another: the rollback path.
+func (o RolloutOutput) Snapshot() RolloutSnapshotPtrOutput {
+	return o.ApplyT(func(v *Rollout) RolloutSnapshotPtrOutput { return v.Snapshot }).(RolloutSnapshotPtrOutput)
+}
+
+// Why the last run went on without a snapshot it needed (proceedWithoutSnapshot); absent when it did not.
+func (o RolloutOutput) SnapshotSkipped() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v *Rollout) pulumi.StringPtrOutput { return v.SnapshotSkipped }).(pulumi.StringPtrOutput)
 }
 
 // UID of the StatefulSet first rolled; a different one on the resolved cluster is refused.

@@ -40,6 +40,44 @@ export interface RolloutFailure {
 }
 
 /**
+ * A snapshot stored and verified before the rollout's first restart (etcd's sha256, bbolt's check, read back from its destination).
+ */
+export interface RolloutSnapshot {
+    /**
+     * That member's etcd version.
+     */
+    etcdVersion: string;
+    /**
+     * Where it is stored (file:///…, s3://…); its record is the same name with .json appended.
+     */
+    location: string;
+    /**
+     * The member it was taken through: the leader when it was taken.
+     */
+    member: string;
+    /**
+     * The newest revision of the key-value store it holds.
+     */
+    revision: number;
+    /**
+     * The sha256 of the whole file, as sha256sum prints it.
+     */
+    sha256: string;
+    /**
+     * Its size in bytes.
+     */
+    sizeBytes: number;
+    /**
+     * The storage version the snapshot records; empty for one written before etcd 3.6.
+     */
+    storageVersion: string;
+    /**
+     * When it was taken (RFC 3339).
+     */
+    takenAt: string;
+}
+
+/**
  * Client TLS files as mounted inside the etcd container; all three or none.
  */
 export interface TLS {

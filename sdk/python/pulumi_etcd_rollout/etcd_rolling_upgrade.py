@@ -33,7 +33,9 @@ class EtcdRollingUpgradeArgs:
                  health_timeout_seconds: pulumi.Input[Optional[_builtins.int]] = None,
                  kubeconfig: pulumi.Input[Optional[_builtins.str]] = None,
                  on_failure: pulumi.Input[Optional[_builtins.str]] = None,
+                 proceed_without_snapshot: pulumi.Input[Optional[_builtins.bool]] = None,
                  ready_timeout_seconds: pulumi.Input[Optional[_builtins.int]] = None,
+                 snapshot_to: pulumi.Input[Optional[_builtins.str]] = None,
                  stateful_set: pulumi.Input[Optional[Mapping[str, Any]]] = None,
                  tls: pulumi.Input[Optional['TLSArgs']] = None,
                  version_hash: pulumi.Input[Optional[_builtins.str]] = None):
@@ -51,7 +53,9 @@ class EtcdRollingUpgradeArgs:
         :param pulumi.Input[_builtins.int] health_timeout_seconds: Per member, how long etcd may take to call the member healthy and caught up. Default 60.
         :param pulumi.Input[_builtins.str] kubeconfig: Kubeconfig path or document, used when no kubernetes provider is passed in the resource options. Without either, the rollout uses what the default kubernetes provider uses: the stack config kubernetes:kubeconfig, kubernetes:context and kubernetes:cluster, then client-go's default loading rules ($KUBECONFIG, ~/.kube/config).
         :param pulumi.Input[_builtins.str] on_failure: What happens to a member that fails its gates on the new revision. "revert" (default): its pod is deleted with the partition locked, so the StatefulSet controller recreates it on the current (old) revision, and the update fails once it is healthy again; refused past the point of no return of a minor-version upgrade. "stop": the member is left as it is for a person to look at.
+        :param pulumi.Input[_builtins.bool] proceed_without_snapshot: Let a rollout that changes etcd's minor version go on when its snapshot fails (the snapshotSkipped output says why). Without it such a rollout stops before its first restart. Default false. Never causes a diff.
         :param pulumi.Input[_builtins.int] ready_timeout_seconds: Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
+        :param pulumi.Input[_builtins.str] snapshot_to: Where a rollout that changes etcd's minor version (3.5 → 3.6, or a downgrade) stores the verified snapshot it takes from the leader before its first restart, the only way back once the cluster version moves: a directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
         :param pulumi.Input[Mapping[str, Any]] stateful_set: A StatefulSet manifest (apiVersion apps/v1). When given, the component creates it as its own child with the annotations pulumi.com/skipAwait: "true" and pulumi.com/patchForce: "true" (so its next apply re-locks whatever a killed run left) and updateStrategy.rollingUpdate.partition = spec.replicas forced, and computes versionHash from spec.template when none is given.
         :param pulumi.Input['TLSArgs'] tls: Client TLS files as mounted inside the etcd container; all three or none. Plain HTTP when absent.
         :param pulumi.Input[_builtins.str] version_hash: A value that changes whenever the pod template changes; a change rolls the members. Required unless statefulSet is given, in which case it defaults to a hash of the pod template.
@@ -75,8 +79,12 @@ class EtcdRollingUpgradeArgs:
             pulumi.set(__self__, "kubeconfig", kubeconfig)
         if on_failure is not None:
             pulumi.set(__self__, "on_failure", on_failure)
+        if proceed_without_snapshot is not None:
+            pulumi.set(__self__, "proceed_without_snapshot", proceed_without_snapshot)
         if ready_timeout_seconds is not None:
             pulumi.set(__self__, "ready_timeout_seconds", ready_timeout_seconds)
+        if snapshot_to is not None:
+            pulumi.set(__self__, "snapshot_to", snapshot_to)
         if stateful_set is not None:
             pulumi.set(__self__, "stateful_set", stateful_set)
         if tls is not None:
@@ -217,6 +225,18 @@ class EtcdRollingUpgradeArgs:
         pulumi.set(self, "on_failure", value)
 
     @_builtins.property
+    @pulumi.getter(name="proceedWithoutSnapshot")
+    def proceed_without_snapshot(self) -> pulumi.Input[Optional[_builtins.bool]]:
+        """
+        Let a rollout that changes etcd's minor version go on when its snapshot fails (the snapshotSkipped output says why). Without it such a rollout stops before its first restart. Default false. Never causes a diff.
+        """
+        return pulumi.get(self, "proceed_without_snapshot")
+
+    @proceed_without_snapshot.setter
+    def proceed_without_snapshot(self, value: pulumi.Input[Optional[_builtins.bool]]):
+        pulumi.set(self, "proceed_without_snapshot", value)
+
+    @_builtins.property
     @pulumi.getter(name="readyTimeoutSeconds")
     def ready_timeout_seconds(self) -> pulumi.Input[Optional[_builtins.int]]:
         """
@@ -227,6 +247,18 @@ class EtcdRollingUpgradeArgs:
     @ready_timeout_seconds.setter
     def ready_timeout_seconds(self, value: pulumi.Input[Optional[_builtins.int]]):
         pulumi.set(self, "ready_timeout_seconds", value)
+
+    @_builtins.property
+    @pulumi.getter(name="snapshotTo")
+    def snapshot_to(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        Where a rollout that changes etcd's minor version (3.5 → 3.6, or a downgrade) stores the verified snapshot it takes from the leader before its first restart, the only way back once the cluster version moves: a directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
+        """
+        return pulumi.get(self, "snapshot_to")
+
+    @snapshot_to.setter
+    def snapshot_to(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "snapshot_to", value)
 
     @_builtins.property
     @pulumi.getter(name="statefulSet")
@@ -280,8 +312,10 @@ class EtcdRollingUpgrade(pulumi.ComponentResource):
                  kubeconfig: pulumi.Input[Optional[_builtins.str]] = None,
                  namespace: pulumi.Input[Optional[_builtins.str]] = None,
                  on_failure: pulumi.Input[Optional[_builtins.str]] = None,
+                 proceed_without_snapshot: pulumi.Input[Optional[_builtins.bool]] = None,
                  ready_timeout_seconds: pulumi.Input[Optional[_builtins.int]] = None,
                  service_name: pulumi.Input[Optional[_builtins.str]] = None,
+                 snapshot_to: pulumi.Input[Optional[_builtins.str]] = None,
                  stateful_set: pulumi.Input[Optional[Mapping[str, Any]]] = None,
                  sts_name: pulumi.Input[Optional[_builtins.str]] = None,
                  tls: pulumi.Input[Optional[Union['TLSArgs', 'TLSArgsDict', 'outputs.TLS']]] = None,
@@ -301,8 +335,10 @@ class EtcdRollingUpgrade(pulumi.ComponentResource):
         :param pulumi.Input[_builtins.str] kubeconfig: Kubeconfig path or document, used when no kubernetes provider is passed in the resource options. Without either, the rollout uses what the default kubernetes provider uses: the stack config kubernetes:kubeconfig, kubernetes:context and kubernetes:cluster, then client-go's default loading rules ($KUBECONFIG, ~/.kube/config).
         :param pulumi.Input[_builtins.str] namespace: Namespace of the StatefulSet.
         :param pulumi.Input[_builtins.str] on_failure: What happens to a member that fails its gates on the new revision. "revert" (default): its pod is deleted with the partition locked, so the StatefulSet controller recreates it on the current (old) revision, and the update fails once it is healthy again; refused past the point of no return of a minor-version upgrade. "stop": the member is left as it is for a person to look at.
+        :param pulumi.Input[_builtins.bool] proceed_without_snapshot: Let a rollout that changes etcd's minor version go on when its snapshot fails (the snapshotSkipped output says why). Without it such a rollout stops before its first restart. Default false. Never causes a diff.
         :param pulumi.Input[_builtins.int] ready_timeout_seconds: Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
         :param pulumi.Input[_builtins.str] service_name: The StatefulSet's governing (headless) Service.
+        :param pulumi.Input[_builtins.str] snapshot_to: Where a rollout that changes etcd's minor version (3.5 → 3.6, or a downgrade) stores the verified snapshot it takes from the leader before its first restart, the only way back once the cluster version moves: a directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
         :param pulumi.Input[Mapping[str, Any]] stateful_set: A StatefulSet manifest (apiVersion apps/v1). When given, the component creates it as its own child with the annotations pulumi.com/skipAwait: "true" and pulumi.com/patchForce: "true" (so its next apply re-locks whatever a killed run left) and updateStrategy.rollingUpdate.partition = spec.replicas forced, and computes versionHash from spec.template when none is given.
         :param pulumi.Input[_builtins.str] sts_name: Name of the etcd StatefulSet.
         :param pulumi.Input[Union['TLSArgs', 'TLSArgsDict', 'outputs.TLS']] tls: Client TLS files as mounted inside the etcd container; all three or none. Plain HTTP when absent.
@@ -341,8 +377,10 @@ class EtcdRollingUpgrade(pulumi.ComponentResource):
                  kubeconfig: pulumi.Input[Optional[_builtins.str]] = None,
                  namespace: pulumi.Input[Optional[_builtins.str]] = None,
                  on_failure: pulumi.Input[Optional[_builtins.str]] = None,
+                 proceed_without_snapshot: pulumi.Input[Optional[_builtins.bool]] = None,
                  ready_timeout_seconds: pulumi.Input[Optional[_builtins.int]] = None,
                  service_name: pulumi.Input[Optional[_builtins.str]] = None,
+                 snapshot_to: pulumi.Input[Optional[_builtins.str]] = None,
                  stateful_set: pulumi.Input[Optional[Mapping[str, Any]]] = None,
                  sts_name: pulumi.Input[Optional[_builtins.str]] = None,
                  tls: pulumi.Input[Optional[Union['TLSArgs', 'TLSArgsDict', 'outputs.TLS']]] = None,
@@ -369,10 +407,12 @@ class EtcdRollingUpgrade(pulumi.ComponentResource):
                 raise TypeError("Missing required property 'namespace'")
             __props__.__dict__["namespace"] = namespace
             __props__.__dict__["on_failure"] = on_failure
+            __props__.__dict__["proceed_without_snapshot"] = proceed_without_snapshot
             __props__.__dict__["ready_timeout_seconds"] = ready_timeout_seconds
             if service_name is None and not opts.urn:
                 raise TypeError("Missing required property 'service_name'")
             __props__.__dict__["service_name"] = service_name
+            __props__.__dict__["snapshot_to"] = snapshot_to
             __props__.__dict__["stateful_set"] = stateful_set
             if sts_name is None and not opts.urn:
                 raise TypeError("Missing required property 'sts_name'")
@@ -383,6 +423,7 @@ class EtcdRollingUpgrade(pulumi.ComponentResource):
             __props__.__dict__["job"] = None
             __props__.__dict__["leader_transfers"] = None
             __props__.__dict__["members_rolled"] = None
+            __props__.__dict__["snapshot"] = None
             __props__.__dict__["unplanned_elections"] = None
             __props__.__dict__["update_revision"] = None
         super(EtcdRollingUpgrade, __self__).__init__(
@@ -424,6 +465,14 @@ class EtcdRollingUpgrade(pulumi.ComponentResource):
         Pods the last rollout restarted, in order.
         """
         return pulumi.get(self, "members_rolled")
+
+    @_builtins.property
+    @pulumi.getter
+    def snapshot(self) -> pulumi.Output[Mapping[str, Any]]:
+        """
+        The last snapshot a rollout stored before the first restart of a minor-version change, kept until a later one stores another: location, sha256, sizeBytes, revision, storageVersion, member, etcdVersion, takenAt. Empty when no rollout needed one.
+        """
+        return pulumi.get(self, "snapshot")
 
     @_builtins.property
     @pulumi.getter(name="unplannedElections")

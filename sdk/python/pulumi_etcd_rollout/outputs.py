@@ -16,6 +16,7 @@ from . import _utilities
 
 __all__ = [
     'RolloutFailure',
+    'RolloutSnapshot',
     'TLS',
 ]
 
@@ -127,6 +128,129 @@ class RolloutFailure(dict):
         The StatefulSet revision it failed on.
         """
         return pulumi.get(self, "revision")
+
+
+@pulumi.output_type
+class RolloutSnapshot(dict):
+    """
+    A snapshot stored and verified before the rollout's first restart (etcd's sha256, bbolt's check, read back from its destination).
+    """
+    @staticmethod
+    def __key_warning(key: str):
+        suggest = None
+        if key == "etcdVersion":
+            suggest = "etcd_version"
+        elif key == "sizeBytes":
+            suggest = "size_bytes"
+        elif key == "storageVersion":
+            suggest = "storage_version"
+        elif key == "takenAt":
+            suggest = "taken_at"
+
+        if suggest:
+            pulumi.log.warn(f"Key '{key}' not found in RolloutSnapshot. Access the value via the '{suggest}' property getter instead.")
+
+    def __getitem__(self, key: str) -> Any:
+        RolloutSnapshot.__key_warning(key)
+        return super().__getitem__(key)
+
+    def get(self, key: str, default = None) -> Any:
+        RolloutSnapshot.__key_warning(key)
+        return super().get(key, default)
+
+    def __init__(__self__, *,
+                 etcd_version: _builtins.str,
+                 location: _builtins.str,
+                 member: _builtins.str,
+                 revision: _builtins.int,
+                 sha256: _builtins.str,
+                 size_bytes: _builtins.int,
+                 storage_version: _builtins.str,
+                 taken_at: _builtins.str):
+        """
+        A snapshot stored and verified before the rollout's first restart (etcd's sha256, bbolt's check, read back from its destination).
+
+        :param _builtins.str etcd_version: That member's etcd version.
+        :param _builtins.str location: Where it is stored (file:///…, s3://…); its record is the same name with .json appended.
+        :param _builtins.str member: The member it was taken through: the leader when it was taken.
+        :param _builtins.int revision: The newest revision of the key-value store it holds.
+        :param _builtins.str sha256: The sha256 of the whole file, as sha256sum prints it.
+        :param _builtins.int size_bytes: Its size in bytes.
+        :param _builtins.str storage_version: The storage version the snapshot records; empty for one written before etcd 3.6.
+        :param _builtins.str taken_at: When it was taken (RFC 3339).
+        """
+        pulumi.set(__self__, "etcd_version", etcd_version)
+        pulumi.set(__self__, "location", location)
+        pulumi.set(__self__, "member", member)
+        pulumi.set(__self__, "revision", revision)
+        pulumi.set(__self__, "sha256", sha256)
+        pulumi.set(__self__, "size_bytes", size_bytes)
+        pulumi.set(__self__, "storage_version", storage_version)
+        pulumi.set(__self__, "taken_at", taken_at)
+
+    @_builtins.property
+    @pulumi.getter(name="etcdVersion")
+    def etcd_version(self) -> _builtins.str:
+        """
+        That member's etcd version.
+        """
+        return pulumi.get(self, "etcd_version")
+
+    @_builtins.property
+    @pulumi.getter
+    def location(self) -> _builtins.str:
+        """
+        Where it is stored (file:///…, s3://…); its record is the same name with .json appended.
+        """
+        return pulumi.get(self, "location")
+
+    @_builtins.property
+    @pulumi.getter
+    def member(self) -> _builtins.str:
+        """
+        The member it was taken through: the leader when it was taken.
+        """
+        return pulumi.get(self, "member")
+
+    @_builtins.property
+    @pulumi.getter
+    def revision(self) -> _builtins.int:
+        """
+        The newest revision of the key-value store it holds.
+        """
+        return pulumi.get(self, "revision")
+
+    @_builtins.property
+    @pulumi.getter
+    def sha256(self) -> _builtins.str:
+        """
+        The sha256 of the whole file, as sha256sum prints it.
+        """
+        return pulumi.get(self, "sha256")
+
+    @_builtins.property
+    @pulumi.getter(name="sizeBytes")
+    def size_bytes(self) -> _builtins.int:
+        """
+        Its size in bytes.
+        """
+        return pulumi.get(self, "size_bytes")
+
+    @_builtins.property
+    @pulumi.getter(name="storageVersion")
+    def storage_version(self) -> _builtins.str:
+        """
+        The storage version the snapshot records; empty for one written before etcd 3.6.
+        """
+        return pulumi.get(self, "storage_version")
+
+    @_builtins.property
+    @pulumi.getter(name="takenAt")
+    def taken_at(self) -> _builtins.str:
+        """
+        When it was taken (RFC 3339).
+        """
+        return pulumi.get(self, "taken_at")
 
 
 @pulumi.output_type

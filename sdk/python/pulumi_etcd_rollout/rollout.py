@@ -35,7 +35,9 @@ class RolloutArgs:
                  kubeconfig: pulumi.Input[Optional[_builtins.str]] = None,
                  on_failure: pulumi.Input[Optional[_builtins.str]] = None,
                  plan: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
+                 proceed_without_snapshot: pulumi.Input[Optional[_builtins.bool]] = None,
                  ready_timeout_seconds: pulumi.Input[Optional[_builtins.int]] = None,
+                 snapshot_to: pulumi.Input[Optional[_builtins.str]] = None,
                  sts_must_exist: pulumi.Input[Optional[_builtins.bool]] = None,
                  tls: pulumi.Input[Optional['TLSArgs']] = None):
         """
@@ -55,7 +57,9 @@ class RolloutArgs:
         :param pulumi.Input[_builtins.str] kubeconfig: Kubeconfig path or document. Empty: client-go's default loading rules. Changes are not a diff.
         :param pulumi.Input[_builtins.str] on_failure: What happens to a member that fails its gates on the new revision. "revert" (default): its pod is deleted with the partition locked, so the StatefulSet controller recreates it on the current (old) revision, and the update fails once it is healthy again; refused past the point of no return of a minor-version upgrade. "stop": the member is left as it is for a person to look at.
         :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] plan: Set by the provider: the steps the next rollout will take on the live cluster, in order. A value set by a program is replaced.
+        :param pulumi.Input[_builtins.bool] proceed_without_snapshot: Let a rollout that changes etcd's minor version go on when its snapshot fails (the snapshotSkipped output says why). Without it such a rollout stops before its first restart. Default false. Never causes a diff.
         :param pulumi.Input[_builtins.int] ready_timeout_seconds: Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
+        :param pulumi.Input[_builtins.str] snapshot_to: Where a rollout that changes etcd's minor version (3.5 → 3.6, or a downgrade) stores the verified snapshot it takes from the leader before its first restart, the only way back once the cluster version moves: a directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
         :param pulumi.Input[_builtins.bool] sts_must_exist: Set by EtcdRollingUpgrade: true when the StatefulSet must already be on the cluster (nothing in this update creates it), so a missing one is refused in preview even on the first create. Not a diff.
         :param pulumi.Input['TLSArgs'] tls: Client TLS files as mounted inside the etcd container; all three or none.
         """
@@ -83,8 +87,12 @@ class RolloutArgs:
             pulumi.set(__self__, "on_failure", on_failure)
         if plan is not None:
             pulumi.set(__self__, "plan", plan)
+        if proceed_without_snapshot is not None:
+            pulumi.set(__self__, "proceed_without_snapshot", proceed_without_snapshot)
         if ready_timeout_seconds is not None:
             pulumi.set(__self__, "ready_timeout_seconds", ready_timeout_seconds)
+        if snapshot_to is not None:
+            pulumi.set(__self__, "snapshot_to", snapshot_to)
         if sts_must_exist is not None:
             pulumi.set(__self__, "sts_must_exist", sts_must_exist)
         if tls is not None:
@@ -259,6 +267,18 @@ class RolloutArgs:
         pulumi.set(self, "plan", value)
 
     @_builtins.property
+    @pulumi.getter(name="proceedWithoutSnapshot")
+    def proceed_without_snapshot(self) -> pulumi.Input[Optional[_builtins.bool]]:
+        """
+        Let a rollout that changes etcd's minor version go on when its snapshot fails (the snapshotSkipped output says why). Without it such a rollout stops before its first restart. Default false. Never causes a diff.
+        """
+        return pulumi.get(self, "proceed_without_snapshot")
+
+    @proceed_without_snapshot.setter
+    def proceed_without_snapshot(self, value: pulumi.Input[Optional[_builtins.bool]]):
+        pulumi.set(self, "proceed_without_snapshot", value)
+
+    @_builtins.property
     @pulumi.getter(name="readyTimeoutSeconds")
     def ready_timeout_seconds(self) -> pulumi.Input[Optional[_builtins.int]]:
         """
@@ -269,6 +289,18 @@ class RolloutArgs:
     @ready_timeout_seconds.setter
     def ready_timeout_seconds(self, value: pulumi.Input[Optional[_builtins.int]]):
         pulumi.set(self, "ready_timeout_seconds", value)
+
+    @_builtins.property
+    @pulumi.getter(name="snapshotTo")
+    def snapshot_to(self) -> pulumi.Input[Optional[_builtins.str]]:
+        """
+        Where a rollout that changes etcd's minor version (3.5 → 3.6, or a downgrade) stores the verified snapshot it takes from the leader before its first restart, the only way back once the cluster version moves: a directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
+        """
+        return pulumi.get(self, "snapshot_to")
+
+    @snapshot_to.setter
+    def snapshot_to(self, value: pulumi.Input[Optional[_builtins.str]]):
+        pulumi.set(self, "snapshot_to", value)
 
     @_builtins.property
     @pulumi.getter(name="stsMustExist")
@@ -312,8 +344,10 @@ class Rollout(pulumi.CustomResource):
                  namespace: pulumi.Input[Optional[_builtins.str]] = None,
                  on_failure: pulumi.Input[Optional[_builtins.str]] = None,
                  plan: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
+                 proceed_without_snapshot: pulumi.Input[Optional[_builtins.bool]] = None,
                  ready_timeout_seconds: pulumi.Input[Optional[_builtins.int]] = None,
                  service_name: pulumi.Input[Optional[_builtins.str]] = None,
+                 snapshot_to: pulumi.Input[Optional[_builtins.str]] = None,
                  sts_must_exist: pulumi.Input[Optional[_builtins.bool]] = None,
                  sts_name: pulumi.Input[Optional[_builtins.str]] = None,
                  tls: pulumi.Input[Optional[Union['TLSArgs', 'TLSArgsDict', 'outputs.TLS']]] = None,
@@ -335,8 +369,10 @@ class Rollout(pulumi.CustomResource):
         :param pulumi.Input[_builtins.str] namespace: Namespace of the StatefulSet.
         :param pulumi.Input[_builtins.str] on_failure: What happens to a member that fails its gates on the new revision. "revert" (default): its pod is deleted with the partition locked, so the StatefulSet controller recreates it on the current (old) revision, and the update fails once it is healthy again; refused past the point of no return of a minor-version upgrade. "stop": the member is left as it is for a person to look at.
         :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] plan: Set by the provider: the steps the next rollout will take on the live cluster, in order. A value set by a program is replaced.
+        :param pulumi.Input[_builtins.bool] proceed_without_snapshot: Let a rollout that changes etcd's minor version go on when its snapshot fails (the snapshotSkipped output says why). Without it such a rollout stops before its first restart. Default false. Never causes a diff.
         :param pulumi.Input[_builtins.int] ready_timeout_seconds: Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
         :param pulumi.Input[_builtins.str] service_name: The StatefulSet's governing (headless) Service.
+        :param pulumi.Input[_builtins.str] snapshot_to: Where a rollout that changes etcd's minor version (3.5 → 3.6, or a downgrade) stores the verified snapshot it takes from the leader before its first restart, the only way back once the cluster version moves: a directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
         :param pulumi.Input[_builtins.bool] sts_must_exist: Set by EtcdRollingUpgrade: true when the StatefulSet must already be on the cluster (nothing in this update creates it), so a missing one is refused in preview even on the first create. Not a diff.
         :param pulumi.Input[_builtins.str] sts_name: Name of the etcd StatefulSet.
         :param pulumi.Input[Union['TLSArgs', 'TLSArgsDict', 'outputs.TLS']] tls: Client TLS files as mounted inside the etcd container; all three or none.
@@ -377,8 +413,10 @@ class Rollout(pulumi.CustomResource):
                  namespace: pulumi.Input[Optional[_builtins.str]] = None,
                  on_failure: pulumi.Input[Optional[_builtins.str]] = None,
                  plan: pulumi.Input[Optional[Sequence[pulumi.Input[_builtins.str]]]] = None,
+                 proceed_without_snapshot: pulumi.Input[Optional[_builtins.bool]] = None,
                  ready_timeout_seconds: pulumi.Input[Optional[_builtins.int]] = None,
                  service_name: pulumi.Input[Optional[_builtins.str]] = None,
+                 snapshot_to: pulumi.Input[Optional[_builtins.str]] = None,
                  sts_must_exist: pulumi.Input[Optional[_builtins.bool]] = None,
                  sts_name: pulumi.Input[Optional[_builtins.str]] = None,
                  tls: pulumi.Input[Optional[Union['TLSArgs', 'TLSArgsDict', 'outputs.TLS']]] = None,
@@ -405,10 +443,12 @@ class Rollout(pulumi.CustomResource):
             __props__.__dict__["namespace"] = namespace
             __props__.__dict__["on_failure"] = on_failure
             __props__.__dict__["plan"] = plan
+            __props__.__dict__["proceed_without_snapshot"] = proceed_without_snapshot
             __props__.__dict__["ready_timeout_seconds"] = ready_timeout_seconds
             if service_name is None and not opts.urn:
                 raise TypeError("Missing required property 'service_name'")
             __props__.__dict__["service_name"] = service_name
+            __props__.__dict__["snapshot_to"] = snapshot_to
             __props__.__dict__["sts_must_exist"] = sts_must_exist
             if sts_name is None and not opts.urn:
                 raise TypeError("Missing required property 'sts_name'")
@@ -422,6 +462,8 @@ class Rollout(pulumi.CustomResource):
             __props__.__dict__["last_failure"] = None
             __props__.__dict__["leader_transfers"] = None
             __props__.__dict__["members_rolled"] = None
+            __props__.__dict__["snapshot"] = None
+            __props__.__dict__["snapshot_skipped"] = None
             __props__.__dict__["stateful_set_uid"] = None
             __props__.__dict__["unplanned_elections"] = None
             __props__.__dict__["update_revision"] = None
@@ -460,6 +502,8 @@ class Rollout(pulumi.CustomResource):
         __props__.__dict__["plan"] = None
         __props__.__dict__["ready_timeout_seconds"] = None
         __props__.__dict__["service_name"] = None
+        __props__.__dict__["snapshot"] = None
+        __props__.__dict__["snapshot_skipped"] = None
         __props__.__dict__["stateful_set_uid"] = None
         __props__.__dict__["sts_name"] = None
         __props__.__dict__["tls"] = None
@@ -556,6 +600,22 @@ class Rollout(pulumi.CustomResource):
     @pulumi.getter(name="serviceName")
     def service_name(self) -> pulumi.Output[_builtins.str]:
         return pulumi.get(self, "service_name")
+
+    @_builtins.property
+    @pulumi.getter
+    def snapshot(self) -> pulumi.Output[Optional['outputs.RolloutSnapshot']]:
+        """
+        The last snapshot a run stored before its first restart (a minor-version change), kept until a later run stores another: the rollback path.
+        """
+        return pulumi.get(self, "snapshot")
+
+    @_builtins.property
+    @pulumi.getter(name="snapshotSkipped")
+    def snapshot_skipped(self) -> pulumi.Output[Optional[_builtins.str]]:
+        """
+        Why the last run went on without a snapshot it needed (proceedWithoutSnapshot); absent when it did not.
+        """
+        return pulumi.get(self, "snapshot_skipped")
 
     @_builtins.property
     @pulumi.getter(name="statefulSetUid")
