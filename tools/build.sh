@@ -5,8 +5,9 @@
 # cluster binaries and about 20 more for the pulumi ones.
 #
 # usage: tools/build.sh [cluster|pulumi|all]...      (default: cluster)
-#   cluster: kube-apiserver, kube-controller-manager, kwok, etcd + etcdctl (v3.6, the members' default),
-#            etcd-v3.5 (the older version a test can upgrade from), etcd-v3.5.21 (server only: a 3.5 below
+#   cluster: kube-apiserver, kube-controller-manager, kwok, etcd + etcdctl + etcdutl (v3.6, the members'
+#            default), etcd-v3.5 + etcdutl-v3.5 (the older version a test can upgrade from, and restore a snapshot
+#            taken before the upgrade with), etcd-v3.5.21 (server only: a 3.5 below
 #            the 3.5.32 that etcd supports upgrading to 3.6 from, for the test of the engine's refusal),
 #            kubectl (the tests run the README's `kubectl wait` line with it)
 #   pulumi:  the pulumi CLI, pulumi-resource-kubernetes and pulumi-language-yaml (the language host a Pulumi YAML
@@ -54,10 +55,12 @@ build_cluster() {
   local k8s_ld="-X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
   build etcd "$ETCD_VERSION" etcd-v3.6 go.etcd.io/etcd/server/v3
   build etcdctl "$ETCD_VERSION" etcd-v3.6 go.etcd.io/etcd/etcdctl/v3
+  build etcdutl "$ETCD_VERSION" etcd-v3.6 go.etcd.io/etcd/etcdutl/v3
   build kube-apiserver "$K8S_VERSION" k8s k8s.io/kubernetes/cmd/kube-apiserver "$k8s_ld"
   build kube-controller-manager "$K8S_VERSION" k8s k8s.io/kubernetes/cmd/kube-controller-manager "$k8s_ld"
   build kubectl "$K8S_VERSION" k8s k8s.io/kubernetes/cmd/kubectl "$k8s_ld"
   build etcd-v3.5 "$ETCD_OLD_VERSION" etcd-v3.5 go.etcd.io/etcd/server/v3
+  build etcdutl-v3.5 "$ETCD_OLD_VERSION" etcd-v3.5 go.etcd.io/etcd/etcdutl/v3
   # Named etcd-v<version>: the member daemon runs a pod whose version annotation is a full version by that name.
   build "etcd-$ETCD_PRE_FLOOR_VERSION" "$ETCD_PRE_FLOOR_VERSION" "etcd-$ETCD_PRE_FLOOR_VERSION" go.etcd.io/etcd/server/v3
   if ! fresh kwok "$KWOK_VERSION"; then

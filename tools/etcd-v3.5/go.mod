@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	go.etcd.io/etcd/etcdctl/v3 v3.5.35
+	go.etcd.io/etcd/etcdutl/v3 v3.5.35
 	go.etcd.io/etcd/server/v3 v3.5.35
 )
 
@@ -55,7 +56,6 @@ require (
 	go.etcd.io/etcd/client/pkg/v3 v3.5.35 // indirect
 	go.etcd.io/etcd/client/v2 v2.305.35 // indirect
 	go.etcd.io/etcd/client/v3 v3.5.35 // indirect
-	go.etcd.io/etcd/etcdutl/v3 v3.5.35 // indirect
 	go.etcd.io/etcd/pkg/v3 v3.5.35 // indirect
 	go.etcd.io/etcd/raft/v3 v3.5.35 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
