@@ -154,6 +154,10 @@ func (r *Rollout) planLive(ctx context.Context, restConfig *rest.Config, in Roll
 		}
 		d.Validated = true
 	}
+	for _, w := range state.ProbeWarnings {
+		// The roll goes on (the engine gates on etcd's word), but a person should know before it does.
+		log.Warningf("%s: %s", target, w)
+	}
 	return withTakeover(planLines(plan), state, pv.facts.Lease), nil
 }
 

@@ -134,3 +134,20 @@ func TestCheckValidatesADowngradeWithEtcd(t *testing.T) {
 		})
 	}
 }
+
+// A preview that plans a roll warns about the etcd container's probes that turn the roll's hiccup into an
+// outage, naming the probe and what to use instead; the plan is unchanged (the roll goes on).
+func TestPreviewWarnsAboutProbesThatNeedQuorum(t *testing.T) {
+	logs := recordLogs(t)
+	s := healthyState("rev-a", 0)
+	s.UpdateRevision = "rev-b"
+	s.ProbeWarnings = []rollout.ProbeFinding{{Kind: "LivenessNeedsQuorum", Probe: "livenessProbe", Check: "httpGet /health",
+		Why: "it fails on every member while the cluster has no quorum", Instead: "httpGet /livez"}}
+	f := &fakeCluster{uid: "uid-1", state: s}
+	resp, err := server(t, f.deps()).Check(p.CheckRequest{Urn: rolloutURN, State: inputs(nil), Inputs: inputs(nil)})
+	require.NoError(t, err)
+	require.Empty(t, resp.Failures)
+	assert.NotEmpty(t, planOf(resp.Inputs), "the roll is planned as usual")
+	assert.True(t, containsAny(logs.messages(), "db/etcd: livenessProbe httpGet /health: it fails on every member while the cluster has no quorum; use httpGet /livez instead"),
+		"warned: %q", logs.messages())
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/durability"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/probes"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/replace"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/selfremoval"
 )
@@ -198,6 +199,10 @@ type ClusterState struct {
 	Durability []durability.Dir
 	// SelfRemoval are the template's preStop hooks that remove a member from etcd when its pod stops.
 	SelfRemoval []selfremoval.Hook
+	// ProbeWarnings are the template etcd container's probes that turn a roll's hiccup into an outage (a
+	// liveness probe that needs quorum, or gives up too soon; readiness on /health): preview and `plan` warn,
+	// the roll goes on, since the engine gates on etcd's word whatever the kubelet probes.
+	ProbeWarnings []ProbeFinding
 	// TemplateInitialClusterState is the template's --initial-cluster-state (or ETCD_INITIAL_CLUSTER_STATE), as
 	// written ("" when it does not say): a replaced member must start with "existing".
 	TemplateInitialClusterState string
@@ -292,6 +297,9 @@ type Plan struct {
 	// minor version and the cluster version has not moved yet, so the snapshot is the only way back after it.
 	Snapshot *SnapshotPlan
 }
+
+// ProbeFinding is one probe shape preview and `etcd-rollout plan` warn about (rollout/internal/probes).
+type ProbeFinding = probes.Finding
 
 // SnapshotPlan is the snapshot a run takes before its first step.
 type SnapshotPlan struct {

@@ -16,6 +16,7 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/configfile"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/durability"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/probes"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/podfile"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/selfremoval"
 )
@@ -138,6 +139,7 @@ func stsState(sts *appsv1.StatefulSet) ClusterState {
 		st.TemplateImage = c.Image
 		st.TemplateSettings = EtcdSettings(c)
 		st.TemplateInitialClusterState = EtcdFlagValues(c)["initial-cluster-state"]
+		st.ProbeWarnings = probes.Judge(c)
 	}
 	st.SelfRemoval = selfremoval.Find(&sts.Spec.Template.Spec)
 	if sts.Spec.Replicas != nil {

@@ -65,6 +65,17 @@ type planDoc struct {
 	Steps     []stepDoc `json:"steps"`
 	Transfers int       `json:"leaderTransfers"`
 	Blocked   string    `json:"blocked,omitempty"`
+	// Snapshot is where the snapshot before the first step goes, when the plan takes one.
+	Snapshot string `json:"snapshotTo,omitempty"`
+	// ProbeWarnings are the etcd container's probe shapes that turn a roll's hiccup into an outage.
+	ProbeWarnings []probeWarningDoc `json:"probeWarnings,omitempty"`
+}
+
+// probeWarningDoc is one ProbeFinding: its kind, the probe, and the line preview prints.
+type probeWarningDoc struct {
+	Kind    string `json:"kind"`
+	Probe   string `json:"probe"`
+	Warning string `json:"warning"`
 }
 
 type statefulSetDoc struct {
@@ -162,6 +173,12 @@ func newPlanDoc(cfg rollout.Config, st rollout.ClusterState, p rollout.Plan, pla
 	d := planDoc{docHead: newDocHead("Plan", cfg, st), Summary: p.String(), Roll: []string{}, Steps: []stepDoc{}, Transfers: p.Transfers}
 	if planErr != nil {
 		d.Blocked = oneLine(planErr.Error())
+	}
+	if p.Snapshot != nil {
+		d.Snapshot = p.Snapshot.To
+	}
+	for _, w := range st.ProbeWarnings {
+		d.ProbeWarnings = append(d.ProbeWarnings, probeWarningDoc{Kind: string(w.Kind), Probe: w.Probe, Warning: w.String()})
 	}
 	pod := func(ordinal int) string {
 		if ordinal >= 0 && ordinal < len(st.Members) {

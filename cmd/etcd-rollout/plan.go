@@ -40,6 +40,9 @@ its reason in "blocked", and the command exits 3.`,
 			if len(p.Steps) > 0 {
 				fmt.Fprintf(out, "\n%s", p.Detail())
 			}
+			for _, w := range st.ProbeWarnings {
+				fmt.Fprintf(out, "\nwarning: %s\n", w)
+			}
 			return nil
 		},
 	}
