@@ -509,6 +509,7 @@ type Failure struct {
 //	func (e *Engine) LeaseHolder(ctx context.Context) (string, time.Duration, error) // who holds the rollout lease, for how long yet
 //	func (e *Engine) RolloutStatus(ctx context.Context) (RolloutStatus, bool, error) // the status ConfigMap, parsed
 //	func (e *Engine) Snapshot(ctx context.Context, opts SnapshotOptions) (SnapshotRecord, error) // from the leader, verified, stored
+//	func (e *Engine) MemberTrust(ctx context.Context, st ClusterState) []MemberTrust // the CAs each member's process trusts, as announced
 //	func (e *Engine) Config() Config
 //	func (e *Engine) Close() error
 //	func (r Result) Summary() string

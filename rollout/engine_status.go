@@ -2,14 +2,20 @@ package rollout
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/podfile"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/trust"
 )
 
 // StatusConfigMapName is the ConfigMap where a rollout of sts publishes its status.
@@ -126,3 +132,92 @@ const (
 	// statusTextLimit caps the messages published: they are for a person glancing at a dashboard.
 	statusTextLimit = 1000
 )
+
+// MemberTrust is the trust one member's etcd process started with, as its TLS listeners announce it: etcd
+// loads its trusted CAs only when it starts, so this is what a restart changes, and what a CA rotation's
+// passes must bring every member to before the next (issue 33). Peer and Client are nil for a listener the
+// template does not serve with client certificates.
+type MemberTrust struct {
+	Pod          string
+	Peer, Client *ListenerTrust
+}
+
+// ListenerTrust is one listener's announced trust.
+type ListenerTrust struct {
+	// CAs are the CAs the process accepts client certificates from, each with the fingerprints of the
+	// template trust file's CAs of that name (TrustFile, as the pod mounts it now).
+	CAs            []AnnouncedCA
+	AsksClientCert bool
+	TrustFile      string
+	// ServedIssuer and ServedNotAfter describe the certificate the listener serves now.
+	ServedIssuer   string
+	ServedNotAfter time.Time
+	// Err says why the listener could not be seen (the member down, a trust file that cannot be read).
+	Err string
+}
+
+// AnnouncedCA is one CA a member announces it trusts (rollout/internal/trust).
+type AnnouncedCA = trust.AnnouncedCA
+
+// trustSeer reads what a member's TLS listener announces (member.Clients).
+type trustSeer interface {
+	SeeTrust(ctx context.Context, pod string, port int) (member.TrustSeen, error)
+}
+
+// MemberTrust reads, for each member whose pod exists, the CAs its peer and client listeners announce, and
+// matches them with the template's trust files. It changes nothing and presents no certificate.
+func (e *Engine) MemberTrust(ctx context.Context, st ClusterState) []MemberTrust {
+	seer, ok := e.etcd.(trustSeer)
+	if !ok || st.podTemplate == nil {
+		return nil
+	}
+	c := EtcdContainer(st.podTemplate.Containers)
+	flags := EtcdFlagValues(c)
+	peerPort := 2380
+	for _, p := range c.Ports {
+		if p.Name == "peer" {
+			peerPort = int(p.ContainerPort)
+		}
+	}
+	files := e.podFiles.Memo()
+	var out []MemberTrust
+	for _, m := range st.Members {
+		if !m.PodExists {
+			continue
+		}
+		mt := MemberTrust{Pod: m.Pod}
+		if flags["peer-trusted-ca-file"] != "" || flags["peer-cert-file"] != "" {
+			mt.Peer = e.listenerTrust(ctx, seer, files, st.podTemplate, c, m.Pod, peerPort, flags["peer-trusted-ca-file"])
+		}
+		if e.cfg.TLS != nil {
+			mt.Client = e.listenerTrust(ctx, seer, files, st.podTemplate, c, m.Pod, e.cfg.ClientPort, flags["trusted-ca-file"])
+		}
+		out = append(out, mt)
+	}
+	return out
+}
+
+// listenerTrust sees one listener and matches what it announces with the trust file's CAs.
+func (e *Engine) listenerTrust(ctx context.Context, seer trustSeer, files *podfile.Memo, spec *corev1.PodSpec, c *corev1.Container,
+	pod string, port int, trustFile string) *ListenerTrust {
+	lt := &ListenerTrust{TrustFile: trustFile}
+	seen, err := seer.SeeTrust(ctx, pod, port)
+	if err != nil {
+		lt.Err = err.Error()
+		return lt
+	}
+	lt.AsksClientCert = seen.AsksClientCert
+	lt.ServedIssuer, lt.ServedNotAfter = seen.Served[0].Issuer.String(), seen.Served[0].NotAfter
+	var cas []*x509.Certificate
+	if trustFile != "" {
+		pemBytes, _, err := files.Read(ctx, spec, c, trustFile)
+		if err == nil {
+			cas, err = trust.ParseCAs(pemBytes)
+		}
+		if err != nil {
+			lt.Err = fmt.Sprintf("trust file %s: %v", trustFile, err)
+		}
+	}
+	lt.CAs = trust.Announced(seen.AcceptableCAs, cas)
+	return lt
+}

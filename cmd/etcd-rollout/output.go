@@ -50,10 +50,12 @@ func newDocHead(kind string, cfg rollout.Config, st rollout.ClusterState) docHea
 	return docHead{APIVersion: outputAPIVersion, Kind: kind, StatefulSet: newStatefulSetDoc(cfg, st), Members: newMemberDocs(st)}
 }
 
-// statusDoc is `status -o json|yaml`: the StatefulSet, each member, the rollout Lease.
+// statusDoc is `status -o json|yaml`: the StatefulSet, each member, the rollout Lease, and the trust each
+// member's etcd process started with (TLS clusters).
 type statusDoc struct {
 	docHead
-	Lease leaseDoc `json:"lease"`
+	Lease leaseDoc              `json:"lease"`
+	Trust []rollout.MemberTrust `json:"trust,omitempty"`
 }
 
 // planDoc is `plan -o json|yaml`: the cluster as observed and what a run would do now; Blocked says why it

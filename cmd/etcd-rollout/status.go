@@ -36,11 +36,13 @@ one document (apiVersion ` + outputAPIVersion + `, kind Status), whose fields ar
 			if err != nil {
 				return err
 			}
+			trusts := e.MemberTrust(cmd.Context(), st)
 			if format != outputText {
 				return writeDoc(cmd.OutOrStdout(), format, statusDoc{docHead: newDocHead("Status", e.Config(), st),
-					Lease: newLeaseDoc(e.Config().StatefulSet, holder, expiresIn)})
+					Lease: newLeaseDoc(e.Config().StatefulSet, holder, expiresIn), Trust: trusts})
 			}
 			printStatus(cmd.OutOrStdout(), e.Config(), st)
+			printTrust(cmd.OutOrStdout(), trusts)
 			fmt.Fprintln(cmd.OutOrStdout())
 			switch {
 			case holder == "":
@@ -155,4 +157,52 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// printTrust prints the CAs each member's etcd process trusts, as its listeners announce them: what the
+// process loaded when it started, which a Secret changed since does not show until the member restarts.
+func printTrust(out io.Writer, trusts []rollout.MemberTrust) {
+	if len(trusts) == 0 {
+		return
+	}
+	fmt.Fprintln(out, "\nTrust each member's etcd process started with (the CAs its TLS listeners announce, by name):")
+	for _, mt := range trusts {
+		for _, side := range []struct {
+			name string
+			lt   *rollout.ListenerTrust
+		}{{"peer", mt.Peer}, {"client", mt.Client}} {
+			if side.lt != nil {
+				fmt.Fprintf(out, "  %s %s: %s\n", mt.Pod, side.name, describeListenerTrust(side.lt))
+			}
+		}
+	}
+}
+
+func describeListenerTrust(lt *rollout.ListenerTrust) string {
+	if lt.Err != "" && lt.ServedIssuer == "" {
+		return "not seen: " + lt.Err
+	}
+	var cas []string
+	for _, ca := range lt.CAs {
+		// Matched by name: the handshake names a CA, never its key, so a trust file holding CAs of one name
+		// gives each of them.
+		fp := "no CA of this name in " + orDash(lt.TrustFile) + " now"
+		if len(ca.SHA256) > 0 {
+			short := make([]string, 0, len(ca.SHA256))
+			for _, h := range ca.SHA256 {
+				short = append(short, h[:16])
+			}
+			fp = "CA of this name in " + lt.TrustFile + ": sha256 " + strings.Join(short, " or ")
+		}
+		cas = append(cas, fmt.Sprintf("%s (%s)", ca.Subject, fp))
+	}
+	trusts := "asks no client certificate"
+	if lt.AsksClientCert {
+		trusts = "trusts " + strings.Join(cas, ", ")
+	}
+	line := fmt.Sprintf("%s; serves a certificate of %s until %s", trusts, lt.ServedIssuer, lt.ServedNotAfter.UTC().Format("2006-01-02"))
+	if lt.Err != "" {
+		line += "; " + lt.Err
+	}
+	return line
 }

@@ -56,3 +56,32 @@ func TestPrintRolloutStatus(t *testing.T) {
 		})
 	}
 }
+
+// The trust a member's process started with, in words: each CA it announces, matched by name with the
+// template's trust file, both fingerprints when two CAs share the name, none when the file lost it.
+func TestDescribeListenerTrust(t *testing.T) {
+	after := time.Date(2027, 1, 2, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		lt   rollout.ListenerTrust
+		want string
+	}{
+		{"matched", rollout.ListenerTrust{AsksClientCert: true, TrustFile: "/tls/ca.crt", ServedIssuer: "CN=peer-ca", ServedNotAfter: after,
+			CAs: []rollout.AnnouncedCA{{Subject: "CN=peer-ca", SHA256: []string{"0123456789abcdef0123"}}}},
+			"trusts CN=peer-ca (CA of this name in /tls/ca.crt: sha256 0123456789abcdef); serves a certificate of CN=peer-ca until 2027-01-02"},
+		{"two of one name", rollout.ListenerTrust{AsksClientCert: true, TrustFile: "/tls/ca.crt", ServedIssuer: "CN=peer-ca", ServedNotAfter: after,
+			CAs: []rollout.AnnouncedCA{{Subject: "CN=peer-ca", SHA256: []string{"aaaaaaaaaaaaaaaaff", "bbbbbbbbbbbbbbbbff"}}}},
+			"trusts CN=peer-ca (CA of this name in /tls/ca.crt: sha256 aaaaaaaaaaaaaaaa or bbbbbbbbbbbbbbbb); serves a certificate of CN=peer-ca until 2027-01-02"},
+		{"gone from the file", rollout.ListenerTrust{AsksClientCert: true, TrustFile: "/tls/ca.crt", ServedIssuer: "CN=old", ServedNotAfter: after,
+			CAs: []rollout.AnnouncedCA{{Subject: "CN=old"}}},
+			"trusts CN=old (no CA of this name in /tls/ca.crt now); serves a certificate of CN=old until 2027-01-02"},
+		{"no client certificates", rollout.ListenerTrust{ServedIssuer: "CN=ca", ServedNotAfter: after},
+			"asks no client certificate; serves a certificate of CN=ca until 2027-01-02"},
+		{"down", rollout.ListenerTrust{Err: "seeing etcd-0's trust on port 2380: connection refused"},
+			"not seen: seeing etcd-0's trust on port 2380: connection refused"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, describeListenerTrust(&tc.lt))
+		})
+	}
+}

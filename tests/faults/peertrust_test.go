@@ -4,6 +4,10 @@ package faults_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
 	"errors"
 	"testing"
 	"time"
@@ -57,13 +61,21 @@ func TestAPeerCARotationRollsInPassesAndTheOneStepSwapIsRefused(t *testing.T) {
 	assert.Equal(t, term, f.must.Term(), "no election")
 
 	// The passes.
+	// Before any pass, every member's process trusts the one peer CA it started with. The harness names the
+	// next CA as it named the old one, as rotations that keep a CA's name do, so the handshake's names cannot
+	// tell them apart: the count of CAs announced can, and the fingerprints are those of the Secret's CAs of
+	// that name (`etcd-rollout status`).
+	requirePeerTrust(ctx, t, f, 1, [][]byte{next.PeerCA})
+
 	for _, pass := range []struct {
 		name          string
 		ca, cert, key []byte
+		trusts        int      // how many CAs every member's process trusts after the pass
+		inSecret      [][]byte // the Secret's CAs (of the one name) after it
 	}{
-		{"widen trust: old and new CA, old leaves", both, old.PeerCert, old.PeerKey},
-		{"swap the leaves", both, next.PeerCert, next.PeerKey},
-		{"narrow trust: new CA only", next.PeerCA, next.PeerCert, next.PeerKey},
+		{"widen trust: old and new CA, old leaves", both, old.PeerCert, old.PeerKey, 2, [][]byte{old.PeerCA, next.PeerCA}},
+		{"swap the leaves", both, next.PeerCert, next.PeerKey, 2, [][]byte{old.PeerCA, next.PeerCA}},
+		{"narrow trust: new CA only", next.PeerCA, next.PeerCert, next.PeerKey, 1, [][]byte{next.PeerCA}},
 	} {
 		setPeerSecret(pass.ca, pass.cert, pass.key)
 		rev := f.must.ChangeTemplate("")
@@ -74,8 +86,51 @@ func TestAPeerCARotationRollsInPassesAndTheOneStepSwapIsRefused(t *testing.T) {
 		assert.Equal(t, 0, res.UnplannedElections, "pass %q", pass.name)
 		assert.Equal(t, term+uint64(res.LeaderTransfers), f.must.Term(), "pass %q: the raft term rose by the transfers only", pass.name)
 		f.requireState(rev)
+		requirePeerTrust(ctx, t, f, pass.trusts, pass.inSecret)
 	}
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	require.NoError(t, f.etcd.WaitHealthy(cctx))
+}
+
+// requirePeerTrust checks what every member's peer listener announces it trusts (Engine.MemberTrust, what
+// `etcd-rollout status` prints): n CAs of the Secret's CA name, each matched with the Secret's CAs of that
+// name, inSecret.
+func requirePeerTrust(ctx context.Context, t *testing.T, f *fixture, n int, inSecret [][]byte) {
+	t.Helper()
+	e := f.engine(nil)
+	st, err := e.Observe(ctx)
+	require.NoError(t, err)
+	var want []string
+	for _, ca := range inSecret {
+		want = append(want, fingerprintOf(t, ca))
+	}
+	trusts := e.MemberTrust(ctx, st)
+	require.Len(t, trusts, f.etcd.Spec.Replicas)
+	for _, mt := range trusts {
+		require.NotNil(t, mt.Peer, "%s: its peer listener", mt.Pod)
+		assert.True(t, mt.Peer.AsksClientCert, "%s: --peer-client-cert-auth", mt.Pod)
+		require.Len(t, mt.Peer.CAs, n, "%s: the peer CAs its process trusts", mt.Pod)
+		for _, ca := range mt.Peer.CAs {
+			assert.Equal(t, subjectOf(t, inSecret[0]), ca.Subject, mt.Pod)
+			assert.Equal(t, want, ca.SHA256, "%s: %s matched with the Secret's CAs of that name", mt.Pod, ca.Subject)
+		}
+	}
+}
+
+func subjectOf(t *testing.T, caPEM []byte) string {
+	return parseCA(t, caPEM).Subject.String()
+}
+
+func fingerprintOf(t *testing.T, caPEM []byte) string {
+	sum := sha256.Sum256(parseCA(t, caPEM).Raw)
+	return hex.EncodeToString(sum[:])
+}
+
+func parseCA(t *testing.T, caPEM []byte) *x509.Certificate {
+	block, _ := pem.Decode(caPEM)
+	require.NotNil(t, block)
+	c, err := x509.ParseCertificate(block.Bytes)
+	require.NoError(t, err)
+	return c
 }
