@@ -16,8 +16,8 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/configfile"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/durability"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
-	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/probes"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/podfile"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/probes"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/selfremoval"
 )
 

@@ -3,9 +3,6 @@ package snapshot
 import (
 	"context"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -15,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/testetcd"
 )
 
 // A snapshot of a real etcd member, through the member's client (member.Clients.Snapshot) as the engine takes
@@ -54,12 +52,12 @@ func TestTakeASnapshotOfARealMember(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			endpoint := startEtcd(t, toolBinary(t, tc.binary))
+			endpoint := testetcd.StartAlone(t, testetcd.Binary(t, tc.binary), "etcd-0").ClientAddr()
 			cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second})
 			require.NoError(t, err)
 			defer cli.Close()
 			require.NoError(t, tc.fill(ctx, cli))
-			clients := member.NewClients(dialer{"etcd-0": endpoint}, "db", "etcd", 2379, nil)
+			clients := member.NewClients(testetcd.Dialer{"etcd-0": endpoint}, "db", "etcd", 2379, nil)
 			defer clients.Close()
 			var before member.Status
 			require.Eventually(t, func() bool { before, err = clients.Status(ctx, "etcd-0"); return err == nil }, 30*time.Second, 100*time.Millisecond)
@@ -80,63 +78,4 @@ func TestTakeASnapshotOfARealMember(t *testing.T) {
 			t.Logf("%s: %d bytes, revision %d, %.1f MB/s", before.Version, rec.Size, rec.Revision, rec.MBPerSecond)
 		})
 	}
-}
-
-type dialer map[string]string
-
-func (d dialer) Endpoint(_ context.Context, _, pod string, _ int) (string, error) {
-	if addr, ok := d[pod]; ok {
-		return addr, nil
-	}
-	return "", fmt.Errorf("no local member %s", pod)
-}
-func (dialer) Release(string, string, int) {}
-func (dialer) Close() error                { return nil }
-
-// toolBinary is one of the pinned binaries make tools builds (.tools/bin, or $TOOLS_DIR/bin).
-func toolBinary(t *testing.T, name string) string {
-	dir := os.Getenv("TOOLS_DIR")
-	if dir == "" {
-		abs, err := filepath.Abs(filepath.Join("..", "..", "..", ".tools"))
-		require.NoError(t, err)
-		dir = abs
-	}
-	bin := filepath.Join(dir, "bin", name)
-	if _, err := os.Stat(bin); err != nil {
-		if testing.Short() {
-			t.Skipf("%s is not built (make tools); skipped in -short", bin)
-		}
-		t.Fatalf("%s is not built: run `make tools`", bin)
-	}
-	return bin
-}
-
-// startEtcd runs a one-member etcd until the test ends and returns its client address once it serves.
-func startEtcd(t *testing.T, bin string) string {
-	dir := t.TempDir()
-	client, peer := freePort(t), freePort(t)
-	clientURL, peerURL := fmt.Sprintf("http://127.0.0.1:%d", client), fmt.Sprintf("http://127.0.0.1:%d", peer)
-	log, err := os.Create(filepath.Join(dir, "etcd.log"))
-	require.NoError(t, err)
-	cmd := exec.Command(bin, "--name", "etcd-0", "--data-dir", filepath.Join(dir, "data"),
-		"--listen-client-urls", clientURL, "--advertise-client-urls", clientURL,
-		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL, "--initial-cluster", "etcd-0="+peerURL)
-	cmd.Stdout, cmd.Stderr = log, log
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			out, _ := os.ReadFile(log.Name())
-			t.Logf("etcd's log:\n%s", out)
-		}
-	})
-	return fmt.Sprintf("127.0.0.1:%d", client)
-}
-
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
