@@ -230,7 +230,7 @@ export interface RolloutArgs {
      */
     plan?: pulumi.Input<pulumi.Input<string>[] | undefined>;
     /**
-     * Let a rollout that changes etcd's minor version go on when its snapshot fails (the snapshotSkipped output says why). Without it such a rollout stops before its first restart. Default false. Never causes a diff.
+     * Let a rollout that changes etcd's minor version go on when its snapshot fails (the Rollout's snapshotSkipped output and the update's summary say why). Without it such a rollout stops before its first restart. Default false. Never causes a diff.
      */
     proceedWithoutSnapshot?: pulumi.Input<boolean | undefined>;
     /**

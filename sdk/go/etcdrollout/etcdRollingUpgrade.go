@@ -83,7 +83,7 @@ type etcdRollingUpgradeArgs struct {
 	Namespace string `pulumi:"namespace"`
 	// What happens to a member that fails its gates on the new revision. "revert" (default): its pod is deleted with the partition locked, so the StatefulSet controller recreates it on the current (old) revision, and the update fails once it is healthy again; refused past the point of no return of a minor-version upgrade. "stop": the member is left as it is for a person to look at.
 	OnFailure *string `pulumi:"onFailure"`
-	// Let a rollout that changes etcd's minor version go on when its snapshot fails (the snapshotSkipped output says why). Without it such a rollout stops before its first restart. Default false. Never causes a diff.
+	// Let a rollout that changes etcd's minor version go on when its snapshot fails (the Rollout's snapshotSkipped output and the update's summary say why). Without it such a rollout stops before its first restart. Default false. Never causes a diff.
 	ProceedWithoutSnapshot *bool `pulumi:"proceedWithoutSnapshot"`
 	// Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
 	ReadyTimeoutSeconds *int `pulumi:"readyTimeoutSeconds"`
@@ -121,7 +121,7 @@ type EtcdRollingUpgradeArgs struct {
 	Namespace pulumi.StringInput
 	// What happens to a member that fails its gates on the new revision. "revert" (default): its pod is deleted with the partition locked, so the StatefulSet controller recreates it on the current (old) revision, and the update fails once it is healthy again; refused past the point of no return of a minor-version upgrade. "stop": the member is left as it is for a person to look at.
 	OnFailure pulumi.StringPtrInput
-	// Let a rollout that changes etcd's minor version go on when its snapshot fails (the snapshotSkipped output says why). Without it such a rollout stops before its first restart. Default false. Never causes a diff.
+	// Let a rollout that changes etcd's minor version go on when its snapshot fails (the Rollout's snapshotSkipped output and the update's summary say why). Without it such a rollout stops before its first restart. Default false. Never causes a diff.
 	ProceedWithoutSnapshot pulumi.BoolPtrInput
 	// Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
 	ReadyTimeoutSeconds pulumi.IntPtrInput

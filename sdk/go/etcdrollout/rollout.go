@@ -133,7 +133,7 @@ type rolloutArgs struct {
 	OnFailure *string `pulumi:"onFailure"`
 	// Set by the provider: the steps the next rollout will take on the live cluster, in order. A value set by a program is replaced.
 	Plan []string `pulumi:"plan"`
-	// Let a rollout that changes etcd's minor version go on when its snapshot fails (the snapshotSkipped output says why). Without it such a rollout stops before its first restart. Default false. Never causes a diff.
+	// Let a rollout that changes etcd's minor version go on when its snapshot fails (the Rollout's snapshotSkipped output and the update's summary say why). Without it such a rollout stops before its first restart. Default false. Never causes a diff.
 	ProceedWithoutSnapshot *bool `pulumi:"proceedWithoutSnapshot"`
 	// Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
 	ReadyTimeoutSeconds *int `pulumi:"readyTimeoutSeconds"`
@@ -175,7 +175,7 @@ type RolloutArgs struct {
 	OnFailure pulumi.StringPtrInput
 	// Set by the provider: the steps the next rollout will take on the live cluster, in order. A value set by a program is replaced.
 	Plan pulumi.StringArrayInput
-	// Let a rollout that changes etcd's minor version go on when its snapshot fails (the snapshotSkipped output says why). Without it such a rollout stops before its first restart. Default false. Never causes a diff.
+	// Let a rollout that changes etcd's minor version go on when its snapshot fails (the Rollout's snapshotSkipped output and the update's summary say why). Without it such a rollout stops before its first restart. Default false. Never causes a diff.
 	ProceedWithoutSnapshot pulumi.BoolPtrInput
 	// Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
 	ReadyTimeoutSeconds pulumi.IntPtrInput
