@@ -68,6 +68,8 @@ const (
 	StatusKeyUpdatedAt      = "updatedAt"
 	// StatusKeyTemplateVersion is the caller's name for the template of targetRevision (Config.TemplateVersion).
 	StatusKeyTemplateVersion = "templateVersion"
+	// StatusKeySnapshot is where the last snapshot a run stored before a point of no return is (its location).
+	StatusKeySnapshot = "snapshot"
 )
 
 // RolloutStatus is the status a rollout published, as read back from its ConfigMap.
@@ -87,6 +89,8 @@ type RolloutStatus struct {
 	// Run is the identity of the run that wrote it (RunIdentity).
 	Run       string
 	UpdatedAt time.Time
+	// Snapshot is the location of the last snapshot a run stored before a point of no return; empty when none.
+	Snapshot string
 }
 
 // RolloutStatus reads the status the last rollout published; found is false when none ever did.
@@ -105,7 +109,7 @@ func (e *Engine) RolloutStatus(ctx context.Context) (st RolloutStatus, found boo
 // ParseStatus reads the data of a status ConfigMap (StatusConfigMapName).
 func ParseStatus(data map[string]string) RolloutStatus {
 	st := RolloutStatus{TargetRevision: data[StatusKeyTargetRevision], TemplateVersion: data[StatusKeyTemplateVersion], Step: data[StatusKeyStep],
-		Message: data[StatusKeyMessage], Run: data[StatusKeyRun], MembersDone: -1, Members: -1}
+		Message: data[StatusKeyMessage], Run: data[StatusKeyRun], MembersDone: -1, Members: -1, Snapshot: data[StatusKeySnapshot]}
 	_ = json.Unmarshal([]byte(data[StatusKeyConditions]), &st.Conditions)
 	if n, err := strconv.Atoi(data[StatusKeyMembersDone]); err == nil {
 		st.MembersDone = n

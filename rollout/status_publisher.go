@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -46,8 +47,10 @@ type statusPublisher struct {
 	pods             []string
 	done             map[string]bool
 	step, message    string
-	version          uint64 // bumped on every change
-	written          uint64 // the version last written
+	// storedSnapshot is where the run stored its snapshot before a point of no return (EventSnapshotStored).
+	storedSnapshot string
+	version        uint64 // bumped on every change
+	written        uint64 // the version last written
 
 	// writeMu orders the writes, so an older state is never written after a newer one.
 	writeMu sync.Mutex
@@ -97,6 +100,10 @@ func (p *statusPublisher) observe(ev Event) {
 		p.done[ev.Pod] = true
 	case EventMemberTakenBack:
 		delete(p.done, ev.Pod)
+	case EventSnapshotStored:
+		if ev.Snapshot != nil {
+			p.storedSnapshot = ev.Snapshot.Location
+		}
 	}
 	if step.Kind == StepRecreate && step.Ordinal >= 0 && step.Ordinal < len(p.pods) {
 		delete(p.done, p.pods[step.Ordinal]) // reverted or brought back at the current revision: not done
@@ -154,7 +161,7 @@ func (p *statusPublisher) observeOutcome(at time.Time, eventType, reason, msg st
 func (p *statusPublisher) start(key string, at time.Time) {
 	p.active, p.finished, p.runKey = true, false, key
 	p.revision, p.pods, p.done = "", nil, map[string]bool{}
-	p.step, p.message = "", ""
+	p.step, p.message, p.storedSnapshot = "", "", ""
 	p.conds = map[string]metav1.Condition{}
 	p.set(ConditionFailed, metav1.ConditionFalse, StatusReasonProgressing, "a rollout is in progress", at)
 	p.progress(at)
@@ -362,12 +369,13 @@ type statusSnapshot struct {
 	members, done   int
 	pending         []string
 	step, message   string
+	storedSnapshot  string
 }
 
 // snapshot copies the state to write. Called with mu held.
 func (p *statusPublisher) snapshot() statusSnapshot {
 	s := statusSnapshot{revision: p.revision, templateVersion: p.templateVersion, members: len(p.pods), done: p.doneCount(), step: p.step,
-		message: publishable(p.message)}
+		message: publishable(p.message), storedSnapshot: p.storedSnapshot}
 	for _, pod := range p.pods {
 		if !p.done[pod] {
 			s.pending = append(s.pending, pod)
@@ -459,6 +467,10 @@ func renderStatus(prev map[string]string, snap statusSnapshot, holder string, no
 	if snap.members > 0 {
 		data[StatusKeyMembers] = strconv.Itoa(snap.members)
 		data[StatusKeyMembersDone] = strconv.Itoa(snap.done)
+	}
+	// The last snapshot stays until a later run stores another: it is the rollback path, whoever reads it.
+	if last := cmp.Or(snap.storedSnapshot, prev[StatusKeySnapshot]); last != "" {
+		data[StatusKeySnapshot] = last
 	}
 	return data
 }

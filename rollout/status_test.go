@@ -286,6 +286,14 @@ func TestStatusPublisher(t *testing.T) {
 			wantFailedReason: StatusReasonProgressing,
 		},
 		{
+			name: "the snapshot a run stored is published, and kept through a later run that stores none",
+			calls: []call{acquire(t0), planned,
+				emit(Event{Kind: EventSnapshotStored, Snapshot: &SnapshotRecord{Location: "s3://rollbacks/db/etcd/20261205T020000Z-r42.db"}}),
+				release, record(corev1.EventTypeWarning, ReasonRolloutFailed, "etcd-2 did not pass"),
+				acquire(t0.Add(time.Minute)), planned},
+			want: map[string]string{"Progressing": "True", "snapshot": "s3://rollbacks/db/etcd/20261205T020000Z-r42.db"},
+		},
+		{
 			name:  "a run refused before its first line is still published as failed",
 			calls: []call{record(corev1.EventTypeWarning, ReasonRolloutFailed, "interference: partition is 1")},
 			want:  map[string]string{"Progressing": "False", "MembersUpdated": "False", "Failed": "True", "targetRevision": "", "membersDone": ""},

@@ -126,6 +126,9 @@ func printRolloutStatus(out io.Writer, cfg rollout.Config, st rollout.RolloutSta
 	if st.Message != "" {
 		fmt.Fprintf(out, "last progress: %s\n", st.Message)
 	}
+	if st.Snapshot != "" {
+		fmt.Fprintf(out, "last snapshot before a point of no return: %s\n", st.Snapshot)
+	}
 	fmt.Fprintln(out)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "CONDITION\tSTATUS\tREASON\tSINCE\tMESSAGE")
