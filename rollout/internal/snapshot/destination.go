@@ -98,10 +98,9 @@ func (d *Destination) Location(key string) string {
 	return u.String()
 }
 
-// open opens the destination's bucket. A directory is created 0700 with every subdirectory a key needs, and
-// no attribute sidecars; S3 is asked for server-side encryption (SSE-S3) unless the URL chooses its own
-// (ssetype, kmskeyid) or says sse=none.
-func (d *Destination) open(ctx context.Context) (*blob.Bucket, error) {
+// storeURL is the URL gocloud opens: S3 is asked for server-side encryption (SSE-S3) unless the URL chooses
+// its own (ssetype, kmskeyid) or says sse=none, which is this package's parameter and removed.
+func (d *Destination) storeURL() url.URL {
 	u := *d.url
 	q := u.Query()
 	sse := q.Get(noServerSideEncryption)
@@ -110,6 +109,14 @@ func (d *Destination) open(ctx context.Context) (*blob.Bucket, error) {
 		q.Set("ssetype", "AES256")
 	}
 	u.RawQuery = q.Encode()
+	return u
+}
+
+// open opens the destination's bucket (storeURL). A directory is created 0700 with every subdirectory a key
+// needs, and no attribute sidecars.
+func (d *Destination) open(ctx context.Context) (*blob.Bucket, error) {
+	u := d.storeURL()
+	q := u.Query()
 	if d.dir != "" {
 		if err := os.MkdirAll(d.dir, 0o700); err != nil {
 			return nil, fmt.Errorf("create the snapshot directory %s: %w", d.dir, err)
@@ -123,7 +130,7 @@ func (d *Destination) open(ctx context.Context) (*blob.Bucket, error) {
 		}
 		return b, nil
 	}
-	b, err := blob.OpenBucket(ctx, u.String())
+	b, err := blob.OpenBucket(ctx, (&u).String())
 	if err != nil {
 		return nil, fmt.Errorf("open the snapshot destination %s: %w", d, err)
 	}

@@ -53,3 +53,19 @@ func TestADestinationNamesItsObjectsWithoutItsOptions(t *testing.T) {
 		assert.Equal(t, tc.want, d.Location("db/etcd/a.db"), tc.raw)
 	}
 }
+
+// S3 is asked for server-side encryption unless the URL chooses its own or says sse=none; the other stores
+// encrypt at rest by themselves and get the URL as given.
+func TestTheStoreIsAskedForServerSideEncryption(t *testing.T) {
+	for _, tc := range []struct{ raw, want string }{
+		{"s3://rollbacks?region=eu-west-1", "s3://rollbacks?region=eu-west-1&ssetype=AES256"},
+		{"s3://rollbacks?ssetype=aws:kms&kmskeyid=alias/etcd", "s3://rollbacks?kmskeyid=alias%2Fetcd&ssetype=aws%3Akms"},
+		{"s3://rollbacks?endpoint=http://127.0.0.1:8333&sse=none", "s3://rollbacks?endpoint=http%3A%2F%2F127.0.0.1%3A8333"},
+		{"gs://rollbacks", "gs://rollbacks"},
+	} {
+		d, err := Parse(tc.raw)
+		require.NoError(t, err)
+		u := d.storeURL()
+		assert.Equal(t, tc.want, u.String(), tc.raw)
+	}
+}
