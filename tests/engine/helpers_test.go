@@ -8,6 +8,8 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -81,3 +83,14 @@ func runCtx(t *testing.T) context.Context {
 }
 
 func label(i int) string { return fmt.Sprintf("v%d-%d", i, time.Now().UnixNano()) }
+
+// toolsBin is where make tools puts the pinned binaries: $TOOLS_DIR/bin, or the repository's .tools/bin.
+func toolsBin(t *testing.T) string {
+	t.Helper()
+	if dir := os.Getenv("TOOLS_DIR"); dir != "" {
+		return filepath.Join(dir, "bin")
+	}
+	root, err := harness.RepoRoot()
+	require.NoError(t, err)
+	return filepath.Join(root, ".tools", "bin")
+}

@@ -49,14 +49,8 @@ func readmeWaitLine(t *testing.T) string {
 // the cluster's kubeconfig whose current context is in ns, so the line needs no -n or --kubeconfig added.
 func kubectlEnv(t *testing.T, c *harness.Cluster, ns string) []string {
 	t.Helper()
-	root, err := harness.RepoRoot()
-	require.NoError(t, err)
-	tools := os.Getenv("TOOLS_DIR")
-	if tools == "" {
-		tools = filepath.Join(root, ".tools")
-	}
-	bin := filepath.Join(tools, "bin")
-	_, err = os.Stat(filepath.Join(bin, "kubectl"))
+	bin := toolsBin(t)
+	_, err := os.Stat(filepath.Join(bin, "kubectl"))
 	require.NoError(t, err, "kubectl is built by tools/build.sh cluster (make tools)")
 
 	cfg, err := clientcmd.LoadFromFile(c.Kubeconfig)

@@ -3,7 +3,6 @@
 package engine_test
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -88,9 +87,7 @@ func TestMinorUpgradeReportsTheClusterVersion(t *testing.T) {
 // returns a client of it; the process ends with the test.
 func restoreSnapshot(ctx context.Context, t *testing.T, file, etcdutl, etcd string) *clientv3.Client {
 	t.Helper()
-	root, err := harness.RepoRoot()
-	require.NoError(t, err)
-	bin := filepath.Join(cmp.Or(os.Getenv("TOOLS_DIR"), filepath.Join(root, ".tools")), "bin")
+	bin := toolsBin(t)
 	dir := t.TempDir()
 	client, peer := freeLocalPort(t), freeLocalPort(t)
 	clientURL, peerURL := fmt.Sprintf("http://127.0.0.1:%d", client), fmt.Sprintf("http://127.0.0.1:%d", peer)
