@@ -529,7 +529,9 @@ type Failure struct {
 // duration and the poll interval. Errors to branch on: ErrBlocked (nothing was changed; *BlockedError says
 // why; with ErrSingleMember or ErrVersionPath a block waiting cannot fix, returned at once), ErrInterference
 // (*InterferenceError names the writer), ErrLeaseLost, ErrPartitionNotLocked (the exit could not re-lock),
-// ErrMemberUnseen, ErrNotRecreated, *LockedError (another run holds the lease),
+// ErrMemberUnseen, ErrNotRecreated, ErrNoSnapshot (with ErrBlocked: a minor change's snapshot failed and
+// nothing restarted), ErrSnapshotCorrupt and ErrBadSnapshotDestination (Snapshot), *LockedError (another run
+// holds the lease),
 // *GateTimeoutError (member, gate, last seen and its ProblemReason), *RevertedError, *MemberProblemError (a
 // member whose problem waiting cannot fix). Events carry an EventKind with typed fields; MemberState a
 // ProblemReason.
