@@ -65,7 +65,7 @@ func (w *world) judgeSnapshotFirst(se *schedEngine, what string) {
 			return
 		}
 	}
-	w.violate("s", se, "%s in a minor upgrade before a verified snapshot was stored (%d file(s) in %s)", what, len(files), w.snapshotDir)
+	w.violate("s", se, "%s in a minor upgrade before a verified snapshot was stored (%d file(s) in the snapshot dir)", what, len(files))
 }
 
 // Snapshot reaches pod like any other call. The stream is read within the call's turn and handed to the
