@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 )
 
@@ -18,10 +19,10 @@ type TrustSeen struct {
 	Served         []*x509.Certificate
 }
 
-// SeeTrust makes one TLS handshake with pod's port and records what the member announces. It presents no
-// certificate and sends no data: it learns only what any client is told. It does not verify the member's
-// chain, since nothing it learns is trusted, only shown (etcd-rollout status); every call that acts on a
-// member goes through the verified clients.
+// SeeTrust reads what pod's listener on port announces. It presents no certificate and sends no data. Like
+// ProbePeerTrust, it verifies rather than skips: a first handshake with no roots stops at the member's chain,
+// a second one pinned to exactly the leaf just served reads the certificate request. What it learns is shown
+// (etcd-rollout status), never acted on.
 func (m *Clients) SeeTrust(ctx context.Context, pod string, port int) (TrustSeen, error) {
 	ctx, cancel := context.WithTimeout(ctx, peerProbeTimeout)
 	defer cancel()
@@ -30,29 +31,38 @@ func (m *Clients) SeeTrust(ctx context.Context, pod string, port int) (TrustSeen
 		return TrustSeen{}, fmt.Errorf("reaching %s's port %d: %w", pod, port, err)
 	}
 	defer m.dialer.Release(m.namespace, pod, port)
+	_, err = seeHandshake(ctx, endpoint, &tls.Config{RootCAs: x509.NewCertPool(), MinVersion: tls.VersionTLS12})
+	var unverified *tls.CertificateVerificationError
+	if !errors.As(err, &unverified) || len(unverified.UnverifiedCertificates) == 0 {
+		if err == nil {
+			err = errors.New("no certificate served")
+		}
+		return TrustSeen{}, fmt.Errorf("seeing %s's trust on port %d: %w", pod, port, err)
+	}
+	served := unverified.UnverifiedCertificates
+	pinned := x509.NewCertPool()
+	pinned.AddCert(served[0])
+	seen, err := seeHandshake(ctx, endpoint, &tls.Config{RootCAs: pinned, ServerName: nameOf(served[0]), MinVersion: tls.VersionTLS12})
+	if err != nil && !seen.AsksClientCert {
+		// A refusal after the certificate request is the member refusing our empty certificate: expected.
+		return TrustSeen{}, fmt.Errorf("seeing %s's trust on port %d: %w", pod, port, err)
+	}
+	seen.Served = served
+	return seen, nil
+}
+
+// seeHandshake makes one handshake with cfg, presenting an empty certificate if the member asks for one, and
+// records the certificate request.
+func seeHandshake(ctx context.Context, endpoint string, cfg *tls.Config) (TrustSeen, error) {
 	var seen TrustSeen
-	cfg := &tls.Config{
-		InsecureSkipVerify: true, // shown, never trusted: see the doc comment
-		MinVersion:         tls.VersionTLS12,
-		VerifyConnection: func(cs tls.ConnectionState) error {
-			seen.Served = cs.PeerCertificates
-			return nil
-		},
-		GetClientCertificate: func(req *tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			seen.AsksClientCert, seen.AcceptableCAs = true, req.AcceptableCAs
-			return &tls.Certificate{}, nil // none: the member refuses the handshake, which is all we wanted of it
-		},
+	cfg.GetClientCertificate = func(req *tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		seen.AsksClientCert, seen.AcceptableCAs = true, req.AcceptableCAs
+		return &tls.Certificate{}, nil // none: the member refuses the handshake, which is all we wanted of it
 	}
 	d := tls.Dialer{Config: cfg}
 	conn, err := d.DialContext(ctx, "tcp", endpoint)
 	if err == nil {
 		_ = conn.Close()
 	}
-	if len(seen.Served) == 0 {
-		if err == nil {
-			err = fmt.Errorf("no certificate served")
-		}
-		return TrustSeen{}, fmt.Errorf("seeing %s's trust on port %d: %w", pod, port, err)
-	}
-	return seen, nil
+	return seen, err
 }
