@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -123,7 +122,7 @@ func (r *Rollout) planLive(ctx context.Context, restConfig *rest.Config, in Roll
 	}
 	plan, err := r.deps.Plan(state, rollout.LeaderLazy)
 	if plan.Snapshot != nil {
-		plan.Snapshot.To = cmp.Or(engineConfig(in, "").SnapshotTo, rollout.DefaultSnapshotDir())
+		plan.Snapshot.To = engineConfig(in, "").SnapshotDestination()
 	}
 	if err == nil || errors.Is(err, rollout.ErrBlocked) {
 		// A hold is waited out; the hook is not: it is refused first, as the run does.

@@ -497,6 +497,7 @@ type Failure struct {
 //	func NewConfig(sts, namespace, service string) Config              // defaults filled, Holder = etcd-rollout@host/pid
 //	func (c Config) Validate() error                                    // every bad field, named as the user wrote it
 //	func DefaultSnapshotDir() string                                    // where a run's snapshot goes without Config.SnapshotTo
+//	func (c Config) SnapshotDestination() string                        // SnapshotTo, or DefaultSnapshotDir
 //	func CheckSnapshotDestination(raw string) error                     // ErrBadSnapshotDestination: refused before anything is touched
 //	func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) // pure; wraps ErrBlocked when the state blocks a roll
 //	func New(cfg Config, opts Options) (*Engine, error)                 // contacts nothing yet

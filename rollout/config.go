@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -96,6 +97,10 @@ func (c Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// SnapshotDestination is where a run stores the snapshot before a point of no return: SnapshotTo, or
+// DefaultSnapshotDir when it is empty. The run and a preview both name it from here.
+func (c Config) SnapshotDestination() string { return cmp.Or(c.SnapshotTo, DefaultSnapshotDir()) }
 
 // DefaultSnapshotDir is where a run stores the snapshot before a point of no return when Config.SnapshotTo is
 // empty: a directory of the user running it ($XDG_STATE_HOME/etcd-rollout/snapshots, or

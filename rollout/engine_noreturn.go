@@ -1,7 +1,6 @@
 package rollout
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -172,13 +171,10 @@ func (e *Engine) snapshotOf(ctx context.Context, st ClusterState, dest *snapshot
 	return rec, nil
 }
 
-// snapshotTo is where a run stores its snapshot.
-func (e *Engine) snapshotTo() string { return cmp.Or(e.cfg.SnapshotTo, DefaultSnapshotDir()) }
-
 // fillSnapshot names the destination of the snapshot p plans, for the preview.
 func (e *Engine) fillSnapshot(p *Plan) {
 	if p.Snapshot != nil {
-		p.Snapshot.To = e.snapshotTo()
+		p.Snapshot.To = e.cfg.SnapshotDestination()
 	}
 }
 
