@@ -105,6 +105,7 @@ func (c component) construct(ctx *pulumi.Context, name string, args EtcdRollingU
 	comp.UnplannedElections = ro.UnplannedElections
 	comp.FinishedAt = ro.FinishedAt
 	comp.Snapshot = ro.Snapshot
+	comp.WriteOutage = ro.WriteOutage
 	comp.Job = referenceTo(&ro)
 	return comp, nil
 }
@@ -129,6 +130,9 @@ func childRolloutInputs(args EtcdRollingUpgradeArgs, versionHash pulumi.StringIn
 	}
 	if args.AcceptPreStopMemberRemoval != nil {
 		inputs["acceptPreStopMemberRemoval"] = args.AcceptPreStopMemberRemoval
+	}
+	if args.AcceptWriteOutage != nil {
+		inputs["acceptWriteOutage"] = args.AcceptWriteOutage
 	}
 	if args.SnapshotTo != nil {
 		inputs["snapshotTo"] = args.SnapshotTo

@@ -28,6 +28,8 @@ type EtcdRollingUpgradeArgs struct {
 	OnFailure            pulumi.StringInput `pulumi:"onFailure,optional"`
 	// AcceptPreStopMemberRemoval: see acceptPreStopMemberRemovalDoc.
 	AcceptPreStopMemberRemoval pulumi.BoolInput `pulumi:"acceptPreStopMemberRemoval,optional"`
+	// AcceptWriteOutage: see acceptWriteOutageDoc.
+	AcceptWriteOutage pulumi.BoolInput `pulumi:"acceptWriteOutage,optional"`
 	// SnapshotTo, ProceedWithoutSnapshot: see snapshotToDoc, proceedWithoutSnapshotDoc.
 	SnapshotTo             pulumi.StringInput `pulumi:"snapshotTo,optional"`
 	ProceedWithoutSnapshot pulumi.BoolInput   `pulumi:"proceedWithoutSnapshot,optional"`
@@ -52,6 +54,7 @@ func (a *EtcdRollingUpgradeArgs) Annotate(an infer.Annotator) {
 	an.Describe(&a.HealthTimeoutSeconds, "Per member, how long etcd may take to call the member healthy and caught up. Default 60.")
 	an.Describe(&a.OnFailure, onFailureDoc)
 	an.Describe(&a.AcceptPreStopMemberRemoval, acceptPreStopMemberRemovalDoc)
+	an.Describe(&a.AcceptWriteOutage, acceptWriteOutageDoc)
 	an.Describe(&a.SnapshotTo, snapshotToDoc)
 	an.Describe(&a.ProceedWithoutSnapshot, proceedWithoutSnapshotDoc)
 	an.Describe(&a.DependsOnSts, "The resource that applies the StatefulSet (any resource); the rollout runs after it.")
@@ -82,6 +85,9 @@ type EtcdRollingUpgrade struct {
 	// Snapshot is the Rollout's snapshot output (location, sha256, sizeBytes, revision, storageVersion,
 	// member, etcdVersion, takenAt): the last snapshot stored before a minor-version change's first restart.
 	Snapshot pulumi.MapOutput `pulumi:"snapshot"`
+	// WriteOutage is the Rollout's writeOutage output (pod, seconds, lastReadBefore, firstReadAfter, back,
+	// precisionSeconds, elections): what the last restart of a one-member etcd's only member cost.
+	WriteOutage pulumi.MapOutput `pulumi:"writeOutage"`
 
 	// Job is the old class's public job member, now the Rollout child (see jobDeprecation).
 	Job rolloutReference `pulumi:"job"`
@@ -100,9 +106,12 @@ func (c *EtcdRollingUpgrade) Annotate(a infer.Annotator) {
 	a.Describe(&c.LeaderTransfers, "Leader transfers the last rollout made.")
 	a.Describe(&c.UnplannedElections, "Raft term increases during the last rollout that were not our transfers; absent when the rollout could not measure them, never a 0 it did not measure.")
 	a.Describe(&c.FinishedAt, "When the last complete rollout finished (RFC 3339).")
-	a.Describe(&c.Snapshot, "The last snapshot a rollout stored before the first restart of a minor-version change, kept "+
+	a.Describe(&c.Snapshot, "The last snapshot a rollout stored before the first restart of a minor-version change (or the restart of a one-member etcd's only member), kept "+
 		"until a later one stores another: location, sha256, sizeBytes, revision, storageVersion, member, etcdVersion, takenAt. "+
 		"Empty when no rollout needed one.")
+	a.Describe(&c.WriteOutage, "What the last restart of a one-member etcd's only member cost (acceptWriteOutage), kept until a "+
+		"later rollout measures another: pod, seconds (last successful linearizable read before the restart to the first after it), "+
+		"lastReadBefore, firstReadAfter, back, precisionSeconds, elections. Empty when no rollout restarted such a member.")
 	a.Describe(&c.Job, "The Rollout resource that runs the rollout: what the Job-based class's job member was.")
 	a.Deprecate(&c.Job, jobDeprecation)
 }
@@ -118,4 +127,5 @@ type rolloutResource struct {
 	UnplannedElections pulumi.IntPtrOutput      `pulumi:"unplannedElections"`
 	FinishedAt         pulumi.StringOutput      `pulumi:"finishedAt"`
 	Snapshot           pulumi.MapOutput         `pulumi:"snapshot"`
+	WriteOutage        pulumi.MapOutput         `pulumi:"writeOutage"`
 }

@@ -39,7 +39,11 @@ func planLines(plan rollout.Plan) []string {
 		case rollout.StepTransferLeader:
 			lines = append(lines, fmt.Sprintf("move leader %s -> %s", name(st.From), name(st.To)))
 		case rollout.StepLowerPartition:
-			lines = append(lines, fmt.Sprintf("roll %s", name(st.Ordinal)))
+			line := fmt.Sprintf("roll %s", name(st.Ordinal))
+			if plan.WriteOutage != nil {
+				line += ": the only member, so every read and write stops until it is back (acceptWriteOutage); the outage is measured"
+			}
+			lines = append(lines, line)
 		case rollout.StepReplace:
 			lines = append(lines, fmt.Sprintf("replace %s: its data dies with its pod, so it is removed, added back as a learner and promoted, never restarted under its old member ID (%s)",
 				name(st.Ordinal), plan.ReplacementCost()))

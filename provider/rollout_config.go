@@ -34,6 +34,7 @@ func engineConfig(in RolloutArgs, holder string) rollout.Config {
 		cfg.OnFailure = rollout.FailurePolicy(*in.OnFailure)
 	}
 	cfg.AcceptPreStopMemberRemoval = in.AcceptPreStopMemberRemoval != nil && *in.AcceptPreStopMemberRemoval
+	cfg.AcceptWriteOutage = in.AcceptWriteOutage != nil && *in.AcceptWriteOutage
 	if in.SnapshotTo != nil {
 		cfg.SnapshotTo = *in.SnapshotTo
 	}

@@ -125,8 +125,8 @@ func (r *Rollout) planLive(ctx context.Context, restConfig *rest.Config, in Roll
 		plan.Snapshot.To = engineConfig(in, "").SnapshotDestination()
 	}
 	if err == nil || errors.Is(err, rollout.ErrBlocked) {
-		// A hold is waited out; the hook is not: it is refused first, as the run does.
-		if refused := rollout.CheckSelfRemoval(state, plan, engineConfig(in, "").AcceptPreStopMemberRemoval); refused != nil {
+		// A hold is waited out; a missing consent is not: it is refused first, as the run does.
+		if refused := rollout.CheckConsents(state, plan, engineConfig(in, "")); refused != nil {
 			err = refused
 		}
 	}
@@ -134,6 +134,9 @@ func (r *Rollout) planLive(ctx context.Context, restConfig *rest.Config, in Roll
 		err = eng.CheckPeerTrust(ctx, state, plan.Roll)
 	}
 	switch {
+	case errors.Is(err, rollout.ErrSingleMember):
+		// Waiting changes nothing: consent does, and the run refuses without it before anything is touched.
+		return nil, []p.CheckFailure{{Property: "acceptWriteOutage", Reason: fmt.Sprintf("StatefulSet %s: %v", target, err)}}
 	case errors.Is(err, rollout.ErrBlocked):
 		log.Warningf("a rollout of %s could not start now: %v", target, err)
 		return blockedLines(plan, state, pv.facts, err), nil

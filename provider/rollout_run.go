@@ -150,6 +150,9 @@ func recordResult(st *RolloutState, res rollout.Result) {
 	if res.Snapshot != nil {
 		st.Snapshot = newRolloutSnapshot(res.Snapshot) // kept until a later run stores another: the rollback path
 	}
+	if res.WriteOutage != nil {
+		st.WriteOutage = newRolloutWriteOutage(res.WriteOutage) // kept until a later run measures another
+	}
 	st.SnapshotSkipped = nil
 	if res.SnapshotSkipped != "" {
 		st.SnapshotSkipped = &res.SnapshotSkipped
@@ -177,6 +180,9 @@ func summary(target string, res rollout.Result) string {
 		line += fmt.Sprintf("; snapshot before the first restart: %s (revision %d, sha256 %s)", res.Snapshot.Location, res.Snapshot.Revision, res.Snapshot.SHA256)
 	case res.SnapshotSkipped != "":
 		line += "; NO snapshot before the point of no return (proceedWithoutSnapshot): " + res.SnapshotSkipped
+	}
+	if res.WriteOutage != nil {
+		line += "; " + res.WriteOutage.String()
 	}
 	return line
 }

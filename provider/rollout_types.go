@@ -58,6 +58,8 @@ type RolloutArgs struct {
 	// AcceptPreStopMemberRemoval rolls pods whose preStop hook removes their own member. Never a diff: it
 	// changes what a run may do, not what the cluster should be.
 	AcceptPreStopMemberRemoval *bool `pulumi:"acceptPreStopMemberRemoval,optional"`
+	// AcceptWriteOutage rolls a one-member etcd, whose only member's restart stops writes. Never a diff.
+	AcceptWriteOutage *bool `pulumi:"acceptWriteOutage,optional"`
 
 	// SnapshotTo and ProceedWithoutSnapshot say where the snapshot before a point of no return goes and
 	// whether a roll may go on without one. Never a diff: they change what a run does first, not the cluster.
@@ -87,6 +89,7 @@ func (r *RolloutArgs) Annotate(a infer.Annotator) {
 	a.Describe(&r.HealthTimeoutSeconds, "Per member, how long etcd may take to call the member healthy and caught up. Default 60.")
 	a.Describe(&r.OnFailure, onFailureDoc)
 	a.Describe(&r.AcceptPreStopMemberRemoval, acceptPreStopMemberRemovalDoc)
+	a.Describe(&r.AcceptWriteOutage, acceptWriteOutageDoc)
 	a.Describe(&r.SnapshotTo, snapshotToDoc)
 	a.Describe(&r.ProceedWithoutSnapshot, proceedWithoutSnapshotDoc)
 	a.Describe(&r.Kubeconfig, "Kubeconfig path or document. Empty: client-go's default loading rules. Changes are not a diff.")
@@ -132,6 +135,50 @@ type RolloutState struct {
 	// another; SnapshotSkipped is why the last run went on without one it needed (proceedWithoutSnapshot).
 	Snapshot        *RolloutSnapshot `pulumi:"snapshot,optional"`
 	SnapshotSkipped *string          `pulumi:"snapshotSkipped,optional"`
+	// WriteOutage is what the last restart of a one-member etcd's only member cost, kept until a later run
+	// measures another.
+	WriteOutage *RolloutWriteOutage `pulumi:"writeOutage,optional"`
+}
+
+// RolloutWriteOutage is the measured write outage of a one-member etcd's restart (rollout.WriteOutage).
+type RolloutWriteOutage struct {
+	Pod string `pulumi:"pod"`
+	// Seconds is from the last successful linearizable read before the restart to the first after it.
+	Seconds        float64 `pulumi:"seconds"`
+	LastReadBefore string  `pulumi:"lastReadBefore"`
+	FirstReadAfter string  `pulumi:"firstReadAfter,optional"`
+	Back           bool    `pulumi:"back"`
+	// PrecisionSeconds is the interval between reads once the pod was recreated.
+	PrecisionSeconds float64 `pulumi:"precisionSeconds"`
+	// Elections is the elections the restart cost (1: the only member campaigns when it starts); absent when
+	// its term after could not be read.
+	Elections *int `pulumi:"elections,optional"`
+}
+
+// Annotate documents RolloutWriteOutage in the schema.
+func (o *RolloutWriteOutage) Annotate(a infer.Annotator) {
+	a.Describe(&o.Pod, "The only member, restarted.")
+	a.Describe(&o.Seconds, "The write outage: from the last successful linearizable read before the restart to the first one after it "+
+		"(when back is false, the outage so far when the run stopped measuring).")
+	a.Describe(&o.LastReadBefore, "When the last successful linearizable read before the restart returned (RFC 3339, nanoseconds).")
+	a.Describe(&o.FirstReadAfter, "When the first successful linearizable read after it returned; absent when the member was not back.")
+	a.Describe(&o.Back, "True when a read succeeded after the restart before the run stopped measuring.")
+	a.Describe(&o.PrecisionSeconds, "The interval between reads once the pod was recreated: the outage is known to within it.")
+	a.Describe(&o.Elections, "Raft elections the restart cost (the only member campaigns when it starts: 1), not counted as unplanned; absent when not read.")
+}
+
+// newRolloutWriteOutage is o as the state keeps it.
+func newRolloutWriteOutage(o *rollout.WriteOutage) *RolloutWriteOutage {
+	out := &RolloutWriteOutage{Pod: o.Pod, Seconds: o.Duration.Seconds(), LastReadBefore: o.LastReadBefore.UTC().Format(time.RFC3339Nano),
+		Back: o.Back, PrecisionSeconds: o.Precision.Seconds()}
+	if o.Back {
+		out.FirstReadAfter = o.FirstReadAfter.UTC().Format(time.RFC3339Nano)
+	}
+	if o.Elections >= 0 {
+		elections := o.Elections
+		out.Elections = &elections
+	}
+	return out
 }
 
 // RolloutSnapshot is a stored, verified snapshot, as its record next to it says. Its location carries no
@@ -207,9 +254,17 @@ const acceptPreStopMemberRemovalDoc = `Roll pods whose preStop hook removes thei
 	`quorum check, racing the rollout, and the start script would add it back as a voter. Accept it to roll the hook ` +
 	`away, or for a hook that removes only members above the initial cluster size. Default false. Never causes a diff.`
 
+// acceptWriteOutageDoc is shared by the component's and the Rollout's acceptWriteOutage input.
+const acceptWriteOutageDoc = `Roll a one-member etcd (spec.replicas 1). Its only member's restart stops every read and write until it ` +
+	`is back (quorum 1 of 1), so without this such a rollout is refused in preview and before anything is touched. With it ` +
+	`the rollout stores a verified snapshot first (snapshotTo; always, whatever proceedWithoutSnapshot says), restarts the ` +
+	`member, waits for etcd's usual gates, and reports the measured outage (the Rollout's writeOutage output, the update's ` +
+	`summary, the status ConfigMap). Never for a member whose data dies with its pod. Default false. Never causes a diff.`
+
 // snapshotToDoc is shared by the component's and the Rollout's snapshotTo input.
-const snapshotToDoc = `Where a rollout that changes etcd's minor version (3.5 → 3.6, or a downgrade) stores the verified snapshot ` +
-	`it takes from the leader before its first restart, the only way back once the cluster version moves: a directory on ` +
+const snapshotToDoc = `Where a rollout stores the verified snapshot it takes from the leader before a point of no return: the first ` +
+	`restart of a minor-version change (3.5 → 3.6, or a downgrade), the only way back once the cluster version moves, and the ` +
+	`restart of a one-member etcd's only member (acceptWriteOutage). A directory on ` +
 	`the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, ` +
 	`azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's ` +
 	`usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: ` +
@@ -230,6 +285,7 @@ func (s *RolloutState) Annotate(a infer.Annotator) {
 	a.Describe(&s.FinishedAt, "When the last complete run finished (RFC 3339); empty if it did not finish.")
 	a.Describe(&s.Complete, "True when the last run brought every member to updateRevision and re-locked the partition.")
 	a.Describe(&s.Snapshot, "The last snapshot a run stored before its first restart (a minor-version change), kept until a later run stores another: the rollback path.")
+	a.Describe(&s.WriteOutage, "What the last restart of a one-member etcd's only member cost (acceptWriteOutage), kept until a later run measures another.")
 	a.Describe(&s.SnapshotSkipped, "Why the last run went on without a snapshot it needed (proceedWithoutSnapshot); absent when it did not.")
 	a.Describe(&s.LastFailure, "The member that failed its gates in the last run, kept until a run completes; the next preview warns about it.")
 }

@@ -86,6 +86,11 @@ type Config struct {
 	// chart's removeMemberOnContainerTermination): without it such a roll is refused before anything is touched,
 	// as every restart would then remove a voter with no quorum check, racing the rollout.
 	AcceptPreStopMemberRemoval bool
+	// AcceptWriteOutage rolls a one-member etcd: its only member restarts, so every read and write stops until
+	// it is back (quorum 1 of 1). Without it such a roll is refused before anything is touched. With it the
+	// run stores a verified snapshot first (always: no peer holds the data) and reports the measured outage
+	// (Result.WriteOutage). It never allows the roll of a member whose data dies with its pod.
+	AcceptWriteOutage bool
 
 	// SnapshotTo is where the snapshot taken before a point of no return is stored: a directory, or a file://,
 	// s3://, gs:// or azblob:// URL (DefaultSnapshotDir when empty). ProceedWithoutSnapshot lets such a roll go
@@ -294,8 +299,17 @@ type Plan struct {
 	// Downgrade is set when the roll lowers etcd's minor version: it goes through etcd's downgrade API.
 	Downgrade *DowngradePlan
 	// Snapshot is set when the run takes a verified snapshot before its first step: the roll changes etcd's
-	// minor version and the cluster version has not moved yet, so the snapshot is the only way back after it.
+	// minor version and the cluster version has not moved yet, or it restarts the only member; either way the
+	// snapshot is the only way back after it.
 	Snapshot *SnapshotPlan
+	// WriteOutage is set when the plan restarts the only member of a one-member etcd: writes stop until it is
+	// back. Such a plan runs only with Config.AcceptWriteOutage (CheckConsents).
+	WriteOutage *WriteOutagePlan
+}
+
+// WriteOutagePlan is the restart of a one-member etcd's only member.
+type WriteOutagePlan struct {
+	Pod string
 }
 
 // ProbeFinding is one probe shape preview and `etcd-rollout plan` warn about (rollout/internal/probes).
@@ -305,6 +319,9 @@ type ProbeFinding = probes.Finding
 type SnapshotPlan struct {
 	// Before is the ordinal of the plan's first restart.
 	Before int
+	// Required says no setting lets the run go on without it: the restart of the only member, whose data no
+	// peer holds (Config.ProceedWithoutSnapshot covers a minor-version change only).
+	Required bool
 	// To is where it goes (Config.SnapshotTo, or DefaultSnapshotDir); empty in a plan made without a Config.
 	To string
 }
@@ -374,7 +391,9 @@ type Event struct {
 	PreviousHolder string
 	// Snapshot is the stored snapshot, on EventSnapshotStored.
 	Snapshot *SnapshotRecord
-	Message  string
+	// WriteOutage is set on EventWriteOutage.
+	WriteOutage *WriteOutage
+	Message     string
 }
 
 // EventKind says what an Event reports, in the way client-go's leader-election callbacks name transitions:
@@ -427,6 +446,8 @@ const (
 	// EventSnapshotSkipped is the run going on without one, as Config.ProceedWithoutSnapshot allows.
 	EventSnapshotStored  EventKind = "SnapshotStored"
 	EventSnapshotSkipped EventKind = "SnapshotSkipped"
+	// EventWriteOutage is the measured write outage of a one-member etcd's restart (Result.WriteOutage).
+	EventWriteOutage EventKind = "WriteOutage"
 	// EventTookOver is the stale lease of a run that died taken over (Run, and Unlock).
 	EventTookOver EventKind = "TookOver"
 	// EventDone is a complete run: every member on the update revision and healthy, the partition locked.
@@ -442,6 +463,24 @@ type MemberTiming struct {
 	// Process names the etcd process that passed the gates (its start time by the member's clock, from
 	// /metrics); empty when etcd did not say. The cool-down checks that the same one still serves.
 	Process string
+}
+
+// WriteOutage is the measured cost of restarting a one-member etcd's only member (Config.AcceptWriteOutage):
+// the last successful linearizable read before the restart to the first one after it (internal/outage).
+type WriteOutage struct {
+	Pod string
+	// LastReadBefore is the last successful linearizable read before the restart; FirstReadAfter the first after
+	// it, zero when the member was not back when the run stopped measuring (Back false).
+	LastReadBefore time.Time
+	FirstReadAfter time.Time
+	// Duration is FirstReadAfter - LastReadBefore, or the outage so far when the member was not back.
+	Duration time.Duration
+	Back     bool
+	// Precision is the interval between reads once the pod is recreated: the outage is known to within it.
+	Precision time.Duration
+	// Elections is what the restart cost in Raft terms: the only member campaigns when it starts (1), from its
+	// term before the restart and after it; -1 when the term after could not be read.
+	Elections int
 }
 
 // Result is what a run did. A run that failed still returns what it did before failing.
@@ -473,6 +512,9 @@ type Result struct {
 	// why the run went on without one (Config.ProceedWithoutSnapshot), empty when it did not.
 	Snapshot        *SnapshotRecord
 	SnapshotSkipped string
+	// WriteOutage is what the restart of a one-member etcd's only member cost (Config.AcceptWriteOutage); nil
+	// when the run restarted no such member.
+	WriteOutage *WriteOutage
 	// APIRequests is how many requests the run sent to the API server (reads, writes, the Lease, Events,
 	// the upgrade requests of port-forwards); 0 when the Engine was given a clientset instead of a RestConfig.
 	APIRequests int
@@ -500,6 +542,7 @@ type Failure struct {
 //	func (c Config) SnapshotDestination() string                        // SnapshotTo, or DefaultSnapshotDir
 //	func CheckSnapshotDestination(raw string) error                     // ErrBadSnapshotDestination: refused before anything is touched
 //	func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) // pure; wraps ErrBlocked when the state blocks a roll
+//	func CheckConsents(s ClusterState, p Plan, cfg Config) error        // ErrPreStopRemovesMember, ErrSingleMember: a consent cfg lacks
 //	func New(cfg Config, opts Options) (*Engine, error)                 // contacts nothing yet
 //	func (e *Engine) Observe(ctx context.Context) (ClusterState, error)
 //	func (e *Engine) Plan(ctx context.Context) (ClusterState, Plan, error)

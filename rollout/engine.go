@@ -172,8 +172,8 @@ func (e *Engine) Plan(ctx context.Context) (ClusterState, Plan, error) {
 	p.Cooldown = e.cfg.Cooldown
 	e.fillSnapshot(&p)
 	if err == nil || errors.Is(err, ErrBlocked) {
-		// A hold is waited out; the hook is not: it is refused first.
-		if refused := CheckSelfRemoval(st, p, e.cfg.AcceptPreStopMemberRemoval); refused != nil {
+		// A hold is waited out; a missing consent is not: it is refused first.
+		if refused := CheckConsents(st, p, e.cfg); refused != nil {
 			err = refused
 		}
 	}

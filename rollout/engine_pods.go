@@ -17,7 +17,7 @@ import (
 // hold the lease.
 func (e *Engine) deleteMemberPod(ctx context.Context, st ClusterState, ordinal int, uid string) error {
 	pod := st.Members[ordinal].Pod
-	if err := podDeleteSafety(st, ordinal); err != nil {
+	if err := podDeleteSafety(st, ordinal, e.cfg.AcceptWriteOutage); err != nil {
 		return fmt.Errorf("not deleting pod %s/%s: %w", e.cfg.Namespace, pod, err)
 	}
 	if err := e.lease.confirm(ctx); err != nil {

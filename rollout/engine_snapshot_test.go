@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -146,4 +147,68 @@ func TestASnapshotDestinationWithACredentialIsBadInput(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "snapshotTo: snapshot destination refused: the URL carries user info")
 	assert.NotContains(t, err.Error(), "k:s@")
+}
+
+// A one-member etcd rolls only with Config.AcceptWriteOutage: then a verified snapshot comes first (required:
+// proceedWithoutSnapshot does not waive it), the only member restarts with no leader move, and the run
+// reports the measured write outage and the election the restart cost, which is not an unplanned one.
+func TestAOneMemberEtcdRollsOnlyWithConsentAndASnapshotFirst(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		accept    bool
+		serve     bool
+		wantErr   error
+		wantText  string
+		wantRolls bool
+	}{
+		{name: "refused without consent", serve: true, wantErr: ErrSingleMember, wantText: "accept the write outage (acceptWriteOutage, or --accept-write-outage)"},
+		{name: "rolled with consent", accept: true, serve: true, wantRolls: true},
+		{name: "no snapshot, no restart, even with proceedWithoutSnapshot", accept: true, wantErr: ErrNoSnapshot,
+			wantText: "proceedWithoutSnapshot does not cover a one-member restart"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newFakeCluster(t, 1, 0)
+			if !tc.serve {
+				c.etcd.snapshot = nil
+			}
+			dir := filepath.Join(t.TempDir(), "backups")
+			var kinds []EventKind
+			res, err := c.engine(t, func(cfg *Config, o *Options) {
+				cfg.SnapshotTo, cfg.AcceptWriteOutage, cfg.ProceedWithoutSnapshot = dir, tc.accept, true
+				cfg.ReadyTimeout = time.Hour
+				o.OnEvent = func(ev Event) {
+					if ev.Kind != EventProgress {
+						kinds = append(kinds, ev.Kind)
+					}
+				}
+			}).Run(context.Background())
+			if tc.wantErr != nil {
+				require.ErrorIs(t, err, tc.wantErr)
+				require.ErrorIs(t, err, ErrBlocked)
+				assert.Contains(t, err.Error(), tc.wantText)
+				assert.Empty(t, c.deletedPods())
+				assert.Zero(t, c.stsPatches())
+				assert.Equal(t, []string{oldRev}, c.revisions(), "nothing restarted")
+				assert.Nil(t, res.WriteOutage)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, []string{"etcd-0"}, res.MembersRolled)
+			assert.Zero(t, c.etcd.moves, "nobody to move the leader to")
+			require.NotNil(t, res.Snapshot)
+			assert.Less(t, slices.Index(kinds, EventSnapshotStored), slices.Index(kinds, EventMemberRestarting), "stored before the restart")
+			require.NotNil(t, res.WriteOutage)
+			o := res.WriteOutage
+			assert.Equal(t, "etcd-0", o.Pod)
+			assert.True(t, o.Back)
+			assert.Positive(t, o.Duration)
+			assert.Equal(t, o.FirstReadAfter.Sub(o.LastReadBefore), o.Duration)
+			assert.Equal(t, 1, o.Elections, "the only member elects itself when it starts")
+			assert.Equal(t, 1, c.etcd.ownElections)
+			assert.Zero(t, res.UnplannedElections, "the election the consent accepted is not unplanned")
+			assert.False(t, res.ElectionsUnknown)
+			assert.Contains(t, res.Summary(), "write outage of etcd-0, the only member (accepted)")
+			assert.Contains(t, kinds, EventWriteOutage)
+		})
+	}
 }

@@ -70,6 +70,8 @@ const (
 	StatusKeyTemplateVersion = "templateVersion"
 	// StatusKeySnapshot is where the last snapshot a run stored before a point of no return is (its location).
 	StatusKeySnapshot = "snapshot"
+	// StatusKeyWriteOutage is the measured write outage of the last one-member restart (Result.WriteOutage).
+	StatusKeyWriteOutage = "writeOutage"
 )
 
 // RolloutStatus is the status a rollout published, as read back from its ConfigMap.
@@ -91,6 +93,8 @@ type RolloutStatus struct {
 	UpdatedAt time.Time
 	// Snapshot is the location of the last snapshot a run stored before a point of no return; empty when none.
 	Snapshot string
+	// WriteOutage is the measured write outage of the last one-member restart, in words; empty when none.
+	WriteOutage string
 }
 
 // RolloutStatus reads the status the last rollout published; found is false when none ever did.
@@ -109,7 +113,8 @@ func (e *Engine) RolloutStatus(ctx context.Context) (st RolloutStatus, found boo
 // ParseStatus reads the data of a status ConfigMap (StatusConfigMapName).
 func ParseStatus(data map[string]string) RolloutStatus {
 	st := RolloutStatus{TargetRevision: data[StatusKeyTargetRevision], TemplateVersion: data[StatusKeyTemplateVersion], Step: data[StatusKeyStep],
-		Message: data[StatusKeyMessage], Run: data[StatusKeyRun], MembersDone: -1, Members: -1, Snapshot: data[StatusKeySnapshot]}
+		Message: data[StatusKeyMessage], Run: data[StatusKeyRun], MembersDone: -1, Members: -1, Snapshot: data[StatusKeySnapshot],
+		WriteOutage: data[StatusKeyWriteOutage]}
 	_ = json.Unmarshal([]byte(data[StatusKeyConditions]), &st.Conditions)
 	if n, err := strconv.Atoi(data[StatusKeyMembersDone]); err == nil {
 		st.MembersDone = n

@@ -54,6 +54,9 @@ type fakeEtcd struct {
 	crashUp, crashDown    time.Duration
 	crashStart            map[string]time.Time
 	elections             int
+	// ownElections counts a one-member etcd's restarts (elections counts them too): its only member elects
+	// itself again.
+	ownElections int
 	forgotten             []string
 	// clusterVersion is what /version says ("3.6.0"); empty: it does not answer.
 	clusterVersion string
@@ -458,9 +461,15 @@ func (f *fakeEtcd) restart(pod string) {
 			}
 		}
 		sort.Strings(others)
-		f.leader = others[0]
 		f.term++
 		f.elections++
+		if len(others) == 0 {
+			// The only member campaigns when it starts, and wins: when the engine restarted it, an election
+			// the consent accepted (Result.WriteOutage.Elections), not one nobody planned.
+			f.ownElections++
+		} else {
+			f.leader = others[0]
+		}
 	}
 	if f.brokenAfterRestart[pod] {
 		f.down[pod] = true

@@ -117,6 +117,29 @@ func dataWhy(s ClusterState) string {
 	return "unknown"
 }
 
+// CheckConsents refuses a plan that needs a consent cfg does not give: the roll of pods that remove their own
+// member when they stop (CheckSelfRemoval, Config.AcceptPreStopMemberRemoval), and the restart of a one-member
+// etcd's only member (Config.AcceptWriteOutage). Preview, `etcd-rollout plan` and the run all ask it, so each
+// refuses alike; waiting changes neither, so a plan held back is refused too.
+func CheckConsents(s ClusterState, p Plan, cfg Config) error {
+	if err := CheckSelfRemoval(s, p, cfg.AcceptPreStopMemberRemoval); err != nil {
+		return err
+	}
+	if cfg.AcceptWriteOutage || s.Replicas != 1 || len(s.Members) != 1 {
+		return nil
+	}
+	if m := s.Members[0]; p.WriteOutage != nil || m.PodExists && s.UpdateRevision != "" && m.Revision != s.UpdateRevision {
+		return singleMemberError(m.Pod)
+	}
+	return nil
+}
+
+// singleMemberError is the refusal of a one-member etcd's restart without Config.AcceptWriteOutage.
+func singleMemberError(pod string) error {
+	return fmt.Errorf("%w: %w: %s is the only member, so restarting it stops every read and write until it is back (quorum 1 of 1), and waiting changes nothing; to restart it anyway, accept the write outage (acceptWriteOutage, or --accept-write-outage): a verified snapshot is stored first and the outage is measured; or grow the cluster to 3 members first",
+		ErrBlocked, ErrSingleMember, pod)
+}
+
 // ErrPreStopRemovesMember is wrapped when pods the roll would stop, or the pods it would start, remove their own
 // member from etcd in a preStop hook, and the user has not accepted it (Config.AcceptPreStopMemberRemoval).
 var ErrPreStopRemovesMember = errors.New("the pods remove their own etcd member when they stop")
@@ -216,8 +239,13 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 			p.Steps = append(p.Steps, Step{Kind: StepRecreate, Ordinal: k})
 			s = withHealthy(s, k)
 		}
-		if err := checkQuorum(s, work[0]); err != nil {
+		// The restart of a one-member etcd's only member is planned, and refused without consent by
+		// CheckConsents: the plan says what the consent would run.
+		if err := checkQuorum(s, work[0], true); err != nil {
 			return p, err
+		}
+		if s.Replicas == 1 {
+			p.WriteOutage = &WriteOutagePlan{Pod: s.Members[work[0]].Pod}
 		}
 	}
 
@@ -237,7 +265,7 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 			p.Steps = append(p.Steps, Step{Kind: StepCooldown, Ordinal: i})
 		}
 		if needsRoll[i] {
-			if leader == i {
+			if leader == i && s.Replicas > 1 { // the only member leads, and keeps leading once it is back
 				to, err := leaderTarget(s, policy, i, updated)
 				if err != nil {
 					return p, err
@@ -416,14 +444,14 @@ func reviveFirst(s ClusterState, work []int, needsRoll map[int]bool) int {
 	if s.CurrentRevision == "" {
 		return -1
 	}
-	quorumKept := checkQuorum(s, work[0]) == nil
+	quorumKept := checkQuorum(s, work[0], false) == nil
 	for _, k := range work[1:] {
 		m := s.Members[k]
 		stale := m.Revision != s.CurrentRevision && m.Revision != s.UpdateRevision
 		if !needsRoll[k] || !stale || m.Healthy || replaced(s, k) {
 			continue // a member whose data dies with its pod is never brought back by a delete: it is replaced
 		}
-		if quorumKept && !m.Unseen || !quorumKept && checkQuorum(withHealthy(s, k), work[0]) == nil {
+		if quorumKept && !m.Unseen || !quorumKept && checkQuorum(withHealthy(s, k), work[0], false) == nil {
 			return k
 		}
 	}
@@ -467,7 +495,13 @@ func versionMove(s ClusterState, roll []int) *VersionMove {
 func snapshotBeforeNoReturn(s ClusterState, p Plan) *SnapshotPlan {
 	move := p.VersionMove
 	first := slices.IndexFunc(p.Steps, func(st Step) bool { return st.Kind == StepLowerPartition || st.Kind == StepReplace })
-	if move == nil || first < 0 {
+	switch {
+	case first < 0:
+		return nil
+	case p.WriteOutage != nil:
+		// The only member restarts: no peer holds its data while it is down, whatever the versions.
+		return &SnapshotPlan{Before: p.Steps[first].Ordinal, Required: true}
+	case move == nil:
 		return nil
 	}
 	if cluster, ok := ParseVersion(s.ClusterVersion); ok && cluster.Major == move.To.Major && cluster.Minor == move.To.Minor {
@@ -525,11 +559,15 @@ func checkVoters(s ClusterState) (int, error) {
 
 // checkQuorum applies the rule "healthy − quorum ≥ 1": the members left running while target is down must
 // still form a quorum on their own. A member that needs proof on the update revision (needsProof) does not
-// count: one healthy look at a member that may crash-loop says nothing of whether it stays up.
-func checkQuorum(s ClusterState, target int) error {
+// count: one healthy look at a member that may crash-loop says nothing of whether it stays up. A one-member
+// etcd keeps no quorum while its member is down: that is refused unless outageAccepted
+// (Config.AcceptWriteOutage).
+func checkQuorum(s ClusterState, target int, outageAccepted bool) error {
 	if s.Replicas == 1 {
-		return fmt.Errorf("%w: %w: %s is the only member, so restarting it stops every read and write until it is back (quorum 1 of 1) and waiting changes nothing; restart it by hand in a maintenance window, after a snapshot, or grow the cluster to 3 members first",
-			ErrBlocked, ErrSingleMember, s.Members[target].Pod)
+		if outageAccepted {
+			return nil
+		}
+		return singleMemberError(s.Members[target].Pod)
 	}
 	q := Quorum(s.Replicas)
 	others := 0

@@ -345,17 +345,35 @@ func TestPlanQuorumGuard(t *testing.T) {
 		_, err := PlanRollout(s, LeaderLazy)
 		require.ErrorIs(t, err, ErrBlocked)
 	})
-	t.Run("a single member can never roll without losing quorum", func(t *testing.T) {
-		_, err := PlanRollout(healthyState(1, 0), LeaderLazy)
+	t.Run("a single member rolls only with consent to the write outage", func(t *testing.T) {
+		s := healthyState(1, 0)
+		p, err := PlanRollout(s, LeaderLazy)
+		require.NoError(t, err, "the plan says what the consent would run")
+		assert.Equal(t, []int{0}, p.Roll)
+		assert.Zero(t, p.Transfers, "nobody to move the leader to")
+		require.NotNil(t, p.WriteOutage)
+		assert.Equal(t, "etcd-0", p.WriteOutage.Pod)
+		require.NotNil(t, p.Snapshot)
+		assert.True(t, p.Snapshot.Required, "no peer holds its data: a snapshot first, always")
+		err = CheckConsents(s, p, Config{})
 		require.ErrorIs(t, err, ErrBlocked)
 		require.ErrorIs(t, err, ErrSingleMember, "a block waiting cannot fix")
 		assert.Contains(t, err.Error(), "quorum 1 of 1")
+		require.NoError(t, CheckConsents(s, p, Config{AcceptWriteOutage: true}))
+	})
+	t.Run("a single member held back is refused without consent too", func(t *testing.T) {
+		s := healthyState(1, 0)
+		s.Members[0].Healthy, s.Members[0].Reachable, s.Members[0].IsLeader = false, false, false
+		p, err := PlanRollout(s, LeaderLazy)
+		require.ErrorIs(t, err, ErrBlocked)
+		require.ErrorIs(t, CheckConsents(s, p, Config{}), ErrSingleMember, "waiting changes nothing of the consent")
 	})
 }
 
 // A one-member etcd is refused at once, not after the ready timeout: waiting cannot give it a quorum without
 // it (issue 34; before, the run waited out its whole ready timeout, 5 minutes by default).
 func TestARunRefusesASingleMemberAtOnce(t *testing.T) {
+	// Without Config.AcceptWriteOutage: TestAOneMemberEtcdRollsOnlyWithConsentAndASnapshotFirst has it.
 	c := newFakeCluster(t, 1, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -75,7 +75,18 @@ func (p Plan) String() string {
 	if line := p.SnapshotLine(); line != "" {
 		parts = append(parts, line)
 	}
+	if line := p.WriteOutageLine(); line != "" {
+		parts = append(parts, line)
+	}
 	return strings.Join(parts, "; ")
+}
+
+// WriteOutageLine says, for the restart of a one-member etcd's only member, that writes stop; empty otherwise.
+func (p Plan) WriteOutageLine() string {
+	if p.WriteOutage == nil {
+		return ""
+	}
+	return p.WriteOutage.Pod + " is the only member: every read and write stops while it restarts (quorum 1 of 1; runs only with acceptWriteOutage), and the outage is measured"
 }
 
 // SnapshotLine is the snapshot the run takes first, in words; empty when it takes none.
@@ -95,7 +106,14 @@ func (p Plan) SnapshotLine() string {
 func (p Plan) Detail() string {
 	var b strings.Builder
 	if line := p.SnapshotLine(); line != "" {
-		fmt.Fprintf(&b, " 0. %s (the only way back once the cluster version moves)\n", line)
+		why := "the only way back once the cluster version moves"
+		if p.Snapshot.Required {
+			why = "no peer holds the only member's data: required"
+		}
+		fmt.Fprintf(&b, " 0. %s (%s)\n", line, why)
+	}
+	if line := p.WriteOutageLine(); line != "" {
+		fmt.Fprintf(&b, "    %s\n", line)
 	}
 	for n, st := range p.Steps {
 		fmt.Fprintf(&b, "%2d. %s\n", n+1, p.describe(st))

@@ -37,7 +37,23 @@ func (r Result) Summary() string {
 	case r.SnapshotSkipped != "":
 		line += "; NO snapshot (proceedWithoutSnapshot)"
 	}
+	if o := r.WriteOutage; o != nil {
+		line += "; " + o.String()
+	}
 	return line
+}
+
+// String says what the restart of the only member cost, in the summary's words.
+func (o WriteOutage) String() string {
+	elections := "its election not read"
+	if o.Elections >= 0 {
+		elections = plural(o.Elections, "election", "elections") + " of its own"
+	}
+	if !o.Back {
+		return fmt.Sprintf("write outage of %s, the only member: %s so far, not back when the run stopped measuring", o.Pod, o.Duration.Round(10*time.Millisecond))
+	}
+	return fmt.Sprintf("write outage of %s, the only member (accepted): %s, to within %s; %s", o.Pod,
+		o.Duration.Round(10*time.Millisecond), o.Precision, elections)
 }
 
 // FailureOutcome says what became of a failed member, from a Failure's RevertedTo and RevertError, in the
@@ -73,9 +89,17 @@ func (r *Result) countElections() {
 		r.UnplannedElections, r.ElectionsUnknown = 0, true
 		r.ElectionsUnknownWhy = fmt.Sprintf("%s answered with an error while the leadership went elsewhere: a move of ours and an election cannot be told apart",
 			plural(r.movesUnknown, "leader move", "leader moves"))
+	case r.WriteOutage != nil && r.WriteOutage.Elections < 0:
+		r.UnplannedElections, r.ElectionsUnknown = 0, true
+		r.ElectionsUnknownWhy = "the only member's raft term after its restart could not be read, so its own election cannot be told from others"
 	default:
 		r.ElectionsUnknown, r.ElectionsUnknownWhy = false, ""
-		r.UnplannedElections = max(0, int(r.TermAfter)-int(r.TermBefore)-r.LeaderTransfers)
+		// The only member's restart costs it an election, which the consent accepted (WriteOutage): not unplanned.
+		var own int
+		if r.WriteOutage != nil {
+			own = r.WriteOutage.Elections
+		}
+		r.UnplannedElections = max(0, int(r.TermAfter)-int(r.TermBefore)-r.LeaderTransfers-own)
 	}
 }
 

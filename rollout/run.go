@@ -330,8 +330,8 @@ func (r *run) planOrHold(ctx context.Context, st ClusterState) (plan Plan, ready
 		err = checkVersionPaths(st)
 	}
 	if err == nil || errors.Is(err, ErrBlocked) {
-		// A hold is waited out; the hook is not: it is refused first.
-		if refused := CheckSelfRemoval(st, plan, e.cfg.AcceptPreStopMemberRemoval); refused != nil {
+		// A hold is waited out; a missing consent is not: it is refused first.
+		if refused := CheckConsents(st, plan, e.cfg); refused != nil {
 			err = refused
 		}
 	}
@@ -622,12 +622,20 @@ func (r *run) finish(ctx context.Context) error {
 // controller has recreated that pod at the update revision, before the pod is Ready or etcd healthy: from
 // then on a template written by someone else (another stack, kubectl) cannot make the controller take a
 // second member while this one is still catching up. Then it waits for the member's gates.
-func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) error {
+func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) (err error) {
 	e, pod := r.e, st.Members[step.Ordinal].Pod
 	e.announce(Event{Kind: EventMemberRestarting, Step: step, Pod: pod}, "restarting %s (partition %d)", pod, step.Ordinal)
 	start := time.Now()
 	if err := e.lease.confirm(ctx); err != nil {
 		return fmt.Errorf("rolling %s: not lowering the partition: %w", pod, err)
+	}
+	meter, err := r.meterOutage(ctx, st, step.Ordinal)
+	if err != nil {
+		return err
+	}
+	if meter != nil {
+		meter.Down()
+		defer func() { r.endOutage(context.WithoutCancel(ctx), meter, pod, maxTerm(st), err == nil) }()
 	}
 	e.etcd.Forget(pod)
 	r.touched, r.disrupted = true, true
@@ -654,6 +662,9 @@ func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) error 
 		"partition lowered to %d; waiting for the controller to recreate %s at %s", step.Ordinal, pod, st.UpdateRevision)
 	if err := e.waitPodRecreated(ctx, st, step.Ordinal, expectedSpec{Partition: step.Ordinal, Generation: gen}, start); err != nil {
 		return fmt.Errorf("rolling %s: %w", pod, err)
+	}
+	if meter != nil {
+		meter.Watch(ctx)
 	}
 	if err := r.lock(ctx, st.Replicas); err != nil {
 		return err
@@ -690,7 +701,7 @@ func (r *run) clearToDisrupt(ctx context.Context, st ClusterState, step Step) (b
 	if err != nil {
 		return false, fmt.Errorf("rolling %s: %w", pod, err)
 	}
-	if isLeader {
+	if isLeader && st.Replicas > 1 { // a one-member etcd's only member always leads (its restart is consented)
 		if r.retries++; r.retries > maxStepRetries {
 			return false, fmt.Errorf("rolling %s: it became leader again %d times; stopping", pod, r.retries)
 		}

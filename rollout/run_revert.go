@@ -137,7 +137,7 @@ func (r *run) revert(ctx context.Context, ordinal int) (string, error) {
 		return "", err
 	}
 	if m.PodExists && m.Revision != to {
-		moveTo, err := revertSafety(st, ordinal)
+		moveTo, err := revertSafety(st, ordinal, r.e.cfg.AcceptWriteOutage)
 		if err != nil {
 			return "", err
 		}
@@ -167,7 +167,11 @@ func (r *run) revert(ctx context.Context, ordinal int) (string, error) {
 		}
 	}
 	want := expectedSpec{Partition: st.Replicas, Generation: r.gen, PodRevision: to}
-	if _, err := e.waitMember(ctx, st, ordinal, want, time.Now()); err != nil {
+	_, err = e.waitMember(ctx, st, ordinal, want, time.Now())
+	if st.Replicas == 1 {
+		r.addOwnElections(ctx, m.Pod, maxTerm(st), err == nil)
+	}
+	if err != nil {
 		return "", fmt.Errorf("waiting for %s to pass its gates again at %s: %w", m.Pod, to, err)
 	}
 	return to, nil
@@ -200,12 +204,12 @@ func (r *run) revertRestoresPeerTrust(ctx context.Context, st ClusterState, ordi
 // fails, or whose read times out while it catches up may still vote, and lead. So the rule is a roll's,
 // whatever the member answers: the others must keep a quorum without it by etcd's word (podDeleteSafety);
 // one that answers and leads hands the leadership over first.
-func revertSafety(st ClusterState, ordinal int) (moveLeaderTo int, err error) {
+func revertSafety(st ClusterState, ordinal int, outageAccepted bool) (moveLeaderTo int, err error) {
 	m := st.Members[ordinal]
-	if err := podDeleteSafety(st, ordinal); err != nil {
+	if err := podDeleteSafety(st, ordinal, outageAccepted); err != nil {
 		return -1, fmt.Errorf("not reverting %s: %w", m.Pod, err)
 	}
-	if !m.Healthy || !m.IsLeader {
+	if !m.Healthy || !m.IsLeader || st.Replicas == 1 {
 		return -1, nil
 	}
 	for i, other := range st.Members {
@@ -222,9 +226,9 @@ func revertSafety(st ClusterState, ordinal int) (moveLeaderTo int, err error) {
 // far as anyone can tell. A member that leads and answers is moved off first by the caller (revertSafety);
 // one that does not answer us but that the others follow (its ID is the leader they name, or they name a
 // leader no member we reach is) is refused: deleting it would cost an election.
-func podDeleteSafety(st ClusterState, ordinal int) error {
+func podDeleteSafety(st ClusterState, ordinal int, outageAccepted bool) error {
 	m := st.Members[ordinal]
-	if err := checkQuorum(st, ordinal); err != nil {
+	if err := checkQuorum(st, ordinal, outageAccepted); err != nil {
 		return err
 	}
 	if m.Reachable {
@@ -338,7 +342,7 @@ func (r *run) quorumOnAFreshLook(ctx context.Context, ordinal int) error {
 			return blocked("%s, which this run rolled, is down (%s) on a look right before restarting %s", m.Pod, m.Problem, now.Members[ordinal].Pod)
 		}
 	}
-	return checkQuorum(now, ordinal)
+	return checkQuorum(now, ordinal, r.e.cfg.AcceptWriteOutage)
 }
 
 // provenInTheSameProcess is st with a member this run saw pass counted proven only while it still answers from

@@ -108,7 +108,7 @@ func TestRevertSafety(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			move, err := revertSafety(tt.state, tt.ordinal)
+			move, err := revertSafety(tt.state, tt.ordinal, false)
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
 				require.ErrorIs(t, err, ErrBlocked)
@@ -401,11 +401,11 @@ func TestAMemberFoundDownAfterPassingIsProvenNoMore(t *testing.T) {
 	r := &run{e: newFakeCluster(t, 3, 0).engine(t, nil), passed: map[int]*passedMember{2: {at: time.Now()}}, downAfterPass: map[string]bool{}}
 
 	assert.True(t, r.withProven(st).Members[2].Proven, "etcd-2 passed")
-	assert.NoError(t, podDeleteSafety(r.withProven(st), 1), "etcd-0 and the proven etcd-2 keep quorum without etcd-1")
+	assert.NoError(t, podDeleteSafety(r.withProven(st), 1, false), "etcd-0 and the proven etcd-2 keep quorum without etcd-1")
 
 	r.downAfterPass["etcd-2"] = true // a later look found it down; this one finds it up
 	assert.False(t, r.withProven(st).Members[2].Proven)
-	assert.ErrorIs(t, podDeleteSafety(r.withProven(st), 1), ErrBlocked, "etcd-2 counts for no quorum until it passes again")
+	assert.ErrorIs(t, podDeleteSafety(r.withProven(st), 1, false), ErrBlocked, "etcd-2 counts for no quorum until it passes again")
 
 	r.passed[2] = r.newPassed(context.Background(), "etcd-2", passage{}, false)
 	assert.True(t, r.withProven(st).Members[2].Proven, "passing again proves it again")
@@ -419,12 +419,12 @@ func TestAPassedMemberCountsForADeleteOnlyInTheProcessThatPassed(t *testing.T) {
 	r.passed[2] = r.newPassed(context.Background(), "etcd-2", passage{incarnation: fakeProcess(0)}, false)
 	st := r.withProven(healthyState(3, 0, 1, 2))
 	require.True(t, st.Members[2].Proven)
-	assert.NoError(t, podDeleteSafety(r.provenInTheSameProcess(context.Background(), st, 1), 1), "the process that passed still serves etcd-2")
+	assert.NoError(t, podDeleteSafety(r.provenInTheSameProcess(context.Background(), st, 1), 1, false), "the process that passed still serves etcd-2")
 
 	c.etcd.mu.Lock()
 	c.etcd.incarnations = map[string]int{"etcd-2": 1} // it restarted since it passed, and answers again
 	c.etcd.mu.Unlock()
-	assert.ErrorIs(t, podDeleteSafety(r.provenInTheSameProcess(context.Background(), st, 1), 1), ErrBlocked)
+	assert.ErrorIs(t, podDeleteSafety(r.provenInTheSameProcess(context.Background(), st, 1), 1, false), ErrBlocked)
 	assert.True(t, r.downAfterPass["etcd-2"], "a restart since it passed: not reported rolled at the run's end (seed 2195)")
 }
 

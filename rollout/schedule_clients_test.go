@@ -53,6 +53,9 @@ type schedEngine struct {
 	startedAt moment
 	// Elections counted by the fake at its start and end, and around its first and last disruption.
 	elStart, elFirstDisruption, elLastDisruption int
+	// restarts counts the members this engine's writes exposed to a restart (invariant e's bound on the
+	// elections of a one-member etcd's own restarts).
+	restarts int
 	disrupted                                    bool
 }
 
@@ -89,6 +92,7 @@ func (w *world) newEngine(name string, run int) *schedEngine {
 	cfg.ReadyTimeout = 1500 * time.Millisecond
 	cfg.HealthTimeout = time.Second
 	cfg.SnapshotTo = w.snapshotDir
+	cfg.AcceptWriteOutage = w.s.AcceptOutage
 	if w.s.APILatency || w.s.WatchLag > 0 || w.s.SlowRecreate > 0 {
 		// A slow API server or controller stretches every step by its latencies and lags, as in production, where
 		// the timeouts (5 minutes to be Ready) dwarf them; here they would not, and a gate would run out for

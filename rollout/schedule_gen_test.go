@@ -254,6 +254,9 @@ type schedule struct {
 	// MinorUpgrade makes the template move the members from etcd 3.5 to 3.6: a snapshot comes before the first
 	// disruption (drawMinorUpgrade).
 	MinorUpgrade bool
+	// OneMember makes the StatefulSet a one-member etcd (drawOneMember); AcceptOutage gives the engines
+	// Config.AcceptWriteOutage: only then may its member restart, after a verified snapshot.
+	OneMember, AcceptOutage bool
 	// Runs is how many runs may go: each one that does not succeed is resumed by a fresh engine.
 	Runs   int
 	Events []schedEvent
@@ -264,6 +267,9 @@ func (s schedule) String() string {
 	loop := "fast (down within the stability window)"
 	if s.SlowLoop {
 		loop = "slow (up for longer than the stability window)"
+	}
+	if s.OneMember {
+		fmt.Fprintf(&b, "one-member etcd, write outage accepted: %v; ", s.AcceptOutage)
 	}
 	fmt.Fprintf(&b, "seed %d: %d members, leader etcd-%d, updated already %v, update revision crash-loops from the start: %v, crash loops %s, cool-down %s, process starts jitter by a second: %v, first leader move's answer lost: %v, first moved leadership lost at once: %v, data dies with the pod: %v, learner that never catches up: %q, requests late by up to %s: %v, watches lag by %s, pods recreated after %s, 3.5 → 3.6: %v, up to %d runs\n",
 		s.Seed, s.Members, s.Leader, podNames(s.Updated), s.BadRevision, loop, s.Cooldown, s.StartJitter, s.MoveAnswerLost, s.LeadershipLost, s.Ephemeral, s.SlowLearner, maxLatency, s.APILatency, s.WatchLag, s.SlowRecreate, s.MinorUpgrade, s.Runs)
@@ -331,6 +337,7 @@ func generateSchedule(seed uint64, enabled []eventKind) schedule {
 	drawSlowAPI(seed, &s)
 	drawSlowController(seed, &s)
 	drawMinorUpgrade(seed, &s)
+	drawOneMember(seed, &s)
 	return s
 }
 

@@ -168,6 +168,7 @@ func (w *world) disruption(se *schedEngine, pre, post worldSnapshot, what string
 	for _, t := range targets {
 		isTarget[t] = true
 	}
+	se.restarts++
 	w.checkOneAtATime(se, what, isTarget)
 	w.checkQuorum(se, what, isTarget)
 }
@@ -188,6 +189,9 @@ func (w *world) checkOneAtATime(se *schedEngine, what string, isTarget map[int]b
 // checkQuorum is (b): the members left out keep a quorum by the fakes' truth. A member that is not up but
 // whose fault se could not have known counts as up: the engine is not blamed for what it could not see.
 func (w *world) checkQuorum(se *schedEngine, what string, isTarget map[int]bool) {
+	if w.s.OneMember && w.s.AcceptOutage {
+		return // the consent to the write outage (invariant s wants a verified snapshot first)
+	}
 	up, blamed := 0, []string{}
 	for i := 0; i < w.s.Members; i++ {
 		pod := podName("etcd", i)
@@ -397,6 +401,14 @@ func (w *world) checkReportedElections(se *schedEngine, res Result, post worldSn
 	inner := 0
 	if se.disrupted {
 		inner = se.elLastDisruption - se.elFirstDisruption
+	}
+	if o := res.WriteOutage; o != nil && o.Elections >= 0 {
+		// The fake counts every election; the run, the only member's own restarts apart, each the
+		// consented outage's: at most one per restart it caused.
+		if o.Elections > se.restarts {
+			w.violate("e", se, "reported %d election(s) of the only member's own restarts, but caused %d restart(s)", o.Elections, se.restarts)
+		}
+		outer, inner = outer-o.Elections, inner-o.Elections
 	}
 	if res.UnplannedElections > outer || res.UnplannedElections < inner {
 		w.violate("e", se, "reported %d unplanned election(s) (raft term %d → %d, %d transfers); the fake counted %d during the run, %d of them between its first and last disruption",

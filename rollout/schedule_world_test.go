@@ -187,6 +187,9 @@ func newWorld(t *testing.T, s schedule) *world {
 	if s.MinorUpgrade {
 		w.makeMinorUpgrade()
 	}
+	if s.OneMember && w.snapshotDir == "" {
+		w.snapshotDir = t.TempDir()
+	}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	t.Cleanup(w.cancel)
 	if s.BadRevision {

@@ -49,8 +49,10 @@ type statusPublisher struct {
 	step, message    string
 	// storedSnapshot is where the run stored its snapshot before a point of no return (EventSnapshotStored).
 	storedSnapshot string
-	version        uint64 // bumped on every change
-	written        uint64 // the version last written
+	// writeOutage is the measured outage of a one-member restart (EventWriteOutage), in the summary's words.
+	writeOutage string
+	version     uint64 // bumped on every change
+	written     uint64 // the version last written
 
 	// writeMu orders the writes, so an older state is never written after a newer one.
 	writeMu sync.Mutex
@@ -103,6 +105,10 @@ func (p *statusPublisher) observe(ev Event) {
 	case EventSnapshotStored:
 		if ev.Snapshot != nil {
 			p.storedSnapshot = ev.Snapshot.Location
+		}
+	case EventWriteOutage:
+		if ev.WriteOutage != nil {
+			p.writeOutage = ev.WriteOutage.String()
 		}
 	}
 	if step.Kind == StepRecreate && step.Ordinal >= 0 && step.Ordinal < len(p.pods) {
@@ -161,7 +167,7 @@ func (p *statusPublisher) observeOutcome(at time.Time, eventType, reason, msg st
 func (p *statusPublisher) start(key string, at time.Time) {
 	p.active, p.finished, p.runKey = true, false, key
 	p.revision, p.pods, p.done = "", nil, map[string]bool{}
-	p.step, p.message, p.storedSnapshot = "", "", ""
+	p.step, p.message, p.storedSnapshot, p.writeOutage = "", "", "", ""
 	p.conds = map[string]metav1.Condition{}
 	p.set(ConditionFailed, metav1.ConditionFalse, StatusReasonProgressing, "a rollout is in progress", at)
 	p.progress(at)
@@ -370,12 +376,13 @@ type statusSnapshot struct {
 	pending         []string
 	step, message   string
 	storedSnapshot  string
+	writeOutage     string
 }
 
 // snapshot copies the state to write. Called with mu held.
 func (p *statusPublisher) snapshot() statusSnapshot {
 	s := statusSnapshot{revision: p.revision, templateVersion: p.templateVersion, members: len(p.pods), done: p.doneCount(), step: p.step,
-		message: publishable(p.message), storedSnapshot: p.storedSnapshot}
+		message: publishable(p.message), storedSnapshot: p.storedSnapshot, writeOutage: p.writeOutage}
 	for _, pod := range p.pods {
 		if !p.done[pod] {
 			s.pending = append(s.pending, pod)
@@ -471,6 +478,10 @@ func renderStatus(prev map[string]string, snap statusSnapshot, holder string, no
 	// The last snapshot stays until a later run stores another: it is the rollback path, whoever reads it.
 	if last := cmp.Or(snap.storedSnapshot, prev[StatusKeySnapshot]); last != "" {
 		data[StatusKeySnapshot] = last
+	}
+	// So does the last one-member restart's outage: what the last consented restart cost.
+	if last := cmp.Or(snap.writeOutage, prev[StatusKeyWriteOutage]); last != "" {
+		data[StatusKeyWriteOutage] = last
 	}
 	return data
 }

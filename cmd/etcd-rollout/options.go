@@ -26,6 +26,7 @@ type options struct {
 	leaseDuration                                    time.Duration
 	snapshotTo                                       string
 	proceedWithoutSnapshot                           bool
+	acceptWriteOutage                                bool
 }
 
 func (o *options) bind(cmd *cobra.Command) {
@@ -46,6 +47,7 @@ func (o *options) bind(cmd *cobra.Command) {
 	f.StringVar(&o.onFailure, "on-failure", string(rollout.FailureRevert), `what happens to a member that fails its gates on the new revision: "revert" (delete its pod with the partition locked, so it comes back on the old revision, then fail) or "stop" (leave it for a person)`)
 	f.DurationVar(&o.leaseDuration, "lease-duration", 15*time.Second, "how long the rollout lease stays valid without renewal: after a run is killed, the next one waits this long")
 	f.BoolVar(&o.acceptPreStopMemberRemoval, "accept-prestop-member-removal", false, "roll pods whose preStop hook removes their own member from etcd (the Bitnami chart's removeMemberOnContainerTermination); refused without it, as every restart would remove a voter with no quorum check")
+	f.BoolVar(&o.acceptWriteOutage, "accept-write-outage", false, "roll a one-member etcd: its only member's restart stops every read and write until it is back; refused without it. A verified snapshot is stored first (always) and the outage is measured")
 	f.StringVar(&o.snapshotTo, "snapshot-to", "", "where a minor-version change stores its verified snapshot before the first restart: a directory, or a file://, s3://, gs:// or azblob:// URL (default: "+rollout.DefaultSnapshotDir()+")")
 	f.BoolVar(&o.proceedWithoutSnapshot, "proceed-without-snapshot", false, "let a minor-version change go on when its snapshot fails (the summary says so); without it the run stops before its first restart")
 	f.BoolVar(&o.direct, "direct", false, "reach members at <pod>.<service>.<namespace>.svc instead of port-forwarding (inside the cluster)")
@@ -88,6 +90,7 @@ func (o *options) engine(ctx context.Context, onEvent func(rollout.Event)) (*rol
 	cfg.LeaderPolicy = rollout.LeaderPolicy(o.leaderPolicy)
 	cfg.OnFailure = rollout.FailurePolicy(o.onFailure)
 	cfg.AcceptPreStopMemberRemoval = o.acceptPreStopMemberRemoval
+	cfg.AcceptWriteOutage = o.acceptWriteOutage
 	cfg.SnapshotTo, cfg.ProceedWithoutSnapshot = o.snapshotTo, o.proceedWithoutSnapshot
 	if o.caFile != "" || o.certFile != "" || o.keyFile != "" {
 		cfg.TLS = &rollout.TLSFiles{CAFile: o.caFile, CertFile: o.certFile, KeyFile: o.keyFile}

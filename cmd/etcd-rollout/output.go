@@ -69,6 +69,8 @@ type planDoc struct {
 	Blocked   string    `json:"blocked,omitempty"`
 	// Snapshot is where the snapshot before the first step goes, when the plan takes one.
 	Snapshot string `json:"snapshotTo,omitempty"`
+	// WriteOutage names the only member of a one-member etcd whose restart stops writes (--accept-write-outage).
+	WriteOutage string `json:"writeOutageOf,omitempty"`
 	// ProbeWarnings are the etcd container's probe shapes that turn a roll's hiccup into an outage.
 	ProbeWarnings []probeWarningDoc `json:"probeWarnings,omitempty"`
 }
@@ -178,6 +180,9 @@ func newPlanDoc(cfg rollout.Config, st rollout.ClusterState, p rollout.Plan, pla
 	}
 	if p.Snapshot != nil {
 		d.Snapshot = p.Snapshot.To
+	}
+	if p.WriteOutage != nil {
+		d.WriteOutage = p.WriteOutage.Pod
 	}
 	for _, w := range st.ProbeWarnings {
 		d.ProbeWarnings = append(d.ProbeWarnings, probeWarningDoc{Kind: string(w.Kind), Probe: w.Probe, Warning: w.String()})

@@ -57,6 +57,9 @@ func printSummary(cmd *cobra.Command, res rollout.Result, err error) {
 	case res.SnapshotSkipped != "":
 		fmt.Fprintf(out, "  snapshot:             NONE, gone on without one (--proceed-without-snapshot): %s\n", res.SnapshotSkipped)
 	}
+	if o := res.WriteOutage; o != nil {
+		fmt.Fprintf(out, "  write outage:         %s\n", o)
+	}
 	if f := res.Failure; f != nil {
 		fmt.Fprintf(out, "  failed member:        %s on revision %s (%s gate) at %s; %s\n", f.Pod, f.Revision, f.Gate,
 			f.At.Format(time.RFC3339), rollout.FailureOutcome(f.RevertedTo, f.RevertError))

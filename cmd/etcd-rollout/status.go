@@ -129,6 +129,9 @@ func printRolloutStatus(out io.Writer, cfg rollout.Config, st rollout.RolloutSta
 	if st.Snapshot != "" {
 		fmt.Fprintf(out, "last snapshot before a point of no return: %s\n", st.Snapshot)
 	}
+	if st.WriteOutage != "" {
+		fmt.Fprintf(out, "last one-member restart: %s\n", st.WriteOutage)
+	}
 	fmt.Fprintln(out)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "CONDITION\tSTATUS\tREASON\tSINCE\tMESSAGE")

@@ -45,7 +45,7 @@ export class EtcdRollingUpgrade extends pulumi.ComponentResource {
      */
     declare public /*out*/ readonly membersRolled: pulumi.Output<string[]>;
     /**
-     * The last snapshot a rollout stored before the first restart of a minor-version change, kept until a later one stores another: location, sha256, sizeBytes, revision, storageVersion, member, etcdVersion, takenAt. Empty when no rollout needed one.
+     * The last snapshot a rollout stored before the first restart of a minor-version change (or the restart of a one-member etcd's only member), kept until a later one stores another: location, sha256, sizeBytes, revision, storageVersion, member, etcdVersion, takenAt. Empty when no rollout needed one.
      */
     declare public /*out*/ readonly snapshot: pulumi.Output<{[key: string]: any}>;
     /**
@@ -60,6 +60,10 @@ export class EtcdRollingUpgrade extends pulumi.ComponentResource {
      * The versionHash the rollout ran for (computed from the pod template when not given).
      */
     declare public readonly versionHash: pulumi.Output<string>;
+    /**
+     * What the last restart of a one-member etcd's only member cost (acceptWriteOutage), kept until a later rollout measures another: pod, seconds (last successful linearizable read before the restart to the first after it), lastReadBefore, firstReadAfter, back, precisionSeconds, elections. Empty when no rollout restarted such a member.
+     */
+    declare public /*out*/ readonly writeOutage: pulumi.Output<{[key: string]: any}>;
 
     /**
      * Create a EtcdRollingUpgrade resource with the given unique name, arguments, and options.
@@ -82,6 +86,7 @@ export class EtcdRollingUpgrade extends pulumi.ComponentResource {
                 throw new Error("Missing required property 'stsName'");
             }
             resourceInputs["acceptPreStopMemberRemoval"] = args?.acceptPreStopMemberRemoval;
+            resourceInputs["acceptWriteOutage"] = args?.acceptWriteOutage;
             resourceInputs["clientPort"] = args?.clientPort;
             resourceInputs["context"] = args?.context;
             resourceInputs["cooldownSeconds"] = args?.cooldownSeconds;
@@ -105,6 +110,7 @@ export class EtcdRollingUpgrade extends pulumi.ComponentResource {
             resourceInputs["snapshot"] = undefined /*out*/;
             resourceInputs["unplannedElections"] = undefined /*out*/;
             resourceInputs["updateRevision"] = undefined /*out*/;
+            resourceInputs["writeOutage"] = undefined /*out*/;
         } else {
             resourceInputs["finishedAt"] = undefined /*out*/;
             resourceInputs["job"] = undefined /*out*/;
@@ -114,6 +120,7 @@ export class EtcdRollingUpgrade extends pulumi.ComponentResource {
             resourceInputs["unplannedElections"] = undefined /*out*/;
             resourceInputs["updateRevision"] = undefined /*out*/;
             resourceInputs["versionHash"] = undefined /*out*/;
+            resourceInputs["writeOutage"] = undefined /*out*/;
         }
         opts = pulumi.mergeOptions(utilities.resourceOptsDefaults(), opts);
         super(EtcdRollingUpgrade.__pulumiType, name, resourceInputs, opts, true /*remote*/);
@@ -128,6 +135,10 @@ export interface EtcdRollingUpgradeArgs {
      * Roll pods whose preStop hook removes their own member from etcd when they stop (the Bitnami etcd chart's removeMemberOnContainerTermination; scripts that run etcdctl member remove). Without it such a roll is refused in preview and before anything is touched: every restart would remove a voter with no quorum check, racing the rollout, and the start script would add it back as a voter. Accept it to roll the hook away, or for a hook that removes only members above the initial cluster size. Default false. Never causes a diff.
      */
     acceptPreStopMemberRemoval?: pulumi.Input<boolean | undefined>;
+    /**
+     * Roll a one-member etcd (spec.replicas 1). Its only member's restart stops every read and write until it is back (quorum 1 of 1), so without this such a rollout is refused in preview and before anything is touched. With it the rollout stores a verified snapshot first (snapshotTo; always, whatever proceedWithoutSnapshot says), restarts the member, waits for etcd's usual gates, and reports the measured outage (the Rollout's writeOutage output, the update's summary, the status ConfigMap). Never for a member whose data dies with its pod. Default false. Never causes a diff.
+     */
+    acceptWriteOutage?: pulumi.Input<boolean | undefined>;
     /**
      * etcd client port on each pod. Default 2379.
      */
@@ -173,7 +184,7 @@ export interface EtcdRollingUpgradeArgs {
      */
     serviceName: pulumi.Input<string>;
     /**
-     * Where a rollout that changes etcd's minor version (3.5 → 3.6, or a downgrade) stores the verified snapshot it takes from the leader before its first restart, the only way back once the cluster version moves: a directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
+     * Where a rollout stores the verified snapshot it takes from the leader before a point of no return: the first restart of a minor-version change (3.5 → 3.6, or a downgrade), the only way back once the cluster version moves, and the restart of a one-member etcd's only member (acceptWriteOutage). A directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
      */
     snapshotTo?: pulumi.Input<string | undefined>;
     /**

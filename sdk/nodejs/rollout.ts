@@ -100,6 +100,10 @@ export class Rollout extends pulumi.CustomResource {
      */
     declare public /*out*/ readonly updateRevision: pulumi.Output<string>;
     declare public readonly versionHash: pulumi.Output<string>;
+    /**
+     * What the last restart of a one-member etcd's only member cost (acceptWriteOutage), kept until a later run measures another.
+     */
+    declare public /*out*/ readonly writeOutage: pulumi.Output<outputs.provider.RolloutWriteOutage | undefined>;
 
     /**
      * Create a Rollout resource with the given unique name, arguments, and options.
@@ -125,6 +129,7 @@ export class Rollout extends pulumi.CustomResource {
                 throw new Error("Missing required property 'versionHash'");
             }
             resourceInputs["acceptPreStopMemberRemoval"] = args?.acceptPreStopMemberRemoval;
+            resourceInputs["acceptWriteOutage"] = args?.acceptWriteOutage;
             resourceInputs["clientPort"] = args?.clientPort;
             resourceInputs["cluster"] = args?.cluster;
             resourceInputs["context"] = args?.context;
@@ -153,6 +158,7 @@ export class Rollout extends pulumi.CustomResource {
             resourceInputs["statefulSetUid"] = undefined /*out*/;
             resourceInputs["unplannedElections"] = undefined /*out*/;
             resourceInputs["updateRevision"] = undefined /*out*/;
+            resourceInputs["writeOutage"] = undefined /*out*/;
         } else {
             resourceInputs["clientPort"] = undefined /*out*/;
             resourceInputs["complete"] = undefined /*out*/;
@@ -175,6 +181,7 @@ export class Rollout extends pulumi.CustomResource {
             resourceInputs["unplannedElections"] = undefined /*out*/;
             resourceInputs["updateRevision"] = undefined /*out*/;
             resourceInputs["versionHash"] = undefined /*out*/;
+            resourceInputs["writeOutage"] = undefined /*out*/;
         }
         opts = pulumi.mergeOptions(utilities.resourceOptsDefaults(), opts);
         super(Rollout.__pulumiType, name, resourceInputs, opts);
@@ -189,6 +196,10 @@ export interface RolloutArgs {
      * Roll pods whose preStop hook removes their own member from etcd when they stop (the Bitnami etcd chart's removeMemberOnContainerTermination; scripts that run etcdctl member remove). Without it such a roll is refused in preview and before anything is touched: every restart would remove a voter with no quorum check, racing the rollout, and the start script would add it back as a voter. Accept it to roll the hook away, or for a hook that removes only members above the initial cluster size. Default false. Never causes a diff.
      */
     acceptPreStopMemberRemoval?: pulumi.Input<boolean | undefined>;
+    /**
+     * Roll a one-member etcd (spec.replicas 1). Its only member's restart stops every read and write until it is back (quorum 1 of 1), so without this such a rollout is refused in preview and before anything is touched. With it the rollout stores a verified snapshot first (snapshotTo; always, whatever proceedWithoutSnapshot says), restarts the member, waits for etcd's usual gates, and reports the measured outage (the Rollout's writeOutage output, the update's summary, the status ConfigMap). Never for a member whose data dies with its pod. Default false. Never causes a diff.
+     */
+    acceptWriteOutage?: pulumi.Input<boolean | undefined>;
     /**
      * etcd client port on each pod. Default 2379.
      */
@@ -242,7 +253,7 @@ export interface RolloutArgs {
      */
     serviceName: pulumi.Input<string>;
     /**
-     * Where a rollout that changes etcd's minor version (3.5 → 3.6, or a downgrade) stores the verified snapshot it takes from the leader before its first restart, the only way back once the cluster version moves: a directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
+     * Where a rollout stores the verified snapshot it takes from the leader before a point of no return: the first restart of a minor-version change (3.5 → 3.6, or a downgrade), the only way back once the cluster version moves, and the restart of a one-member etcd's only member (acceptWriteOutage). A directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
      */
     snapshotTo?: pulumi.Input<string | undefined>;
     /**

@@ -26,7 +26,7 @@ type EtcdRollingUpgrade struct {
 	LeaderTransfers pulumi.IntOutput `pulumi:"leaderTransfers"`
 	// Pods the last rollout restarted, in order.
 	MembersRolled pulumi.StringArrayOutput `pulumi:"membersRolled"`
-	// The last snapshot a rollout stored before the first restart of a minor-version change, kept until a later one stores another: location, sha256, sizeBytes, revision, storageVersion, member, etcdVersion, takenAt. Empty when no rollout needed one.
+	// The last snapshot a rollout stored before the first restart of a minor-version change (or the restart of a one-member etcd's only member), kept until a later one stores another: location, sha256, sizeBytes, revision, storageVersion, member, etcdVersion, takenAt. Empty when no rollout needed one.
 	Snapshot pulumi.MapOutput `pulumi:"snapshot"`
 	// Raft term increases during the last rollout that were not our transfers; absent when the rollout could not measure them, never a 0 it did not measure.
 	UnplannedElections pulumi.IntOutput `pulumi:"unplannedElections"`
@@ -34,6 +34,8 @@ type EtcdRollingUpgrade struct {
 	UpdateRevision pulumi.StringOutput `pulumi:"updateRevision"`
 	// The versionHash the rollout ran for (computed from the pod template when not given).
 	VersionHash pulumi.StringOutput `pulumi:"versionHash"`
+	// What the last restart of a one-member etcd's only member cost (acceptWriteOutage), kept until a later rollout measures another: pod, seconds (last successful linearizable read before the restart to the first after it), lastReadBefore, firstReadAfter, back, precisionSeconds, elections. Empty when no rollout restarted such a member.
+	WriteOutage pulumi.MapOutput `pulumi:"writeOutage"`
 }
 
 // NewEtcdRollingUpgrade registers a new resource with the given unique name, arguments, and options.
@@ -67,6 +69,8 @@ func NewEtcdRollingUpgrade(ctx *pulumi.Context,
 type etcdRollingUpgradeArgs struct {
 	// Roll pods whose preStop hook removes their own member from etcd when they stop (the Bitnami etcd chart's removeMemberOnContainerTermination; scripts that run etcdctl member remove). Without it such a roll is refused in preview and before anything is touched: every restart would remove a voter with no quorum check, racing the rollout, and the start script would add it back as a voter. Accept it to roll the hook away, or for a hook that removes only members above the initial cluster size. Default false. Never causes a diff.
 	AcceptPreStopMemberRemoval *bool `pulumi:"acceptPreStopMemberRemoval"`
+	// Roll a one-member etcd (spec.replicas 1). Its only member's restart stops every read and write until it is back (quorum 1 of 1), so without this such a rollout is refused in preview and before anything is touched. With it the rollout stores a verified snapshot first (snapshotTo; always, whatever proceedWithoutSnapshot says), restarts the member, waits for etcd's usual gates, and reports the measured outage (the Rollout's writeOutage output, the update's summary, the status ConfigMap). Never for a member whose data dies with its pod. Default false. Never causes a diff.
+	AcceptWriteOutage *bool `pulumi:"acceptWriteOutage"`
 	// etcd client port on each pod. Default 2379.
 	ClientPort *int `pulumi:"clientPort"`
 	// Kubeconfig context, used with kubeconfig or, without it, instead of kubernetes:context.
@@ -89,7 +93,7 @@ type etcdRollingUpgradeArgs struct {
 	ReadyTimeoutSeconds *int `pulumi:"readyTimeoutSeconds"`
 	// The StatefulSet's governing (headless) Service.
 	ServiceName string `pulumi:"serviceName"`
-	// Where a rollout that changes etcd's minor version (3.5 → 3.6, or a downgrade) stores the verified snapshot it takes from the leader before its first restart, the only way back once the cluster version moves: a directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
+	// Where a rollout stores the verified snapshot it takes from the leader before a point of no return: the first restart of a minor-version change (3.5 → 3.6, or a downgrade), the only way back once the cluster version moves, and the restart of a one-member etcd's only member (acceptWriteOutage). A directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
 	SnapshotTo *string `pulumi:"snapshotTo"`
 	// A StatefulSet manifest (apiVersion apps/v1). When given, the component creates it as its own child with the annotations pulumi.com/skipAwait: "true" and pulumi.com/patchForce: "true" (so its next apply re-locks whatever a killed run left) and updateStrategy.rollingUpdate.partition = spec.replicas forced, and computes versionHash from spec.template when none is given.
 	StatefulSet map[string]interface{} `pulumi:"statefulSet"`
@@ -105,6 +109,8 @@ type etcdRollingUpgradeArgs struct {
 type EtcdRollingUpgradeArgs struct {
 	// Roll pods whose preStop hook removes their own member from etcd when they stop (the Bitnami etcd chart's removeMemberOnContainerTermination; scripts that run etcdctl member remove). Without it such a roll is refused in preview and before anything is touched: every restart would remove a voter with no quorum check, racing the rollout, and the start script would add it back as a voter. Accept it to roll the hook away, or for a hook that removes only members above the initial cluster size. Default false. Never causes a diff.
 	AcceptPreStopMemberRemoval pulumi.BoolPtrInput
+	// Roll a one-member etcd (spec.replicas 1). Its only member's restart stops every read and write until it is back (quorum 1 of 1), so without this such a rollout is refused in preview and before anything is touched. With it the rollout stores a verified snapshot first (snapshotTo; always, whatever proceedWithoutSnapshot says), restarts the member, waits for etcd's usual gates, and reports the measured outage (the Rollout's writeOutage output, the update's summary, the status ConfigMap). Never for a member whose data dies with its pod. Default false. Never causes a diff.
+	AcceptWriteOutage pulumi.BoolPtrInput
 	// etcd client port on each pod. Default 2379.
 	ClientPort pulumi.IntPtrInput
 	// Kubeconfig context, used with kubeconfig or, without it, instead of kubernetes:context.
@@ -127,7 +133,7 @@ type EtcdRollingUpgradeArgs struct {
 	ReadyTimeoutSeconds pulumi.IntPtrInput
 	// The StatefulSet's governing (headless) Service.
 	ServiceName pulumi.StringInput
-	// Where a rollout that changes etcd's minor version (3.5 → 3.6, or a downgrade) stores the verified snapshot it takes from the leader before its first restart, the only way back once the cluster version moves: a directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
+	// Where a rollout stores the verified snapshot it takes from the leader before a point of no return: the first restart of a minor-version change (3.5 → 3.6, or a downgrade), the only way back once the cluster version moves, and the restart of a one-member etcd's only member (acceptWriteOutage). A directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
 	SnapshotTo pulumi.StringPtrInput
 	// A StatefulSet manifest (apiVersion apps/v1). When given, the component creates it as its own child with the annotations pulumi.com/skipAwait: "true" and pulumi.com/patchForce: "true" (so its next apply re-locks whatever a killed run left) and updateStrategy.rollingUpdate.partition = spec.replicas forced, and computes versionHash from spec.template when none is given.
 	StatefulSet pulumi.MapInput
@@ -248,7 +254,7 @@ func (o EtcdRollingUpgradeOutput) MembersRolled() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v *EtcdRollingUpgrade) pulumi.StringArrayOutput { return v.MembersRolled }).(pulumi.StringArrayOutput)
 }
 
-// The last snapshot a rollout stored before the first restart of a minor-version change, kept until a later one stores another: location, sha256, sizeBytes, revision, storageVersion, member, etcdVersion, takenAt. Empty when no rollout needed one.
+// The last snapshot a rollout stored before the first restart of a minor-version change (or the restart of a one-member etcd's only member), kept until a later one stores another: location, sha256, sizeBytes, revision, storageVersion, member, etcdVersion, takenAt. Empty when no rollout needed one.
 func (o EtcdRollingUpgradeOutput) Snapshot() pulumi.MapOutput {
 	return o.ApplyT(func(v *EtcdRollingUpgrade) pulumi.MapOutput { return v.Snapshot }).(pulumi.MapOutput)
 }
@@ -266,6 +272,11 @@ func (o EtcdRollingUpgradeOutput) UpdateRevision() pulumi.StringOutput {
 // The versionHash the rollout ran for (computed from the pod template when not given).
 func (o EtcdRollingUpgradeOutput) VersionHash() pulumi.StringOutput {
 	return o.ApplyT(func(v *EtcdRollingUpgrade) pulumi.StringOutput { return v.VersionHash }).(pulumi.StringOutput)
+}
+
+// What the last restart of a one-member etcd's only member cost (acceptWriteOutage), kept until a later rollout measures another: pod, seconds (last successful linearizable read before the restart to the first after it), lastReadBefore, firstReadAfter, back, precisionSeconds, elections. Empty when no rollout restarted such a member.
+func (o EtcdRollingUpgradeOutput) WriteOutage() pulumi.MapOutput {
+	return o.ApplyT(func(v *EtcdRollingUpgrade) pulumi.MapOutput { return v.WriteOutage }).(pulumi.MapOutput)
 }
 
 type EtcdRollingUpgradeArrayOutput struct{ *pulumi.OutputState }

@@ -9,6 +9,7 @@ import (
 
 	"errors"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/sdk/go/etcdrollout/internal"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/sdk/go/etcdrollout/provider"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
@@ -48,6 +49,8 @@ type Rollout struct {
 	// The StatefulSet's updateRevision that every member reached (or was rolling to).
 	UpdateRevision pulumi.StringOutput `pulumi:"updateRevision"`
 	VersionHash    pulumi.StringOutput `pulumi:"versionHash"`
+	// What the last restart of a one-member etcd's only member cost (acceptWriteOutage), kept until a later run measures another.
+	WriteOutage provider.RolloutWriteOutagePtrOutput `pulumi:"writeOutage"`
 }
 
 // NewRollout registers a new resource with the given unique name, arguments, and options.
@@ -113,6 +116,8 @@ func RolloutExists(ctx *pulumi.Context,
 type rolloutArgs struct {
 	// Roll pods whose preStop hook removes their own member from etcd when they stop (the Bitnami etcd chart's removeMemberOnContainerTermination; scripts that run etcdctl member remove). Without it such a roll is refused in preview and before anything is touched: every restart would remove a voter with no quorum check, racing the rollout, and the start script would add it back as a voter. Accept it to roll the hook away, or for a hook that removes only members above the initial cluster size. Default false. Never causes a diff.
 	AcceptPreStopMemberRemoval *bool `pulumi:"acceptPreStopMemberRemoval"`
+	// Roll a one-member etcd (spec.replicas 1). Its only member's restart stops every read and write until it is back (quorum 1 of 1), so without this such a rollout is refused in preview and before anything is touched. With it the rollout stores a verified snapshot first (snapshotTo; always, whatever proceedWithoutSnapshot says), restarts the member, waits for etcd's usual gates, and reports the measured outage (the Rollout's writeOutage output, the update's summary, the status ConfigMap). Never for a member whose data dies with its pod. Default false. Never causes a diff.
+	AcceptWriteOutage *bool `pulumi:"acceptWriteOutage"`
 	// etcd client port on each pod. Default 2379.
 	ClientPort *int `pulumi:"clientPort"`
 	// Kubeconfig cluster to use. Changes are not a diff.
@@ -139,7 +144,7 @@ type rolloutArgs struct {
 	ReadyTimeoutSeconds *int `pulumi:"readyTimeoutSeconds"`
 	// The StatefulSet's governing (headless) Service.
 	ServiceName string `pulumi:"serviceName"`
-	// Where a rollout that changes etcd's minor version (3.5 → 3.6, or a downgrade) stores the verified snapshot it takes from the leader before its first restart, the only way back once the cluster version moves: a directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
+	// Where a rollout stores the verified snapshot it takes from the leader before a point of no return: the first restart of a minor-version change (3.5 → 3.6, or a downgrade), the only way back once the cluster version moves, and the restart of a one-member etcd's only member (acceptWriteOutage). A directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
 	SnapshotTo *string `pulumi:"snapshotTo"`
 	// Set by EtcdRollingUpgrade: true when the StatefulSet must already be on the cluster (nothing in this update creates it), so a missing one is refused in preview even on the first create. Not a diff.
 	StsMustExist *bool `pulumi:"stsMustExist"`
@@ -155,6 +160,8 @@ type rolloutArgs struct {
 type RolloutArgs struct {
 	// Roll pods whose preStop hook removes their own member from etcd when they stop (the Bitnami etcd chart's removeMemberOnContainerTermination; scripts that run etcdctl member remove). Without it such a roll is refused in preview and before anything is touched: every restart would remove a voter with no quorum check, racing the rollout, and the start script would add it back as a voter. Accept it to roll the hook away, or for a hook that removes only members above the initial cluster size. Default false. Never causes a diff.
 	AcceptPreStopMemberRemoval pulumi.BoolPtrInput
+	// Roll a one-member etcd (spec.replicas 1). Its only member's restart stops every read and write until it is back (quorum 1 of 1), so without this such a rollout is refused in preview and before anything is touched. With it the rollout stores a verified snapshot first (snapshotTo; always, whatever proceedWithoutSnapshot says), restarts the member, waits for etcd's usual gates, and reports the measured outage (the Rollout's writeOutage output, the update's summary, the status ConfigMap). Never for a member whose data dies with its pod. Default false. Never causes a diff.
+	AcceptWriteOutage pulumi.BoolPtrInput
 	// etcd client port on each pod. Default 2379.
 	ClientPort pulumi.IntPtrInput
 	// Kubeconfig cluster to use. Changes are not a diff.
@@ -181,7 +188,7 @@ type RolloutArgs struct {
 	ReadyTimeoutSeconds pulumi.IntPtrInput
 	// The StatefulSet's governing (headless) Service.
 	ServiceName pulumi.StringInput
-	// Where a rollout that changes etcd's minor version (3.5 → 3.6, or a downgrade) stores the verified snapshot it takes from the leader before its first restart, the only way back once the cluster version moves: a directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
+	// Where a rollout stores the verified snapshot it takes from the leader before a point of no return: the first restart of a minor-version change (3.5 → 3.6, or a downgrade), the only way back once the cluster version moves, and the restart of a one-member etcd's only member (acceptWriteOutage). A directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
 	SnapshotTo pulumi.StringPtrInput
 	// Set by EtcdRollingUpgrade: true when the StatefulSet must already be on the cluster (nothing in this update creates it), so a missing one is refused in preview even on the first create. Not a diff.
 	StsMustExist pulumi.BoolPtrInput
@@ -373,6 +380,11 @@ func (o RolloutOutput) UpdateRevision() pulumi.StringOutput {
 
 func (o RolloutOutput) VersionHash() pulumi.StringOutput {
 	return o.ApplyT(func(v *Rollout) pulumi.StringOutput { return v.VersionHash }).(pulumi.StringOutput)
+}
+
+// What the last restart of a one-member etcd's only member cost (acceptWriteOutage), kept until a later run measures another.
+func (o RolloutOutput) WriteOutage() provider.RolloutWriteOutagePtrOutput {
+	return o.ApplyT(func(v *Rollout) provider.RolloutWriteOutagePtrOutput { return v.WriteOutage }).(provider.RolloutWriteOutagePtrOutput)
 }
 
 type RolloutArrayOutput struct{ *pulumi.OutputState }

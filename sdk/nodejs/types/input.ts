@@ -22,3 +22,5 @@ export interface TLSArgs {
      */
     keyFile: pulumi.Input<string>;
 }
+export namespace provider {
+}

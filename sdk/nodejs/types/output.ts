@@ -95,3 +95,36 @@ export interface TLS {
     keyFile: string;
 }
 
+export namespace provider {
+    export interface RolloutWriteOutage {
+        /**
+         * True when a read succeeded after the restart before the run stopped measuring.
+         */
+        back: boolean;
+        /**
+         * Raft elections the restart cost (the only member campaigns when it starts: 1), not counted as unplanned; absent when not read.
+         */
+        elections?: number;
+        /**
+         * When the first successful linearizable read after it returned; absent when the member was not back.
+         */
+        firstReadAfter?: string;
+        /**
+         * When the last successful linearizable read before the restart returned (RFC 3339, nanoseconds).
+         */
+        lastReadBefore: string;
+        /**
+         * The only member, restarted.
+         */
+        pod: string;
+        /**
+         * The interval between reads once the pod was recreated: the outage is known to within it.
+         */
+        precisionSeconds: number;
+        /**
+         * The write outage: from the last successful linearizable read before the restart to the first one after it (when back is false, the outage so far when the run stopped measuring).
+         */
+        seconds: number;
+    }
+
+}

@@ -7,10 +7,18 @@ from . import _utilities
 import typing
 # Export this package's modules as members:
 from .etcd_rolling_upgrade import *
-from .provider import *
+from .provider_ import *
 from .rollout import *
 from ._inputs import *
 from . import outputs
+
+# Make subpackages available:
+if typing.TYPE_CHECKING:
+    import pulumi_etcd_rollout.provider as __provider
+    provider = __provider
+else:
+    provider = _utilities.lazy_import('pulumi_etcd_rollout.provider')
+
 _utilities.register(
     resource_modules="""
 [

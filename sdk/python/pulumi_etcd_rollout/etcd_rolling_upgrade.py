@@ -26,6 +26,7 @@ class EtcdRollingUpgradeArgs:
                  service_name: pulumi.Input[_builtins.str],
                  sts_name: pulumi.Input[_builtins.str],
                  accept_pre_stop_member_removal: pulumi.Input[Optional[_builtins.bool]] = None,
+                 accept_write_outage: pulumi.Input[Optional[_builtins.bool]] = None,
                  client_port: pulumi.Input[Optional[_builtins.int]] = None,
                  context: pulumi.Input[Optional[_builtins.str]] = None,
                  cooldown_seconds: pulumi.Input[Optional[_builtins.int]] = None,
@@ -46,6 +47,7 @@ class EtcdRollingUpgradeArgs:
         :param pulumi.Input[_builtins.str] service_name: The StatefulSet's governing (headless) Service.
         :param pulumi.Input[_builtins.str] sts_name: Name of the etcd StatefulSet.
         :param pulumi.Input[_builtins.bool] accept_pre_stop_member_removal: Roll pods whose preStop hook removes their own member from etcd when they stop (the Bitnami etcd chart's removeMemberOnContainerTermination; scripts that run etcdctl member remove). Without it such a roll is refused in preview and before anything is touched: every restart would remove a voter with no quorum check, racing the rollout, and the start script would add it back as a voter. Accept it to roll the hook away, or for a hook that removes only members above the initial cluster size. Default false. Never causes a diff.
+        :param pulumi.Input[_builtins.bool] accept_write_outage: Roll a one-member etcd (spec.replicas 1). Its only member's restart stops every read and write until it is back (quorum 1 of 1), so without this such a rollout is refused in preview and before anything is touched. With it the rollout stores a verified snapshot first (snapshotTo; always, whatever proceedWithoutSnapshot says), restarts the member, waits for etcd's usual gates, and reports the measured outage (the Rollout's writeOutage output, the update's summary, the status ConfigMap). Never for a member whose data dies with its pod. Default false. Never causes a diff.
         :param pulumi.Input[_builtins.int] client_port: etcd client port on each pod. Default 2379.
         :param pulumi.Input[_builtins.str] context: Kubeconfig context, used with kubeconfig or, without it, instead of kubernetes:context.
         :param pulumi.Input[_builtins.int] cooldown_seconds: Pause after each member passes its health gate. Default 30.
@@ -55,7 +57,7 @@ class EtcdRollingUpgradeArgs:
         :param pulumi.Input[_builtins.str] on_failure: What happens to a member that fails its gates on the new revision. "revert" (default): its pod is deleted with the partition locked, so the StatefulSet controller recreates it on the current (old) revision, and the update fails once it is healthy again; refused past the point of no return of a minor-version upgrade. "stop": the member is left as it is for a person to look at.
         :param pulumi.Input[_builtins.bool] proceed_without_snapshot: Let a rollout that changes etcd's minor version go on when its snapshot fails (the Rollout's snapshotSkipped output and the update's summary say why). Without it such a rollout stops before its first restart. Default false. Never causes a diff.
         :param pulumi.Input[_builtins.int] ready_timeout_seconds: Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
-        :param pulumi.Input[_builtins.str] snapshot_to: Where a rollout that changes etcd's minor version (3.5 → 3.6, or a downgrade) stores the verified snapshot it takes from the leader before its first restart, the only way back once the cluster version moves: a directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
+        :param pulumi.Input[_builtins.str] snapshot_to: Where a rollout stores the verified snapshot it takes from the leader before a point of no return: the first restart of a minor-version change (3.5 → 3.6, or a downgrade), the only way back once the cluster version moves, and the restart of a one-member etcd's only member (acceptWriteOutage). A directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
         :param pulumi.Input[Mapping[str, Any]] stateful_set: A StatefulSet manifest (apiVersion apps/v1). When given, the component creates it as its own child with the annotations pulumi.com/skipAwait: "true" and pulumi.com/patchForce: "true" (so its next apply re-locks whatever a killed run left) and updateStrategy.rollingUpdate.partition = spec.replicas forced, and computes versionHash from spec.template when none is given.
         :param pulumi.Input['TLSArgs'] tls: Client TLS files as mounted inside the etcd container; all three or none. Plain HTTP when absent.
         :param pulumi.Input[_builtins.str] version_hash: A value that changes whenever the pod template changes; a change rolls the members. Required unless statefulSet is given, in which case it defaults to a hash of the pod template.
@@ -65,6 +67,8 @@ class EtcdRollingUpgradeArgs:
         pulumi.set(__self__, "sts_name", sts_name)
         if accept_pre_stop_member_removal is not None:
             pulumi.set(__self__, "accept_pre_stop_member_removal", accept_pre_stop_member_removal)
+        if accept_write_outage is not None:
+            pulumi.set(__self__, "accept_write_outage", accept_write_outage)
         if client_port is not None:
             pulumi.set(__self__, "client_port", client_port)
         if context is not None:
@@ -139,6 +143,18 @@ class EtcdRollingUpgradeArgs:
     @accept_pre_stop_member_removal.setter
     def accept_pre_stop_member_removal(self, value: pulumi.Input[Optional[_builtins.bool]]):
         pulumi.set(self, "accept_pre_stop_member_removal", value)
+
+    @_builtins.property
+    @pulumi.getter(name="acceptWriteOutage")
+    def accept_write_outage(self) -> pulumi.Input[Optional[_builtins.bool]]:
+        """
+        Roll a one-member etcd (spec.replicas 1). Its only member's restart stops every read and write until it is back (quorum 1 of 1), so without this such a rollout is refused in preview and before anything is touched. With it the rollout stores a verified snapshot first (snapshotTo; always, whatever proceedWithoutSnapshot says), restarts the member, waits for etcd's usual gates, and reports the measured outage (the Rollout's writeOutage output, the update's summary, the status ConfigMap). Never for a member whose data dies with its pod. Default false. Never causes a diff.
+        """
+        return pulumi.get(self, "accept_write_outage")
+
+    @accept_write_outage.setter
+    def accept_write_outage(self, value: pulumi.Input[Optional[_builtins.bool]]):
+        pulumi.set(self, "accept_write_outage", value)
 
     @_builtins.property
     @pulumi.getter(name="clientPort")
@@ -252,7 +268,7 @@ class EtcdRollingUpgradeArgs:
     @pulumi.getter(name="snapshotTo")
     def snapshot_to(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        Where a rollout that changes etcd's minor version (3.5 → 3.6, or a downgrade) stores the verified snapshot it takes from the leader before its first restart, the only way back once the cluster version moves: a directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
+        Where a rollout stores the verified snapshot it takes from the leader before a point of no return: the first restart of a minor-version change (3.5 → 3.6, or a downgrade), the only way back once the cluster version moves, and the restart of a one-member etcd's only member (acceptWriteOutage). A directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
         """
         return pulumi.get(self, "snapshot_to")
 
@@ -304,6 +320,7 @@ class EtcdRollingUpgrade(pulumi.ComponentResource):
                  resource_name: str,
                  opts: Optional[pulumi.ResourceOptions] = None,
                  accept_pre_stop_member_removal: pulumi.Input[Optional[_builtins.bool]] = None,
+                 accept_write_outage: pulumi.Input[Optional[_builtins.bool]] = None,
                  client_port: pulumi.Input[Optional[_builtins.int]] = None,
                  context: pulumi.Input[Optional[_builtins.str]] = None,
                  cooldown_seconds: pulumi.Input[Optional[_builtins.int]] = None,
@@ -327,6 +344,7 @@ class EtcdRollingUpgrade(pulumi.ComponentResource):
         :param str resource_name: The name of the resource.
         :param pulumi.ResourceOptions opts: Options for the resource.
         :param pulumi.Input[_builtins.bool] accept_pre_stop_member_removal: Roll pods whose preStop hook removes their own member from etcd when they stop (the Bitnami etcd chart's removeMemberOnContainerTermination; scripts that run etcdctl member remove). Without it such a roll is refused in preview and before anything is touched: every restart would remove a voter with no quorum check, racing the rollout, and the start script would add it back as a voter. Accept it to roll the hook away, or for a hook that removes only members above the initial cluster size. Default false. Never causes a diff.
+        :param pulumi.Input[_builtins.bool] accept_write_outage: Roll a one-member etcd (spec.replicas 1). Its only member's restart stops every read and write until it is back (quorum 1 of 1), so without this such a rollout is refused in preview and before anything is touched. With it the rollout stores a verified snapshot first (snapshotTo; always, whatever proceedWithoutSnapshot says), restarts the member, waits for etcd's usual gates, and reports the measured outage (the Rollout's writeOutage output, the update's summary, the status ConfigMap). Never for a member whose data dies with its pod. Default false. Never causes a diff.
         :param pulumi.Input[_builtins.int] client_port: etcd client port on each pod. Default 2379.
         :param pulumi.Input[_builtins.str] context: Kubeconfig context, used with kubeconfig or, without it, instead of kubernetes:context.
         :param pulumi.Input[_builtins.int] cooldown_seconds: Pause after each member passes its health gate. Default 30.
@@ -338,7 +356,7 @@ class EtcdRollingUpgrade(pulumi.ComponentResource):
         :param pulumi.Input[_builtins.bool] proceed_without_snapshot: Let a rollout that changes etcd's minor version go on when its snapshot fails (the Rollout's snapshotSkipped output and the update's summary say why). Without it such a rollout stops before its first restart. Default false. Never causes a diff.
         :param pulumi.Input[_builtins.int] ready_timeout_seconds: Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
         :param pulumi.Input[_builtins.str] service_name: The StatefulSet's governing (headless) Service.
-        :param pulumi.Input[_builtins.str] snapshot_to: Where a rollout that changes etcd's minor version (3.5 → 3.6, or a downgrade) stores the verified snapshot it takes from the leader before its first restart, the only way back once the cluster version moves: a directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
+        :param pulumi.Input[_builtins.str] snapshot_to: Where a rollout stores the verified snapshot it takes from the leader before a point of no return: the first restart of a minor-version change (3.5 → 3.6, or a downgrade), the only way back once the cluster version moves, and the restart of a one-member etcd's only member (acceptWriteOutage). A directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
         :param pulumi.Input[Mapping[str, Any]] stateful_set: A StatefulSet manifest (apiVersion apps/v1). When given, the component creates it as its own child with the annotations pulumi.com/skipAwait: "true" and pulumi.com/patchForce: "true" (so its next apply re-locks whatever a killed run left) and updateStrategy.rollingUpdate.partition = spec.replicas forced, and computes versionHash from spec.template when none is given.
         :param pulumi.Input[_builtins.str] sts_name: Name of the etcd StatefulSet.
         :param pulumi.Input[Union['TLSArgs', 'TLSArgsDict', 'outputs.TLS']] tls: Client TLS files as mounted inside the etcd container; all three or none. Plain HTTP when absent.
@@ -369,6 +387,7 @@ class EtcdRollingUpgrade(pulumi.ComponentResource):
                  resource_name: str,
                  opts: Optional[pulumi.ResourceOptions] = None,
                  accept_pre_stop_member_removal: pulumi.Input[Optional[_builtins.bool]] = None,
+                 accept_write_outage: pulumi.Input[Optional[_builtins.bool]] = None,
                  client_port: pulumi.Input[Optional[_builtins.int]] = None,
                  context: pulumi.Input[Optional[_builtins.str]] = None,
                  cooldown_seconds: pulumi.Input[Optional[_builtins.int]] = None,
@@ -397,6 +416,7 @@ class EtcdRollingUpgrade(pulumi.ComponentResource):
             __props__ = EtcdRollingUpgradeArgs.__new__(EtcdRollingUpgradeArgs)
 
             __props__.__dict__["accept_pre_stop_member_removal"] = accept_pre_stop_member_removal
+            __props__.__dict__["accept_write_outage"] = accept_write_outage
             __props__.__dict__["client_port"] = client_port
             __props__.__dict__["context"] = context
             __props__.__dict__["cooldown_seconds"] = cooldown_seconds
@@ -426,6 +446,7 @@ class EtcdRollingUpgrade(pulumi.ComponentResource):
             __props__.__dict__["snapshot"] = None
             __props__.__dict__["unplanned_elections"] = None
             __props__.__dict__["update_revision"] = None
+            __props__.__dict__["write_outage"] = None
         super(EtcdRollingUpgrade, __self__).__init__(
             'etcd-rollout:index:EtcdRollingUpgrade',
             resource_name,
@@ -470,7 +491,7 @@ class EtcdRollingUpgrade(pulumi.ComponentResource):
     @pulumi.getter
     def snapshot(self) -> pulumi.Output[Mapping[str, Any]]:
         """
-        The last snapshot a rollout stored before the first restart of a minor-version change, kept until a later one stores another: location, sha256, sizeBytes, revision, storageVersion, member, etcdVersion, takenAt. Empty when no rollout needed one.
+        The last snapshot a rollout stored before the first restart of a minor-version change (or the restart of a one-member etcd's only member), kept until a later one stores another: location, sha256, sizeBytes, revision, storageVersion, member, etcdVersion, takenAt. Empty when no rollout needed one.
         """
         return pulumi.get(self, "snapshot")
 
@@ -497,4 +518,12 @@ class EtcdRollingUpgrade(pulumi.ComponentResource):
         The versionHash the rollout ran for (computed from the pod template when not given).
         """
         return pulumi.get(self, "version_hash")
+
+    @_builtins.property
+    @pulumi.getter(name="writeOutage")
+    def write_outage(self) -> pulumi.Output[Mapping[str, Any]]:
+        """
+        What the last restart of a one-member etcd's only member cost (acceptWriteOutage), kept until a later rollout measures another: pod, seconds (last successful linearizable read before the restart to the first after it), lastReadBefore, firstReadAfter, back, precisionSeconds, elections. Empty when no rollout restarted such a member.
+        """
+        return pulumi.get(self, "write_outage")
 

@@ -14,6 +14,7 @@ else:
     from typing_extensions import NotRequired, TypedDict, TypeAlias
 from . import _utilities
 from . import outputs
+from . import provider as _provider
 from ._inputs import *
 
 __all__ = ['RolloutArgs', 'Rollout']
@@ -26,6 +27,7 @@ class RolloutArgs:
                  sts_name: pulumi.Input[_builtins.str],
                  version_hash: pulumi.Input[_builtins.str],
                  accept_pre_stop_member_removal: pulumi.Input[Optional[_builtins.bool]] = None,
+                 accept_write_outage: pulumi.Input[Optional[_builtins.bool]] = None,
                  client_port: pulumi.Input[Optional[_builtins.int]] = None,
                  cluster: pulumi.Input[Optional[_builtins.str]] = None,
                  context: pulumi.Input[Optional[_builtins.str]] = None,
@@ -48,6 +50,7 @@ class RolloutArgs:
         :param pulumi.Input[_builtins.str] sts_name: Name of the etcd StatefulSet.
         :param pulumi.Input[_builtins.str] version_hash: Changes whenever the pod template changes; a change means a rollout.
         :param pulumi.Input[_builtins.bool] accept_pre_stop_member_removal: Roll pods whose preStop hook removes their own member from etcd when they stop (the Bitnami etcd chart's removeMemberOnContainerTermination; scripts that run etcdctl member remove). Without it such a roll is refused in preview and before anything is touched: every restart would remove a voter with no quorum check, racing the rollout, and the start script would add it back as a voter. Accept it to roll the hook away, or for a hook that removes only members above the initial cluster size. Default false. Never causes a diff.
+        :param pulumi.Input[_builtins.bool] accept_write_outage: Roll a one-member etcd (spec.replicas 1). Its only member's restart stops every read and write until it is back (quorum 1 of 1), so without this such a rollout is refused in preview and before anything is touched. With it the rollout stores a verified snapshot first (snapshotTo; always, whatever proceedWithoutSnapshot says), restarts the member, waits for etcd's usual gates, and reports the measured outage (the Rollout's writeOutage output, the update's summary, the status ConfigMap). Never for a member whose data dies with its pod. Default false. Never causes a diff.
         :param pulumi.Input[_builtins.int] client_port: etcd client port on each pod. Default 2379.
         :param pulumi.Input[_builtins.str] cluster: Kubeconfig cluster to use. Changes are not a diff.
         :param pulumi.Input[_builtins.str] context: Kubeconfig context to use. Changes are not a diff.
@@ -59,7 +62,7 @@ class RolloutArgs:
         :param pulumi.Input[Sequence[pulumi.Input[_builtins.str]]] plan: Set by the provider: the steps the next rollout will take on the live cluster, in order. A value set by a program is replaced.
         :param pulumi.Input[_builtins.bool] proceed_without_snapshot: Let a rollout that changes etcd's minor version go on when its snapshot fails (the Rollout's snapshotSkipped output and the update's summary say why). Without it such a rollout stops before its first restart. Default false. Never causes a diff.
         :param pulumi.Input[_builtins.int] ready_timeout_seconds: Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
-        :param pulumi.Input[_builtins.str] snapshot_to: Where a rollout that changes etcd's minor version (3.5 → 3.6, or a downgrade) stores the verified snapshot it takes from the leader before its first restart, the only way back once the cluster version moves: a directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
+        :param pulumi.Input[_builtins.str] snapshot_to: Where a rollout stores the verified snapshot it takes from the leader before a point of no return: the first restart of a minor-version change (3.5 → 3.6, or a downgrade), the only way back once the cluster version moves, and the restart of a one-member etcd's only member (acceptWriteOutage). A directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
         :param pulumi.Input[_builtins.bool] sts_must_exist: Set by EtcdRollingUpgrade: true when the StatefulSet must already be on the cluster (nothing in this update creates it), so a missing one is refused in preview even on the first create. Not a diff.
         :param pulumi.Input['TLSArgs'] tls: Client TLS files as mounted inside the etcd container; all three or none.
         """
@@ -69,6 +72,8 @@ class RolloutArgs:
         pulumi.set(__self__, "version_hash", version_hash)
         if accept_pre_stop_member_removal is not None:
             pulumi.set(__self__, "accept_pre_stop_member_removal", accept_pre_stop_member_removal)
+        if accept_write_outage is not None:
+            pulumi.set(__self__, "accept_write_outage", accept_write_outage)
         if client_port is not None:
             pulumi.set(__self__, "client_port", client_port)
         if cluster is not None:
@@ -157,6 +162,18 @@ class RolloutArgs:
     @accept_pre_stop_member_removal.setter
     def accept_pre_stop_member_removal(self, value: pulumi.Input[Optional[_builtins.bool]]):
         pulumi.set(self, "accept_pre_stop_member_removal", value)
+
+    @_builtins.property
+    @pulumi.getter(name="acceptWriteOutage")
+    def accept_write_outage(self) -> pulumi.Input[Optional[_builtins.bool]]:
+        """
+        Roll a one-member etcd (spec.replicas 1). Its only member's restart stops every read and write until it is back (quorum 1 of 1), so without this such a rollout is refused in preview and before anything is touched. With it the rollout stores a verified snapshot first (snapshotTo; always, whatever proceedWithoutSnapshot says), restarts the member, waits for etcd's usual gates, and reports the measured outage (the Rollout's writeOutage output, the update's summary, the status ConfigMap). Never for a member whose data dies with its pod. Default false. Never causes a diff.
+        """
+        return pulumi.get(self, "accept_write_outage")
+
+    @accept_write_outage.setter
+    def accept_write_outage(self, value: pulumi.Input[Optional[_builtins.bool]]):
+        pulumi.set(self, "accept_write_outage", value)
 
     @_builtins.property
     @pulumi.getter(name="clientPort")
@@ -294,7 +311,7 @@ class RolloutArgs:
     @pulumi.getter(name="snapshotTo")
     def snapshot_to(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        Where a rollout that changes etcd's minor version (3.5 → 3.6, or a downgrade) stores the verified snapshot it takes from the leader before its first restart, the only way back once the cluster version moves: a directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
+        Where a rollout stores the verified snapshot it takes from the leader before a point of no return: the first restart of a minor-version change (3.5 → 3.6, or a downgrade), the only way back once the cluster version moves, and the restart of a one-member etcd's only member (acceptWriteOutage). A directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
         """
         return pulumi.get(self, "snapshot_to")
 
@@ -334,6 +351,7 @@ class Rollout(pulumi.CustomResource):
                  resource_name: str,
                  opts: Optional[pulumi.ResourceOptions] = None,
                  accept_pre_stop_member_removal: pulumi.Input[Optional[_builtins.bool]] = None,
+                 accept_write_outage: pulumi.Input[Optional[_builtins.bool]] = None,
                  client_port: pulumi.Input[Optional[_builtins.int]] = None,
                  cluster: pulumi.Input[Optional[_builtins.str]] = None,
                  context: pulumi.Input[Optional[_builtins.str]] = None,
@@ -359,6 +377,7 @@ class Rollout(pulumi.CustomResource):
         :param str resource_name: The name of the resource.
         :param pulumi.ResourceOptions opts: Options for the resource.
         :param pulumi.Input[_builtins.bool] accept_pre_stop_member_removal: Roll pods whose preStop hook removes their own member from etcd when they stop (the Bitnami etcd chart's removeMemberOnContainerTermination; scripts that run etcdctl member remove). Without it such a roll is refused in preview and before anything is touched: every restart would remove a voter with no quorum check, racing the rollout, and the start script would add it back as a voter. Accept it to roll the hook away, or for a hook that removes only members above the initial cluster size. Default false. Never causes a diff.
+        :param pulumi.Input[_builtins.bool] accept_write_outage: Roll a one-member etcd (spec.replicas 1). Its only member's restart stops every read and write until it is back (quorum 1 of 1), so without this such a rollout is refused in preview and before anything is touched. With it the rollout stores a verified snapshot first (snapshotTo; always, whatever proceedWithoutSnapshot says), restarts the member, waits for etcd's usual gates, and reports the measured outage (the Rollout's writeOutage output, the update's summary, the status ConfigMap). Never for a member whose data dies with its pod. Default false. Never causes a diff.
         :param pulumi.Input[_builtins.int] client_port: etcd client port on each pod. Default 2379.
         :param pulumi.Input[_builtins.str] cluster: Kubeconfig cluster to use. Changes are not a diff.
         :param pulumi.Input[_builtins.str] context: Kubeconfig context to use. Changes are not a diff.
@@ -372,7 +391,7 @@ class Rollout(pulumi.CustomResource):
         :param pulumi.Input[_builtins.bool] proceed_without_snapshot: Let a rollout that changes etcd's minor version go on when its snapshot fails (the Rollout's snapshotSkipped output and the update's summary say why). Without it such a rollout stops before its first restart. Default false. Never causes a diff.
         :param pulumi.Input[_builtins.int] ready_timeout_seconds: Per member, how long the new pod may take to be at updateRevision and Ready. Default 300.
         :param pulumi.Input[_builtins.str] service_name: The StatefulSet's governing (headless) Service.
-        :param pulumi.Input[_builtins.str] snapshot_to: Where a rollout that changes etcd's minor version (3.5 → 3.6, or a downgrade) stores the verified snapshot it takes from the leader before its first restart, the only way back once the cluster version moves: a directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
+        :param pulumi.Input[_builtins.str] snapshot_to: Where a rollout stores the verified snapshot it takes from the leader before a point of no return: the first restart of a minor-version change (3.5 → 3.6, or a downgrade), the only way back once the cluster version moves, and the restart of a one-member etcd's only member (acceptWriteOutage). A directory on the machine running pulumi (a path or file:///path; files 0600 in 0700 directories), or s3://bucket, gs://bucket, azblob://container with gocloud.dev's URL options (region, endpoint, prefix, ssetype). Credentials come from the store's usual sources (environment, workload identity, its config files); a URL that carries one is refused. Default: $XDG_STATE_HOME/etcd-rollout/snapshots, or ~/.local/state/etcd-rollout/snapshots. Never causes a diff.
         :param pulumi.Input[_builtins.bool] sts_must_exist: Set by EtcdRollingUpgrade: true when the StatefulSet must already be on the cluster (nothing in this update creates it), so a missing one is refused in preview even on the first create. Not a diff.
         :param pulumi.Input[_builtins.str] sts_name: Name of the etcd StatefulSet.
         :param pulumi.Input[Union['TLSArgs', 'TLSArgsDict', 'outputs.TLS']] tls: Client TLS files as mounted inside the etcd container; all three or none.
@@ -403,6 +422,7 @@ class Rollout(pulumi.CustomResource):
                  resource_name: str,
                  opts: Optional[pulumi.ResourceOptions] = None,
                  accept_pre_stop_member_removal: pulumi.Input[Optional[_builtins.bool]] = None,
+                 accept_write_outage: pulumi.Input[Optional[_builtins.bool]] = None,
                  client_port: pulumi.Input[Optional[_builtins.int]] = None,
                  cluster: pulumi.Input[Optional[_builtins.str]] = None,
                  context: pulumi.Input[Optional[_builtins.str]] = None,
@@ -431,6 +451,7 @@ class Rollout(pulumi.CustomResource):
             __props__ = RolloutArgs.__new__(RolloutArgs)
 
             __props__.__dict__["accept_pre_stop_member_removal"] = accept_pre_stop_member_removal
+            __props__.__dict__["accept_write_outage"] = accept_write_outage
             __props__.__dict__["client_port"] = client_port
             __props__.__dict__["cluster"] = cluster
             __props__.__dict__["context"] = context
@@ -467,6 +488,7 @@ class Rollout(pulumi.CustomResource):
             __props__.__dict__["stateful_set_uid"] = None
             __props__.__dict__["unplanned_elections"] = None
             __props__.__dict__["update_revision"] = None
+            __props__.__dict__["write_outage"] = None
         super(Rollout, __self__).__init__(
             'etcd-rollout:index:Rollout',
             resource_name,
@@ -510,6 +532,7 @@ class Rollout(pulumi.CustomResource):
         __props__.__dict__["unplanned_elections"] = None
         __props__.__dict__["update_revision"] = None
         __props__.__dict__["version_hash"] = None
+        __props__.__dict__["write_outage"] = None
         return Rollout(resource_name, opts=opts, __props__=__props__)
 
     @staticmethod
@@ -655,4 +678,12 @@ class Rollout(pulumi.CustomResource):
     @pulumi.getter(name="versionHash")
     def version_hash(self) -> pulumi.Output[_builtins.str]:
         return pulumi.get(self, "version_hash")
+
+    @_builtins.property
+    @pulumi.getter(name="writeOutage")
+    def write_outage(self) -> pulumi.Output[Optional['_provider.outputs.RolloutWriteOutage']]:
+        """
+        What the last restart of a one-member etcd's only member cost (acceptWriteOutage), kept until a later run measures another.
+        """
+        return pulumi.get(self, "write_outage")
 

@@ -1,13 +1,18 @@
 package rollout
 
+// A run's points of no return: etcd's downgrade enabled, the snapshot stored before a step only it can undo,
+// and the restart of a one-member etcd's only member, measured.
+
 import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/outage"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/snapshot"
 )
 
@@ -106,6 +111,10 @@ func (r *run) snapshotFirst(ctx context.Context, st ClusterState, plan Plan) err
 			return nil
 		}
 	}
+	if plan.Snapshot.Required {
+		return fmt.Errorf("%w: %w: %s is the only member, whose data no peer holds while it restarts, and nothing was restarted: %w; fix the destination (snapshotTo: %s) and run again (proceedWithoutSnapshot does not cover a one-member restart)",
+			ErrBlocked, ErrNoSnapshot, st.Members[plan.Snapshot.Before].Pod, err, plan.Snapshot.To)
+	}
 	if ctx.Err() != nil || !e.cfg.ProceedWithoutSnapshot {
 		return fmt.Errorf("%w: %w: this roll changes etcd's minor version, after which only a snapshot rolls back, and nothing was restarted: %w; fix the destination (snapshotTo: %s) and run again, or set proceedWithoutSnapshot to go on without one",
 			ErrBlocked, ErrNoSnapshot, err, plan.Snapshot.To)
@@ -113,4 +122,61 @@ func (r *run) snapshotFirst(ctx context.Context, st ClusterState, plan Plan) err
 	r.res.SnapshotSkipped = err.Error()
 	e.announce(Event{Kind: EventSnapshotSkipped}, "snapshot: going on WITHOUT one, as proceedWithoutSnapshot allows: %v", err)
 	return nil
+}
+
+// outageReadEvery is how often the outage meter reads once the only member's pod is recreated: the outage is
+// known to within it. outageReadTimeout bounds each read.
+const (
+	outageReadEvery   = 50 * time.Millisecond
+	outageReadTimeout = time.Second
+)
+
+// meterOutage starts measuring the write outage of restarting a one-member etcd's only member (nil for any
+// other member): one linearizable read through it first, which must pass, since the outage runs from the last
+// read that did. endOutage reports it.
+func (r *run) meterOutage(ctx context.Context, st ClusterState, ordinal int) (*outage.Meter, error) {
+	if st.Replicas != 1 {
+		return nil, nil
+	}
+	pod := st.Members[ordinal].Pod
+	m, err := outage.Start(ctx, func(ctx context.Context) error { return r.e.etcd.LinearizableRead(ctx, pod) }, outageReadEvery, outageReadTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("rolling %s: not restarting the only member, whose linearizable read failed right before: %w", pod, err)
+	}
+	return m, nil
+}
+
+// endOutage stops the meter and reports the outage in the result, on failure too: the elections the restart
+// cost are its raft term now (when it is back) against termBefore. passed says the member passed its gates.
+func (r *run) endOutage(ctx context.Context, m *outage.Meter, pod string, termBefore uint64, passed bool) {
+	if passed {
+		m.Back(ctx)
+	}
+	got := m.Stop()
+	o := &WriteOutage{Pod: pod, LastReadBefore: got.LastBefore, FirstReadAfter: got.FirstAfter, Duration: got.Outage,
+		Back: got.Back, Precision: got.Every, Elections: -1}
+	if got.Back && termBefore > 0 {
+		if s, err := r.e.etcd.Status(ctx, pod); err == nil && s.RaftTerm >= termBefore {
+			o.Elections = int(s.RaftTerm - termBefore)
+		}
+	}
+	r.res.WriteOutage = o
+	r.e.announce(Event{Kind: EventWriteOutage, Pod: pod, Elapsed: o.Duration, WriteOutage: o}, "%s", o)
+}
+
+// addOwnElections adds to the write outage's elections those of a later restart of the only member by this run
+// (a revert): its term now against termBefore, once it is back. One that cannot be read makes the count
+// unknown (-1), never a guess.
+func (r *run) addOwnElections(ctx context.Context, pod string, termBefore uint64, back bool) {
+	o := r.res.WriteOutage
+	if o == nil || o.Elections < 0 {
+		return
+	}
+	if back && termBefore > 0 {
+		if s, err := r.e.etcd.Status(ctx, pod); err == nil && s.RaftTerm >= termBefore {
+			o.Elections += int(s.RaftTerm - termBefore)
+			return
+		}
+	}
+	o.Elections = -1
 }
