@@ -57,7 +57,7 @@ type fakeEtcd struct {
 	// ownElections counts a one-member etcd's restarts (elections counts them too): its only member elects
 	// itself again.
 	ownElections int
-	forgotten             []string
+	forgotten    []string
 	// clusterVersion is what /version says ("3.6.0"); empty: it does not answer.
 	clusterVersion string
 	// moveLeaderAnswersLost is how many MoveLeader calls move the leader but answer with a timeout, as when

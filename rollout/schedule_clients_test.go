@@ -55,8 +55,8 @@ type schedEngine struct {
 	elStart, elFirstDisruption, elLastDisruption int
 	// restarts counts the members this engine's writes exposed to a restart (invariant e's bound on the
 	// elections of a one-member etcd's own restarts).
-	restarts int
-	disrupted                                    bool
+	restarts  int
+	disrupted bool
 }
 
 type statusLook struct {
