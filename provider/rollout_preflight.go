@@ -73,11 +73,6 @@ func preflightFailures(in RolloutArgs, f clusterFacts, mustExist bool) []p.Check
 	switch {
 	case replicas == 0:
 		fail("stsName", "StatefulSet %s has spec.replicas 0: there is no etcd member to roll; scale it up first", target)
-	case replicas == 1 && (in.AcceptWriteOutage == nil || !*in.AcceptWriteOutage):
-		fail("stsName", "StatefulSet %s has spec.replicas 1: a single etcd member cannot restart without stopping every read "+
-			"and write until it is back (quorum 1 of 1), and this rollout never disrupts a member the others cannot cover "+
-			"unless told to. Set acceptWriteOutage to roll it anyway (a verified snapshot is stored first and the outage is "+
-			"measured), or scale it to 3 members first", target)
 	case replicas%2 == 0:
 		fail("stsName", "StatefulSet %s has spec.replicas %d: an even etcd cluster tolerates no more failures than one member "+
 			"fewer (2 members tolerate none, so no member can restart safely). Use an odd count: 3 or 5", target, replicas)

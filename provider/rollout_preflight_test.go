@@ -66,16 +66,11 @@ func TestPreflightFailures(t *testing.T) {
 		{name: "1 replica", facts: clusterFacts{StatefulSet: etcdSts(func(s *appsv1.StatefulSet) {
 			s.Spec.Replicas = ptr.To[int32](1)
 			s.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To[int32](1)
-		})}, want: map[string]string{"stsName": "spec.replicas 1: a single etcd member cannot restart without stopping every read and write"}},
-		{name: "1 replica, its write outage accepted", in: func(a *RolloutArgs) { a.AcceptWriteOutage = ptr.To(true) },
-			facts: clusterFacts{StatefulSet: etcdSts(func(s *appsv1.StatefulSet) {
-				s.Spec.Replicas = ptr.To[int32](1)
-				s.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To[int32](1)
-			})}, want: map[string]string{}},
+		})}, want: map[string]string{}}, // its restart needs acceptWriteOutage, asked by the plan (CheckConsents), not by its shape
 		{name: "replicas defaulted to 1", facts: clusterFacts{StatefulSet: etcdSts(func(s *appsv1.StatefulSet) {
 			s.Spec.Replicas = nil
 			s.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To[int32](1)
-		})}, want: map[string]string{"stsName": "spec.replicas 1"}},
+		})}, want: map[string]string{}},
 		{name: "even replicas", facts: clusterFacts{StatefulSet: etcdSts(func(s *appsv1.StatefulSet) {
 			s.Spec.Replicas = ptr.To[int32](4)
 			s.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To[int32](4)

@@ -171,6 +171,15 @@ func (y *yamlProject) run(t *testing.T, args ...string) string {
 	return string(out)
 }
 
+// fails runs one pulumi command that must fail and returns its output; it fails the test when the command
+// succeeds.
+func (y *yamlProject) fails(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := y.command(args...).CombinedOutput()
+	require.Error(t, err, "pulumi %s succeeded:\n%s", strings.Join(args, " "), out)
+	return string(out)
+}
+
 // start starts one pulumi command in a process group of its own, to be killed like a dying CI runner.
 func (y *yamlProject) start(t *testing.T, args ...string) *driverProc {
 	t.Helper()
