@@ -9,7 +9,8 @@
 #            default), etcd-v3.5 + etcdutl-v3.5 (the older version a test can upgrade from, and restore a snapshot
 #            taken before the upgrade with), etcd-v3.5.21 (server only: a 3.5 below
 #            the 3.5.32 that etcd supports upgrading to 3.6 from, for the test of the engine's refusal),
-#            kubectl (the tests run the README's `kubectl wait` line with it)
+#            kubectl (the tests run the README's `kubectl wait` line with it), versitygw (the S3-compatible
+#            server the cluster scripts start beside the cluster, for snapshots to s3://; tools/versitygw says why)
 #   pulumi:  the pulumi CLI, pulumi-resource-kubernetes and pulumi-language-yaml (the language host a Pulumi YAML
 #            project runs on with the plain CLI: the nodejs, python and go hosts are not served here)
 set -euo pipefail
@@ -26,6 +27,7 @@ ETCD_VERSION=v3.6.8
 ETCD_OLD_VERSION=v3.5.35
 ETCD_PRE_FLOOR_VERSION=v3.5.21
 KWOK_VERSION=v0.8.0
+VERSITYGW_VERSION=v1.8.0
 PULUMI_VERSION=v3.276.0
 PULUMI_K8S_PROVIDER_VERSION=v4.0.0-20260115033456-f47bc2d6f199
 PULUMI_K8S_SDK_VERSION=v4.25.0
@@ -63,6 +65,7 @@ build_cluster() {
   build etcdutl-v3.5 "$ETCD_OLD_VERSION" etcd-v3.5 go.etcd.io/etcd/etcdutl/v3
   # Named etcd-v<version>: the member daemon runs a pod whose version annotation is a full version by that name.
   build "etcd-$ETCD_PRE_FLOOR_VERSION" "$ETCD_PRE_FLOOR_VERSION" "etcd-$ETCD_PRE_FLOOR_VERSION" go.etcd.io/etcd/server/v3
+  build versitygw "$VERSITYGW_VERSION" versitygw github.com/versity/versitygw/cmd/versitygw
   if ! fresh kwok "$KWOK_VERSION"; then
     log "building kwok $KWOK_VERSION"
     GOBIN=$BIN go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # status.sh exits 0 when the local cluster runs and answers: every process of up.sh alive, the apiserver
-# ready, the fake node Ready and the member daemon healthy. It prints what it found.
+# ready, the fake node Ready, the member daemon healthy and the S3 server answering. It prints what it found.
 set -uo pipefail
 # shellcheck source=env.sh
 source "$(dirname "$0")/env.sh"
@@ -9,7 +9,7 @@ source "$(dirname "$0")/env.sh"
 # shellcheck disable=SC1091
 MEMBERS_URL=$(sed -n 's/^MEMBERS_URL=//p' "$RUN_DIR/cluster.env")
 ok=0
-for name in etcd kube-apiserver kube-controller-manager kwok etcd-members; do
+for name in etcd kube-apiserver kube-controller-manager kwok etcd-members versitygw; do
   if alive "$PIDS_DIR/$name.pid"; then echo "$name: running (pid $(sed -n 1p "$PIDS_DIR/$name.pid"))"
   else echo "$name: NOT running"; ok=1; fi
 done
@@ -19,4 +19,7 @@ if "${KC[@]}" wait --for condition=Ready --timeout 2s "node/$NODE_NAME" >/dev/nu
 else echo "node $NODE_NAME: NOT Ready"; ok=1; fi
 if curl -sf --max-time 5 "$MEMBERS_URL/healthz" >/dev/null; then echo "etcd-members: healthy ($MEMBERS_URL)"
 else echo "etcd-members: NOT healthy"; ok=1; fi
+S3_ENDPOINT=$(sed -n 's/^S3_ENDPOINT=//p' "$RUN_DIR/cluster.env")
+if [ -n "$S3_ENDPOINT" ] && curl -s -o /dev/null --max-time 5 "$S3_ENDPOINT/"; then echo "versitygw: answering ($S3_ENDPOINT)"
+else echo "versitygw: NOT answering"; ok=1; fi
 exit $ok

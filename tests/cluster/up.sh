@@ -5,13 +5,15 @@
 #   -> kube-controller-manager (only the controllers a StatefulSet needs, and the Job controller for the
 #   old Job-based class of the migration test) -> kwok (one fake node that plays kubelet for pod status,
 #   port-forward and exec; its stock pod-complete stage ends a Job's pod as Succeeded) -> etcd-members (real etcd processes behind the
-#   pods of opted-in StatefulSets; see tests/harness/cmd/etcd-members).
+#   pods of opted-in StatefulSets; see tests/harness/cmd/etcd-members), and beside them versitygw, an
+#   S3-compatible server on a directory of the run dir with one bucket, etcd-snapshots, for snapshots to s3://
+#   (its root credentials are drawn at each start and written 0600 to $RUN_DIR/s3.env, never to a command line).
 #
 # State, certificates, logs and pid files live in $RUN_DIR (tests/.run). A healthy running cluster is left
 # alone. A half-running one is torn down and started again. On any failure everything started so far is
 # stopped, so a failed start never leaves processes behind.
 #
-# env: ETCD_PORT API_PORT KWOK_PORT MEMBERS_PORT (see env.sh), MEMBER_PORTS (range for the etcd members,
+# env: ETCD_PORT API_PORT KWOK_PORT MEMBERS_PORT S3_PORT (see env.sh), MEMBER_PORTS (range for the etcd members,
 # default 20000-28999), RUN_DIR, TOOLS_DIR, NODE_NAME.
 set -euo pipefail
 # shellcheck source=env.sh
@@ -54,7 +56,7 @@ healthy() {
   [ -f "$RUN_DIR/cluster.env" ] || return 1
   local deadline=$((SECONDS + 30)) name
   until "$CLUSTER_DIR/status.sh" >/dev/null 2>&1; do
-    for name in etcd kube-apiserver kube-controller-manager kwok etcd-members; do
+    for name in etcd kube-apiserver kube-controller-manager kwok etcd-members versitygw; do
       alive "$PIDS_DIR/$name.pid" || return 1
     done
     [ $SECONDS -lt $deadline ] || return 1
@@ -82,7 +84,7 @@ if compgen -G "$PIDS_DIR/*.pid" >/dev/null || [ -n "$(ours)" ]; then
   "$CLUSTER_DIR/down.sh"
 fi
 
-for b in etcd kube-apiserver kube-controller-manager kwok; do
+for b in etcd kube-apiserver kube-controller-manager kwok versitygw; do
   [ -x "$BIN_DIR/$b" ] || die "missing $BIN_DIR/$b: run 'make tools' (a cold build takes about 15 minutes)"
 done
 [ -d "$TOOLS_DIR/kwok-kustomize/stage" ] || die "missing $TOOLS_DIR/kwok-kustomize: run 'make tools'"
@@ -123,6 +125,7 @@ pick_port ETCD_PORT 18379 # and +1 for its peer port
 pick_port API_PORT 18443
 pick_port KWOK_PORT 18250
 pick_port MEMBERS_PORT 18390
+pick_port S3_PORT 18392
 
 # --- PKI and kubeconfigs
 "$CLUSTER_DIR/pki.sh" "$PKI_DIR"
@@ -218,6 +221,17 @@ wait_for "default service account" kube-controller-manager 30 "${KC[@]}" get ser
 # --- the member daemon
 start_members "$MEMBERS_PORT"
 
+# --- versitygw: the bucket is a directory of its data dir; object metadata goes to a sidecar directory, so
+# the run dir's filesystem needs no extended attributes.
+mkdir -p "$RUN_DIR/s3/data/etcd-snapshots" "$RUN_DIR/s3/meta"
+chmod -R 700 "$RUN_DIR/s3"
+S3_KEY=rollout-$(head -c 6 /dev/urandom | od -An -tx1 | tr -d ' \n')
+S3_SECRET=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+(umask 077 && printf 'AWS_ACCESS_KEY_ID=%s\nAWS_SECRET_ACCESS_KEY=%s\n' "$S3_KEY" "$S3_SECRET" >"$RUN_DIR/s3.env")
+ROOT_ACCESS_KEY_ID=$S3_KEY ROOT_SECRET_ACCESS_KEY=$S3_SECRET start versitygw "$BIN_DIR/versitygw" \
+  --port "127.0.0.1:$S3_PORT" --quiet posix --sidecar "$RUN_DIR/s3/meta" "$RUN_DIR/s3/data"
+wait_for "versitygw (S3) on :$S3_PORT" versitygw 30 curl -s -o /dev/null "http://127.0.0.1:$S3_PORT/"
+
 cat >"$RUN_DIR/cluster.env" <<EOF
 # Written by tests/cluster/up.sh: what the running cluster uses. The harness reads this file.
 KUBECONFIG=$KUBECONFIG_FILE
@@ -227,6 +241,9 @@ API_PORT=$API_PORT
 KWOK_PORT=$KWOK_PORT
 MEMBERS_URL=http://127.0.0.1:$MEMBERS_PORT
 MEMBER_PORTS=$MEMBER_PORTS
+S3_ENDPOINT=http://127.0.0.1:$S3_PORT
+S3_BUCKET=etcd-snapshots
+S3_CREDENTIALS=$RUN_DIR/s3.env
 EOF
 started=1
 log "cluster up: export KUBECONFIG=$KUBECONFIG_FILE"

@@ -4,7 +4,10 @@ package engine_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"gocloud.dev/blob"
+	_ "gocloud.dev/blob/s3blob"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/tests/harness"
@@ -21,16 +26,20 @@ import (
 // A whole 3.6 → 3.5 downgrade on real etcd processes: the engine enables etcd's downgrade before the first
 // restart (a 3.5 member started while the cluster version is 3.6 would not join), every member ends on the
 // 3.5 binary by its own word, the cluster version is 3.5, the keys written before are all there, and the
-// term rose only by the engine's transfers.
+// term rose only by the engine's transfers. Its snapshot, before the first restart, goes to the S3 server the
+// cluster scripts start (versitygw), through the same s3:// code as a user's bucket.
 func TestMinorDowngradeGoesThroughEtcdsDowngradeAPI(t *testing.T) {
 	f := newFixture(t, httpSpec)
 	ctx := runCtx(t)
 	keys := putKeys(ctx, t, f.etcd, 500)
 	before := f.must.Term()
 	rev := f.must.ChangeVersion("3.5", harness.StartFaults{})
+	f.c.S3.UseCredentials(t)
+	to := f.c.S3.URL(t, f.etcd.Namespace)
 
 	var said []rollout.Event
-	res, err := f.engine(func(_ *rollout.Config, o *rollout.Options) {
+	res, err := f.engine(func(cfg *rollout.Config, o *rollout.Options) {
+		cfg.SnapshotTo = to
 		log := o.OnEvent
 		o.OnEvent = func(ev rollout.Event) {
 			log(ev)
@@ -53,6 +62,7 @@ func TestMinorDowngradeGoesThroughEtcdsDowngradeAPI(t *testing.T) {
 	assert.Less(t, ready, firstRestart, "enabled before the first restart")
 	assert.Equal(t, before+uint64(res.LeaderTransfers), f.must.Term(), "raft term rose only by the transfers")
 	assert.Equal(t, keys, countKeys(ctx, t, f.etcd), "every key written before is there")
+	requireStoredInS3(ctx, t, to, res.Snapshot)
 
 	// And up again: etcd ended the downgrade once every member ran 3.5, so the cluster version can rise.
 	f.must.ChangeVersion("3.6", harness.StartFaults{})
@@ -111,4 +121,31 @@ func countKeys(ctx context.Context, t *testing.T, e *harness.Etcd) int64 {
 	resp, err := cli.Get(ctx, "/downgrade/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 	require.NoError(t, err)
 	return resp.Count
+}
+
+// requireStoredInS3 reads the snapshot rec names back from the bucket of to, and its record next to it: the
+// bytes are the ones the engine verified (sha256), and neither the location nor the record carries a secret.
+func requireStoredInS3(ctx context.Context, t *testing.T, to string, rec *rollout.SnapshotRecord) {
+	t.Helper()
+	require.NotNil(t, rec, "a snapshot before the first restart")
+	bucket, err := blob.OpenBucket(ctx, to)
+	require.NoError(t, err)
+	defer bucket.Close()
+	u, err := url.Parse(rec.Location)
+	require.NoError(t, err)
+	require.Equal(t, "s3", u.Scheme, "stored in the bucket: %s", rec.Location)
+	assert.Empty(t, u.RawQuery, "the location carries no endpoint parameter, nor any credential")
+	prefix, _ := url.ParseQuery(strings.SplitN(to, "?", 2)[1])
+	key := strings.TrimPrefix(strings.TrimPrefix(u.Path, "/"), prefix.Get("prefix"))
+	body, err := bucket.ReadAll(ctx, key)
+	require.NoError(t, err, "reading %s back", key)
+	sum := sha256.Sum256(body)
+	assert.Equal(t, rec.SHA256, hex.EncodeToString(sum[:]), "the stored bytes are the verified ones")
+	assert.EqualValues(t, rec.Size, len(body))
+	record, err := bucket.ReadAll(ctx, key+".json")
+	require.NoError(t, err, "the record next to it")
+	for _, secret := range harness.Connect(t).S3.Env(t) {
+		_, value, _ := strings.Cut(secret, "=")
+		assert.NotContains(t, string(record)+rec.Location, value, "no credential in the record or the location")
+	}
 }

@@ -30,6 +30,8 @@ type Cluster struct {
 	Config     *rest.Config
 	Kube       kubernetes.Interface
 	Members    *memberapi.Client
+	// S3 is the S3-compatible store the cluster scripts start beside it (versitygw).
+	S3 S3
 }
 
 // Connect connects t to the running cluster and fails t (never skips it) when the cluster is not up.
@@ -55,7 +57,8 @@ func Open(runDir string) (*Cluster, error) {
 		return nil, fmt.Errorf("the local cluster is not up (run make cluster-up): %w", err)
 	}
 	c := &Cluster{RunDir: runDir, Kubeconfig: env["KUBECONFIG"], NodeName: env["NODE_NAME"],
-		Members: memberapi.NewClient(env["MEMBERS_URL"])}
+		Members: memberapi.NewClient(env["MEMBERS_URL"]),
+		S3:      S3{Endpoint: env["S3_ENDPOINT"], Bucket: env["S3_BUCKET"], credentials: env["S3_CREDENTIALS"]}}
 	if c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
 		return nil, fmt.Errorf("loading %s (run make cluster-up): %w", c.Kubeconfig, err)
 	}
