@@ -45,6 +45,8 @@ type Cell struct {
 	ReadyAfter, GateAfter []float64
 	// APIRequests is, per cluster rollout an engine ran, the requests it sent to the API server.
 	APIRequests []float64
+	// WriteOutages is, per one-member rollout an engine ran, the write outage it measured itself (s).
+	WriteOutages []float64
 	// Retry sums the retrying (production-like) client over the rollouts that had one; RetryRuns counts them.
 	Retry     RetryClientStats
 	RetryRuns int
@@ -149,6 +151,9 @@ func (c *Cell) add(r Rollout) {
 		if cr.Engine != nil {
 			if n := cr.Engine.Result.APIRequests; n > 0 {
 				c.APIRequests = append(c.APIRequests, float64(n))
+			}
+			if o := cr.Engine.Result.WriteOutage; o != nil {
+				c.WriteOutages = append(c.WriteOutages, o.Duration.Seconds())
 			}
 			c.addGateTimes(cr.Engine.Events)
 		}
@@ -509,6 +514,7 @@ func extras(b *strings.Builder, meta *Meta, cells map[string]map[string]*Cell) {
 		}
 	}
 	p("\n")
+	outages(b, meta, cells)
 	var causes []string
 	for _, sc := range meta.Scenarios {
 		for _, st := range strategyOrder(meta) {
@@ -529,6 +535,28 @@ func extras(b *strings.Builder, meta *Meta, cells map[string]map[string]*Cell) {
 		}
 	}
 	engineCost(b, meta, cells)
+}
+
+// outages reports the write outage of the one-member rolls: the background client's worst write gap for
+// every strategy, and the engine's own measure (internal/outage) next to it.
+func outages(b *strings.Builder, meta *Meta, cells map[string]map[string]*Cell) {
+	var parts []string
+	for _, sc := range meta.Scenarios {
+		for _, st := range strategyOrder(meta) {
+			c := cells[sc.Name][st]
+			if c == nil || sc.Name != "one-member" || len(c.Gaps) == 0 {
+				continue
+			}
+			part := fmt.Sprintf(" %s/%s: worst write gap %.2f s (max %.2f s)", sc.Name, st, mean(c.Gaps)/1000, maxOf(c.Gaps)/1000)
+			if len(c.WriteOutages) > 0 {
+				part += fmt.Sprintf(", the engine's own measure %.2f s (max %.2f s)", mean(c.WriteOutages), maxOf(c.WriteOutages))
+			}
+			parts = append(parts, part+";")
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(b, "\nWrite outage of a one-member etcd's restart, mean over its rollouts (the background client's worst write gap; the engine's own measure runs from its last linearizable read before the restart to its first after, every 50 ms):%s\n", strings.Join(parts, ""))
+	}
 }
 
 // engineCost reports what the engine process cost the machine that ran it, per scenario and strategy.

@@ -49,7 +49,9 @@ const engineBinary = "bench-engine"
 // rollWithEnginesInChild runs the engines in a fresh process of the lean bench-engine binary (engineroll), so
 // the CPU time and peak RSS are those of a process that did nothing but the rollouts and links nothing but the
 // engine.
-func rollWithEnginesInChild(ctx context.Context, kubeconfig string, targets []Target, st Strategy, profilePrefix string) (EngineRun, error) {
+// oneMember gives the engines the consent a one-member etcd's roll needs, and a snapshot directory next to
+// the binaries (bench/out/snapshots).
+func rollWithEnginesInChild(ctx context.Context, kubeconfig string, targets []Target, st Strategy, profilePrefix string, oneMember bool) (EngineRun, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return EngineRun{}, fmt.Errorf("finding the bench binary: %w", err)
@@ -61,7 +63,10 @@ func rollWithEnginesInChild(ctx context.Context, kubeconfig string, targets []Ta
 	}
 	cmd := exec.CommandContext(ctx, child, "-kubeconfig", kubeconfig, "-policy", string(st.Policy),
 		"-cooldown", st.Cooldown.String(), "-stable-for", st.StableFor.String(), "-targets", string(spec),
-		"-profile", profilePrefix)
+		"-profile", profilePrefix, "-snapshot-to", filepath.Join(filepath.Dir(self), "snapshots"))
+	if oneMember {
+		cmd.Args = append(cmd.Args, "-accept-write-outage")
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

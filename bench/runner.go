@@ -353,7 +353,7 @@ func (b *bed) rollWithEngines(ctx context.Context, st Strategy, o rollOpts, r *R
 	for _, e := range b.clusters {
 		targets = append(targets, targetOf(e))
 	}
-	er, rollErr := rollWithEnginesInChild(ctx, o.kubeconfig, targets, st, o.profilePrefix)
+	er, rollErr := rollWithEnginesInChild(ctx, o.kubeconfig, targets, st, o.profilePrefix, b.sc.Spec.Replicas == 1)
 	r.Wall, r.MaxRSSKB, r.EngineCPU, r.GoMemory = er.Wall, er.MaxRSSKB, er.CPU, &er.GoMemory
 	r.Profiled = o.profilePrefix != ""
 	var errs []error

@@ -107,6 +107,12 @@ func scenarios() []Scenario {
 			Spec: with(func(s *harness.EtcdSpec) { s.DataDiesWithPod = true }), Clusters: 1, LoadInterval: 10 * time.Millisecond, RunsFactor: 1,
 			Only:   []string{"engine", "engine-cd0"},
 			NotRun: "default, default-hardened and job-like restart a member under the ID whose data died with its pod (the unsafe rejoin of tests/faults TestARestartOfAMemberWhoseDataDiedAdoptsItsOldID: a crash loop, then an empty voter), so they are not run"},
+		// Issue 34: a one-member etcd's restart stops writes whoever rolls it; the default roll's is the floor,
+		// and the engine (with acceptWriteOutage, a verified snapshot first) should cost no more.
+		{Name: "one-member", Title: "one member (spec.replicas 1): its restart stops every write whoever rolls it; the engine with acceptWriteOutage stores a verified snapshot first and measures the outage",
+			Spec: with(func(s *harness.EtcdSpec) { s.Replicas = 1 }), Clusters: 1, LoadInterval: 10 * time.Millisecond, RunsFactor: 1,
+			Only:   []string{"default", "engine"},
+			NotRun: "default-hardened (its /readyz probe is the default roll's with a wait), job-like and engine-cd0 (the engine with another leader policy or no cool-down: one member has neither a leader to move nor a next member) add nothing to the floor and the engine's cost, so they are not run"},
 	}
 }
 

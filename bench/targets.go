@@ -24,7 +24,26 @@ func evaluateTargets(cells map[string]map[string]*Cell) []Goal {
 		electionsGoal(cell),
 		quorumGoal(cell),
 		transfersGoal(cell),
+		oneMemberGoal(cell),
 	}
+}
+
+// oneMemberGoal: the engine's roll of a one-member etcd (acceptWriteOutage, a snapshot first) stops writes
+// no longer than the default roll's restart of the same member, the floor, plus a second (issue 34).
+func oneMemberGoal(cell cellOf) Goal {
+	var v verdict
+	floor := cell("one-member", "default")
+	engine := cell("one-member", "engine")
+	switch {
+	case floor == nil || len(floor.Gaps) == 0:
+		v.miss("one-member/default")
+	case engine == nil || len(engine.Gaps) == 0:
+		v.miss("one-member/engine")
+	default:
+		e, d := mean(engine.Gaps), mean(floor.Gaps)
+		v.add(fmt.Sprintf("engine %.0f ms, default %.0f ms (mean worst write gap)", e, d), e <= d+1000)
+	}
+	return v.goal("engine, one member: write outage ≤ the default roll's + 1 s (issue 34)", "")
 }
 
 // electionsGoal: 0 real elections by the engine in every scenario (issue #6, kept by issue #14).

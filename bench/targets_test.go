@@ -15,6 +15,7 @@ const (
 	electionsName = "engine, every scenario: 0 real elections (issues #6, #14)"
 	quorumName    = "engine, every scenario: never a quorum loss (issues #6, #14)"
 	transfersName = "engine: mean leader transfers ≤ 1.34 per 3-member rollout (each starting ordinal weighed alike) (issues #6, #14)"
+	oneMemberName = "engine, one member: write outage ≤ the default roll's + 1 s (issue 34)"
 )
 
 // goodCells is a run in which every target is met: every scenario of scenarios.go, every strategy.
@@ -33,6 +34,11 @@ func goodCells() map[string]map[string]*Cell {
 			"engine-cd0":       engine(4.1),
 		}
 	}
+	// One member: every roll stops writes and costs the member's own election; only the outage is judged.
+	out["one-member"] = map[string]*Cell{
+		"default": {Runs: 2, Wall: []float64{3, 3}, Gaps: []float64{1400, 1600}, Elections: 2, QuorumLossRuns: 2},
+		"engine":  {Runs: 2, Wall: []float64{5, 5}, Gaps: []float64{1500, 1900}, Elections: 2, QuorumLossRuns: 2, WriteOutages: []float64{1.4, 1.8}},
+	}
 	ten := out["ten-clusters"]
 	ten["engine"].Wall, ten["engine"].MaxRSSMB, ten["engine"].CPUPerMember = []float64{8, 8}, 90, []float64{0.05, 0.07}
 	ten["engine-cd0"].Wall, ten["engine-cd0"].MaxRSSMB, ten["engine-cd0"].CPUPerMember = []float64{6, 6}, 80, []float64{0.04}
@@ -49,7 +55,7 @@ func goalsByName(cells map[string]map[string]*Cell) map[string]Goal {
 
 func TestEvaluateTargetsAllMet(t *testing.T) {
 	goals := evaluateTargets(goodCells())
-	require.Len(t, goals, 7)
+	require.Len(t, goals, 8)
 	for _, g := range goals {
 		assert.True(t, g.Met && !g.Unknown, "%s: %s", g.Name, g.Detail)
 	}
@@ -68,6 +74,10 @@ func TestEvaluateTargets(t *testing.T) {
 		{"cool-down 0 at 1.0× default-hardened's", func(c cells) { c["mtls"]["engine-cd0"].Wall = []float64{12} }, hardenedName, true, false},
 		{"1.01× default-hardened's in mtls", func(c cells) { c["mtls"]["engine-cd0"].Wall = []float64{12.1} }, hardenedName, false, false},
 		{"faster, but an election", func(c cells) { c["easy"]["engine-cd0"].Elections = 1 }, hardenedName, false, false},
+		// Issue 34: one member's outage against the default roll's restart of it.
+		{"one member: outage within a second of the floor", func(c cells) { c["one-member"]["engine"].Gaps = []float64{2500} }, oneMemberName, true, false},
+		{"one member: outage over a second above the floor", func(c cells) { c["one-member"]["engine"].Gaps = []float64{2600} }, oneMemberName, false, false},
+		{"one member: no floor measured", func(c cells) { delete(c["one-member"], "default") }, oneMemberName, false, true},
 		{"faster, but quorum lost once", func(c cells) { c["easy"]["engine-cd0"].QuorumLossRuns = 1 }, hardenedName, false, false},
 		{"the hardened default's own elections do not count", func(c cells) { c["easy"]["default-hardened"].Elections = 4 }, hardenedName, true, false},
 		{"no default-hardened in mtls", func(c cells) { delete(c["mtls"], "default-hardened") }, hardenedName, false, true},

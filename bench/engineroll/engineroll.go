@@ -24,6 +24,10 @@ type Settings struct {
 	Policy    rollout.LeaderPolicy
 	Cooldown  time.Duration
 	StableFor time.Duration // 0: the engine's default
+	// AcceptWriteOutage and SnapshotTo are set for a one-member etcd: the consent its roll needs, and where the
+	// snapshot the engine takes before it goes.
+	AcceptWriteOutage bool
+	SnapshotTo        string
 }
 
 // Target is one StatefulSet for the engine to roll.
@@ -85,6 +89,7 @@ func roll(ctx context.Context, rc *rest.Config, targets []Target, st Settings, p
 			cfg := rollout.NewConfig(t.StatefulSet, t.Namespace, t.Service)
 			cfg.LeaderPolicy, cfg.Cooldown = st.Policy, st.Cooldown
 			cfg.ReadyTimeout, cfg.HealthTimeout, cfg.TLS = 2*time.Minute, time.Minute, t.TLSFiles
+			cfg.AcceptWriteOutage, cfg.SnapshotTo = st.AcceptWriteOutage, st.SnapshotTo
 			var mu sync.Mutex
 			eng, err := rollout.New(cfg, rollout.Options{RestConfig: rc, StableFor: st.StableFor, OnEvent: func(ev rollout.Event) {
 				mu.Lock()
@@ -122,6 +127,8 @@ func Command(args []string) error {
 	cooldown := fs.Duration("cooldown", 0, "cool-down between members")
 	stableFor := fs.Duration("stable-for", 0, "the canary's stability window (0: the engine's default)")
 	targets := fs.String("targets", "", "JSON list of targets")
+	acceptOutage := fs.Bool("accept-write-outage", false, "roll one-member etcds (Config.AcceptWriteOutage)")
+	snapshotTo := fs.String("snapshot-to", "", "where snapshots before a point of no return go (Config.SnapshotTo)")
 	profile := fs.String("profile", "", "write <prefix>.cpu.pprof, <prefix>.heap.pprof and <prefix>.goroutine.pprof")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -141,7 +148,8 @@ func Command(args []string) error {
 	if err != nil {
 		return err
 	}
-	run, samples := roll(ctx, rc, ts, Settings{Policy: rollout.LeaderPolicy(*policy), Cooldown: *cooldown, StableFor: *stableFor}, *profile != "")
+	run, samples := roll(ctx, rc, ts, Settings{Policy: rollout.LeaderPolicy(*policy), Cooldown: *cooldown, StableFor: *stableFor,
+		AcceptWriteOutage: *acceptOutage, SnapshotTo: *snapshotTo}, *profile != "")
 	if err := stop(samples); err != nil {
 		return err
 	}
