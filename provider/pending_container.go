@@ -12,9 +12,10 @@ import (
 )
 
 // pendingEtcdContainer is the etcd container of a StatefulSet manifest (the component's statefulSet input,
-// locked) reduced to what judges a version change: image, command, args and the ETCD_* variables with plain
-// values. Other variables and valueFrom references are left out, so nothing from a Secret reaches the
-// Rollout's inputs. Empty when the manifest has no etcd container.
+// locked) reduced to what judges a version change and its probes: image, command, args, the ETCD_* variables
+// with plain values, and the liveness, readiness and startup probes without their HTTP headers. Other
+// variables, valueFrom references and probe headers (which can carry a token) are left out, so nothing from a
+// Secret reaches the Rollout's inputs. Empty when the manifest has no etcd container.
 func pendingEtcdContainer(manifest map[string]any) (string, error) {
 	raw, err := json.Marshal(manifest)
 	if err != nil {
@@ -28,7 +29,8 @@ func pendingEtcdContainer(manifest map[string]any) (string, error) {
 	if c == nil {
 		return "", nil
 	}
-	reduced := corev1.Container{Name: c.Name, Image: c.Image, Command: c.Command, Args: c.Args}
+	reduced := corev1.Container{Name: c.Name, Image: c.Image, Command: c.Command, Args: c.Args,
+		LivenessProbe: withoutHeaders(c.LivenessProbe), ReadinessProbe: withoutHeaders(c.ReadinessProbe), StartupProbe: withoutHeaders(c.StartupProbe)}
 	for _, e := range c.Env {
 		if strings.HasPrefix(e.Name, "ETCD_") && e.ValueFrom == nil {
 			reduced.Env = append(reduced.Env, corev1.EnvVar{Name: e.Name, Value: e.Value})
@@ -36,6 +38,16 @@ func pendingEtcdContainer(manifest map[string]any) (string, error) {
 	}
 	out, err := json.Marshal(reduced)
 	return string(out), err
+}
+
+// withoutHeaders is p without its httpGet headers, which no probe judgement needs.
+func withoutHeaders(p *corev1.Probe) *corev1.Probe {
+	if p == nil || p.HTTPGet == nil || len(p.HTTPGet.HTTPHeaders) == 0 {
+		return p
+	}
+	out := p.DeepCopy()
+	out.HTTPGet.HTTPHeaders = nil
+	return out
 }
 
 // parsePendingContainer reads the etcdContainer input (JSON, as pendingEtcdContainer writes it).

@@ -112,3 +112,43 @@ func TestPreviewAfterAStoppedUpPlansOnlyTheMembersLeft(t *testing.T) {
 		})
 	}
 }
+
+// The component passes the new template's probes too (without HTTP headers, which can carry a token), and a
+// preview of a template change warns about its probes, not the live template's: a probe the change removes
+// is not warned about, one it adds is.
+func TestPreviewJudgesThePendingTemplatesProbes(t *testing.T) {
+	withProbe := map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{
+		map[string]any{"name": "etcd", "image": "registry.k8s.io/etcd:3.6.8-0", "command": []any{"etcd"},
+			"livenessProbe": map[string]any{"httpGet": map[string]any{"path": "/health", "port": 2381,
+				"httpHeaders": []any{map[string]any{"name": "Authorization", "value": "Bearer s3cret"}}}}},
+	}}}}}
+	without := map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{
+		map[string]any{"name": "etcd", "image": "registry.k8s.io/etcd:3.6.8-0", "command": []any{"etcd"}},
+	}}}}}
+	liveWarning := []rollout.ProbeFinding{{Kind: "LivenessNeedsQuorum", Probe: "livenessProbe", Check: "httpGet /health (live)",
+		Why: "it fails on every member while the cluster has no quorum", Instead: "httpGet /livez"}}
+	for _, tc := range []struct {
+		name     string
+		manifest map[string]any
+		live     []rollout.ProbeFinding
+		warned   bool
+	}{
+		{name: "the change adds a probe that needs quorum", manifest: withProbe, warned: true},
+		{name: "the change removes the live one", manifest: without, live: liveWarning, warned: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logs := recordLogs(t)
+			pending, err := pendingEtcdContainer(tc.manifest)
+			require.NoError(t, err)
+			assert.NotContains(t, pending, "s3cret", "no probe header reaches the Rollout's inputs")
+			s := healthyState("rev-a", 0)
+			s.ProbeWarnings = tc.live
+			f := &fakeCluster{uid: "uid-1", state: s}
+			resp, err := server(t, f.deps()).Check(p.CheckRequest{Urn: rolloutURN, State: inputs(nil),
+				Inputs: inputs(map[string]property.Value{"versionHash": property.New("v2"), "etcdContainer": property.New(pending)})})
+			require.NoError(t, err)
+			require.Empty(t, resp.Failures)
+			assert.Equal(t, tc.warned, containsAny(logs.messages(), "livenessProbe httpGet"), "warnings: %q", logs.messages())
+		})
+	}
+}

@@ -118,6 +118,8 @@ func (r *Rollout) planLive(ctx context.Context, restConfig *rest.Config, in Roll
 		state.UpdateRevision = pendingRevision
 		if pv.pending != nil {
 			state.TemplateImage, state.TemplateSettings = pv.pending.Image, rollout.EtcdSettings(pv.pending)
+			// The probes the roll will run under are the new template's, not the live one's.
+			state.ProbeWarnings = rollout.JudgeProbes(pv.pending)
 		}
 	}
 	plan, err := r.deps.Plan(state, rollout.LeaderLazy)

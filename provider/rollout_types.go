@@ -67,7 +67,7 @@ type RolloutArgs struct {
 	ProceedWithoutSnapshot *bool   `pulumi:"proceedWithoutSnapshot,optional"`
 
 	// EtcdContainer is set by EtcdRollingUpgrade when it owns the StatefulSet: the etcd container of the pod
-	// template it is about to apply, so that a preview judges the new template's etcd version and flags
+	// template it is about to apply, so that a preview judges the new template's etcd version, flags and probes
 	// before the StatefulSet is updated. Never a diff.
 	EtcdContainer *string `pulumi:"etcdContainer,optional"`
 
@@ -95,9 +95,9 @@ func (r *RolloutArgs) Annotate(a infer.Annotator) {
 	a.Describe(&r.Kubeconfig, "Kubeconfig path or document. Empty: client-go's default loading rules. Changes are not a diff.")
 	a.Describe(&r.Context, "Kubeconfig context to use. Changes are not a diff.")
 	a.Describe(&r.Cluster, "Kubeconfig cluster to use. Changes are not a diff.")
-	a.Describe(&r.EtcdContainer, "Set by EtcdRollingUpgrade when it owns the StatefulSet: the etcd container (image, command, args, ETCD_* "+
-		"variables, as JSON) of the pod template about to be applied, so that preview shows the new template's version path and refuses "+
-		"its flags before the StatefulSet changes. Never causes a diff.")
+	a.Describe(&r.EtcdContainer, "Set by EtcdRollingUpgrade when it owns the StatefulSet: the etcd container (image, command, args, plain ETCD_* "+
+		"variables, and its probes without HTTP headers, as JSON) of the pod template about to be applied, so that preview shows the new "+
+		"template's version path, refuses its flags and warns about its probes before the StatefulSet changes. Never causes a diff.")
 	a.Describe(&r.StsMustExist, "Set by EtcdRollingUpgrade: true when the StatefulSet must already be on the cluster "+
 		"(nothing in this update creates it), so a missing one is refused in preview even on the first create. Not a diff.")
 	a.Describe(&r.Plan, "Set by the provider: the steps the next rollout will take on the live cluster, in order. "+

@@ -563,6 +563,7 @@ type Failure struct {
 //	func RunIdentity() string                                           // this process, for a lease holder name
 //	func Quorum(n int) int
 //	func EtcdContainer(cs []corev1.Container) *corev1.Container; func EtcdSettings(c *corev1.Container) []EtcdSetting
+//	func JudgeProbes(c *corev1.Container) []ProbeFinding               // what the preview warns about a template's probes
 //	func ParseVersion(s string) (EtcdVersion, bool); func ImageVersion(image string) (EtcdVersion, bool)
 //	func CheckVersionPath(from, to EtcdVersion) error; func CheckImagePath(template string, members map[string]string) error
 //	func CheckV2Store(template string, v2Members []string) error; func V2Enabled(c *corev1.Container) bool

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/probes"
 )
 
 // MinPatchBefore36 is the oldest 3.5 patch release etcd supports upgrading to 3.6 from: "make sure that all of
@@ -152,6 +154,11 @@ func checkTemplateFlags(st ClusterState) error {
 	}
 	return nil
 }
+
+// JudgeProbes is the probe shapes of etcd container c that turn a roll's hiccup into an outage
+// (internal/probes), as Observe judges the live template's into ClusterState.ProbeWarnings: a preview of a
+// template about to be applied judges that one.
+func JudgeProbes(c *corev1.Container) []ProbeFinding { return probes.Judge(c) }
 
 // EtcdContainer picks the container that runs etcd: by name, then by command or image, else the only one.
 func EtcdContainer(cs []corev1.Container) *corev1.Container {

@@ -217,7 +217,7 @@ export interface RolloutArgs {
      */
     cooldownSeconds?: pulumi.Input<number | undefined>;
     /**
-     * Set by EtcdRollingUpgrade when it owns the StatefulSet: the etcd container (image, command, args, ETCD_* variables, as JSON) of the pod template about to be applied, so that preview shows the new template's version path and refuses its flags before the StatefulSet changes. Never causes a diff.
+     * Set by EtcdRollingUpgrade when it owns the StatefulSet: the etcd container (image, command, args, plain ETCD_* variables, and its probes without HTTP headers, as JSON) of the pod template about to be applied, so that preview shows the new template's version path, refuses its flags and warns about its probes before the StatefulSet changes. Never causes a diff.
      */
     etcdContainer?: pulumi.Input<string | undefined>;
     /**

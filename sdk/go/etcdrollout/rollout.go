@@ -126,7 +126,7 @@ type rolloutArgs struct {
 	Context *string `pulumi:"context"`
 	// Pause after each member passes its health gate. Default 30.
 	CooldownSeconds *int `pulumi:"cooldownSeconds"`
-	// Set by EtcdRollingUpgrade when it owns the StatefulSet: the etcd container (image, command, args, ETCD_* variables, as JSON) of the pod template about to be applied, so that preview shows the new template's version path and refuses its flags before the StatefulSet changes. Never causes a diff.
+	// Set by EtcdRollingUpgrade when it owns the StatefulSet: the etcd container (image, command, args, plain ETCD_* variables, and its probes without HTTP headers, as JSON) of the pod template about to be applied, so that preview shows the new template's version path, refuses its flags and warns about its probes before the StatefulSet changes. Never causes a diff.
 	EtcdContainer *string `pulumi:"etcdContainer"`
 	// Per member, how long etcd may take to call the member healthy and caught up. Default 60.
 	HealthTimeoutSeconds *int `pulumi:"healthTimeoutSeconds"`
@@ -170,7 +170,7 @@ type RolloutArgs struct {
 	Context pulumi.StringPtrInput
 	// Pause after each member passes its health gate. Default 30.
 	CooldownSeconds pulumi.IntPtrInput
-	// Set by EtcdRollingUpgrade when it owns the StatefulSet: the etcd container (image, command, args, ETCD_* variables, as JSON) of the pod template about to be applied, so that preview shows the new template's version path and refuses its flags before the StatefulSet changes. Never causes a diff.
+	// Set by EtcdRollingUpgrade when it owns the StatefulSet: the etcd container (image, command, args, plain ETCD_* variables, and its probes without HTTP headers, as JSON) of the pod template about to be applied, so that preview shows the new template's version path, refuses its flags and warns about its probes before the StatefulSet changes. Never causes a diff.
 	EtcdContainer pulumi.StringPtrInput
 	// Per member, how long etcd may take to call the member healthy and caught up. Default 60.
 	HealthTimeoutSeconds pulumi.IntPtrInput

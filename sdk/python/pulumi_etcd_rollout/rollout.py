@@ -55,7 +55,7 @@ class RolloutArgs:
         :param pulumi.Input[_builtins.str] cluster: Kubeconfig cluster to use. Changes are not a diff.
         :param pulumi.Input[_builtins.str] context: Kubeconfig context to use. Changes are not a diff.
         :param pulumi.Input[_builtins.int] cooldown_seconds: Pause after each member passes its health gate. Default 30.
-        :param pulumi.Input[_builtins.str] etcd_container: Set by EtcdRollingUpgrade when it owns the StatefulSet: the etcd container (image, command, args, ETCD_* variables, as JSON) of the pod template about to be applied, so that preview shows the new template's version path and refuses its flags before the StatefulSet changes. Never causes a diff.
+        :param pulumi.Input[_builtins.str] etcd_container: Set by EtcdRollingUpgrade when it owns the StatefulSet: the etcd container (image, command, args, plain ETCD_* variables, and its probes without HTTP headers, as JSON) of the pod template about to be applied, so that preview shows the new template's version path, refuses its flags and warns about its probes before the StatefulSet changes. Never causes a diff.
         :param pulumi.Input[_builtins.int] health_timeout_seconds: Per member, how long etcd may take to call the member healthy and caught up. Default 60.
         :param pulumi.Input[_builtins.str] kubeconfig: Kubeconfig path or document. Empty: client-go's default loading rules. Changes are not a diff.
         :param pulumi.Input[_builtins.str] on_failure: What happens to a member that fails its gates on the new revision. "revert" (default): its pod is deleted with the partition locked, so the StatefulSet controller recreates it on the current (old) revision, and the update fails once it is healthy again; refused past the point of no return of a minor-version upgrade. "stop": the member is left as it is for a person to look at.
@@ -227,7 +227,7 @@ class RolloutArgs:
     @pulumi.getter(name="etcdContainer")
     def etcd_container(self) -> pulumi.Input[Optional[_builtins.str]]:
         """
-        Set by EtcdRollingUpgrade when it owns the StatefulSet: the etcd container (image, command, args, ETCD_* variables, as JSON) of the pod template about to be applied, so that preview shows the new template's version path and refuses its flags before the StatefulSet changes. Never causes a diff.
+        Set by EtcdRollingUpgrade when it owns the StatefulSet: the etcd container (image, command, args, plain ETCD_* variables, and its probes without HTTP headers, as JSON) of the pod template about to be applied, so that preview shows the new template's version path, refuses its flags and warns about its probes before the StatefulSet changes. Never causes a diff.
         """
         return pulumi.get(self, "etcd_container")
 
@@ -382,7 +382,7 @@ class Rollout(pulumi.CustomResource):
         :param pulumi.Input[_builtins.str] cluster: Kubeconfig cluster to use. Changes are not a diff.
         :param pulumi.Input[_builtins.str] context: Kubeconfig context to use. Changes are not a diff.
         :param pulumi.Input[_builtins.int] cooldown_seconds: Pause after each member passes its health gate. Default 30.
-        :param pulumi.Input[_builtins.str] etcd_container: Set by EtcdRollingUpgrade when it owns the StatefulSet: the etcd container (image, command, args, ETCD_* variables, as JSON) of the pod template about to be applied, so that preview shows the new template's version path and refuses its flags before the StatefulSet changes. Never causes a diff.
+        :param pulumi.Input[_builtins.str] etcd_container: Set by EtcdRollingUpgrade when it owns the StatefulSet: the etcd container (image, command, args, plain ETCD_* variables, and its probes without HTTP headers, as JSON) of the pod template about to be applied, so that preview shows the new template's version path, refuses its flags and warns about its probes before the StatefulSet changes. Never causes a diff.
         :param pulumi.Input[_builtins.int] health_timeout_seconds: Per member, how long etcd may take to call the member healthy and caught up. Default 60.
         :param pulumi.Input[_builtins.str] kubeconfig: Kubeconfig path or document. Empty: client-go's default loading rules. Changes are not a diff.
         :param pulumi.Input[_builtins.str] namespace: Namespace of the StatefulSet.
