@@ -89,11 +89,7 @@ func TestAMinorChangeTakesASnapshotBeforeItsFirstRestart(t *testing.T) {
 			var kinds []EventKind
 			res, err := c.engine(t, func(cfg *Config, o *Options) {
 				cfg.SnapshotTo, cfg.ProceedWithoutSnapshot = dir, tc.proceed
-				o.OnEvent = func(ev Event) {
-					if ev.Kind != EventProgress {
-						kinds = append(kinds, ev.Kind)
-					}
-				}
+				o.OnEvent = eventKindsInto(&kinds)
 			}).Run(context.Background())
 			if tc.wantErr != nil {
 				require.ErrorIs(t, err, tc.wantErr)
@@ -176,11 +172,7 @@ func TestAOneMemberEtcdRollsOnlyWithConsentAndASnapshotFirst(t *testing.T) {
 			res, err := c.engine(t, func(cfg *Config, o *Options) {
 				cfg.SnapshotTo, cfg.AcceptWriteOutage, cfg.ProceedWithoutSnapshot = dir, tc.accept, true
 				cfg.ReadyTimeout = time.Hour
-				o.OnEvent = func(ev Event) {
-					if ev.Kind != EventProgress {
-						kinds = append(kinds, ev.Kind)
-					}
-				}
+				o.OnEvent = eventKindsInto(&kinds)
 			}).Run(context.Background())
 			if tc.wantErr != nil {
 				require.ErrorIs(t, err, tc.wantErr)
@@ -210,5 +202,14 @@ func TestAOneMemberEtcdRollsOnlyWithConsentAndASnapshotFirst(t *testing.T) {
 			assert.Contains(t, res.Summary(), "write outage of etcd-0, the only member (accepted)")
 			assert.Contains(t, kinds, EventWriteOutage)
 		})
+	}
+}
+
+// eventKindsInto is an OnEvent that keeps the kinds of every event but progress, in order.
+func eventKindsInto(kinds *[]EventKind) func(Event) {
+	return func(ev Event) {
+		if ev.Kind != EventProgress {
+			*kinds = append(*kinds, ev.Kind)
+		}
 	}
 }
