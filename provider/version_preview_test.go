@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	p "github.com/pulumi/pulumi-go-provider"
+	"github.com/pulumi/pulumi/sdk/v3/go/property"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -150,4 +151,48 @@ func TestPreviewWarnsAboutProbesThatNeedQuorum(t *testing.T) {
 	assert.NotEmpty(t, planOf(resp.Inputs), "the roll is planned as usual")
 	assert.True(t, containsAny(logs.messages(), "db/etcd: livenessProbe httpGet /health: it fails on every member while the cluster has no quorum; use httpGet /livez instead"),
 		"warned: %q", logs.messages())
+}
+
+// A one-member etcd's template change is refused by the preview unless acceptWriteOutage is set, on that
+// input (waiting changes nothing; consent does); with it the plan says the only member's reads and writes
+// stop and a snapshot comes first. With nothing to roll it is not refused.
+func TestPreviewOfAOneMemberRollAsksForConsent(t *testing.T) {
+	oneMember := func(update string) rollout.ClusterState {
+		s := healthyState("rev-a", 0)
+		s.Replicas, s.Partition, s.VotingMembers, s.Members = 1, 1, 1, s.Members[:1]
+		s.UpdateRevision = update
+		return s
+	}
+	for _, tc := range []struct {
+		name     string
+		state    rollout.ClusterState
+		accept   bool
+		failure  string
+		wantPlan []string
+	}{
+		{name: "refused without consent", state: oneMember("rev-b"), failure: "to restart it anyway, accept the write outage (acceptWriteOutage"},
+		{name: "planned with it", state: oneMember("rev-b"), accept: true, wantPlan: []string{
+			"a verified snapshot of the leader before etcd-0 restarts, to " + rollout.DefaultSnapshotDir(),
+			"roll etcd-0: the only member, so every read and write stops until it is back (acceptWriteOutage); the outage is measured",
+			"re-lock partition at 1"}},
+		{name: "nothing to roll: not refused", state: oneMember("rev-a")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeCluster{uid: "uid-1", state: tc.state}
+			in := map[string]property.Value{}
+			if tc.accept {
+				in["acceptWriteOutage"] = property.New(true)
+			}
+			resp, err := server(t, f.deps()).Check(p.CheckRequest{Urn: rolloutURN, State: inputs(nil), Inputs: inputs(in)})
+			require.NoError(t, err)
+			if tc.failure != "" {
+				require.Len(t, resp.Failures, 1, "%v", resp.Failures)
+				assert.Equal(t, "acceptWriteOutage", resp.Failures[0].Property)
+				assert.Contains(t, resp.Failures[0].Reason, tc.failure)
+				return
+			}
+			require.Empty(t, resp.Failures)
+			assert.Equal(t, tc.wantPlan, planOf(resp.Inputs))
+		})
+	}
 }
