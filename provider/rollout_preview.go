@@ -139,6 +139,9 @@ func (r *Rollout) planLive(ctx context.Context, restConfig *rest.Config, in Roll
 	case errors.Is(err, rollout.ErrSingleMember):
 		// Waiting changes nothing: consent does, and the run refuses without it before anything is touched.
 		return nil, []p.CheckFailure{{Property: "acceptWriteOutage", Reason: fmt.Sprintf("StatefulSet %s: %v", target, err)}}
+	case errors.Is(err, rollout.ErrLearnerLeftBehind):
+		// Blocked, but not for waiting: the run refuses it at once too.
+		return nil, []p.CheckFailure{{Property: "stsName", Reason: fmt.Sprintf("StatefulSet %s: %v", target, err)}}
 	case errors.Is(err, rollout.ErrBlocked):
 		log.Warningf("a rollout of %s could not start now: %v", target, err)
 		return blockedLines(plan, state, pv.facts, err), nil

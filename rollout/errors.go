@@ -145,6 +145,11 @@ var ErrPeerTrust = errors.New("a restart would cut a member off its peers")
 // and the preview refuse at once rather than after the ready timeout (issue 34).
 var ErrSingleMember = errors.New("a one-member etcd cannot restart without stopping writes")
 
+// ErrLearnerLeftBehind is wrapped (with ErrBlocked: nothing was changed) when etcd's member list has a learner
+// that no replacement of this rollout added: no waiting promotes it, so the run and the preview refuse at once
+// (issue 34, item 1).
+var ErrLearnerLeftBehind = errors.New("a learner nobody will promote")
+
 // PeerTrustError lists the reasons. Its first line is the first reason (member, side, whose certificate,
 // issuer, what is trusted, what to do); the others follow, one per line.
 type PeerTrustError struct {

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -534,6 +535,9 @@ func checkVoters(s ClusterState) (int, error) {
 		return -1, blocked("no etcd member answered (%s)", describeMembers(s))
 	}
 	if s.Learners > 0 {
+		if len(s.Replacing) == 0 {
+			return -1, learnerLeftBehind(s)
+		}
 		return -1, blocked("the etcd member list has %d learner(s); promote or remove them first", s.Learners)
 	}
 	if s.VotingMembers != s.Replicas {
@@ -555,6 +559,20 @@ func checkVoters(s ClusterState) (int, error) {
 		return -1, blocked("the cluster has no leader (%s)", describeMembers(s))
 	}
 	return leader, nil
+}
+
+// learnerLeftBehind refuses a member list with a learner that no replacement of this rollout added (no record
+// names one): etcd never promotes a learner by itself and this run has no step that would, so no waiting
+// helps (issue 34, item 1). A replacement in flight keeps the usual hold: its learner is its own to promote.
+func learnerLeftBehind(s ClusterState) error {
+	var names []string
+	for _, m := range s.Membership {
+		if m.IsLearner {
+			names = append(names, fmt.Sprintf("%x (%s)", m.ID, cmp.Or(strings.Join(m.PeerURLs, ","), m.Name, "no peer URL")))
+		}
+	}
+	return fmt.Errorf("%w: %w: the etcd member list has learner %s, which no replacement of this rollout added, and etcd never promotes a learner by itself; promote it once it has caught up (etcdctl member promote) or remove it (etcdctl member remove), then run again",
+		ErrBlocked, ErrLearnerLeftBehind, strings.Join(names, ", "))
 }
 
 // checkQuorum applies the rule "healthy − quorum ≥ 1": the members left running while target is down must

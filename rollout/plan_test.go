@@ -302,7 +302,7 @@ func TestPlanBlocked(t *testing.T) {
 		errMsg string
 	}{
 		{"no leader", func(s *ClusterState) { s.Members[1].IsLeader = false }, "the cluster has no leader"},
-		{"learner in the member list", func(s *ClusterState) { s.Learners = 1 }, "1 learner(s)"},
+		{"learner in the member list, no replacement in flight", func(s *ClusterState) { s.Learners = 1 }, "which no replacement of this rollout added"},
 		{"a member reports itself a learner", func(s *ClusterState) { s.Members[0].IsLearner = true }, "etcd-0 is a learner"},
 		{"a member not voting", func(s *ClusterState) { s.VotingMembers = 2 }, "2 voting members but the StatefulSet has 3 replicas"},
 		{"quorum lost with the next member down", func(s *ClusterState) {
@@ -322,6 +322,22 @@ func TestPlanBlocked(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.errMsg)
 		})
 	}
+}
+
+// A learner no replacement of this rollout added is refused at once, not after the ready timeout: etcd never
+// promotes one by itself, and the run has no step that would (issue 34, item 1).
+func TestARunRefusesALearnerLeftBehindAtOnce(t *testing.T) {
+	c := newFakeCluster(t, 3, 1)
+	c.etcd.learner = map[string]bool{"etcd-0": true}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := c.engine(t, func(cfg *Config, _ *Options) { cfg.ReadyTimeout = time.Hour }).Run(ctx)
+	require.ErrorIs(t, err, ErrLearnerLeftBehind)
+	require.ErrorIs(t, err, ErrBlocked, "nothing changed")
+	require.NoError(t, ctx.Err(), "refused at once, not after waiting")
+	assert.Contains(t, err.Error(), "promote it once it has caught up (etcdctl member promote) or remove it")
+	assert.Zero(t, c.stsPatches())
+	assert.Zero(t, c.etcd.moves)
 }
 
 func TestPlanQuorumGuard(t *testing.T) {

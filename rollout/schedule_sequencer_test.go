@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -36,6 +37,10 @@ type sequencer struct {
 	// latency, when set, is how long a request sent now takes to reach the API server (0: at once); it is
 	// asked in the sequencer's turn only, so its draws come in the seed's order (schedule.APILatency).
 	latency func(key string) time.Duration
+	// inflight counts the requests on their way (delays): stopSequencer waits for them to land, so that none
+	// is left asleep when the schedule's bubble ends (seed 26801 of the long mode: a one-member run refused at
+	// once, while its watch's first List was still on its way, and the bubble ended under it).
+	inflight sync.WaitGroup
 }
 
 // seqRequest is one request waiting for its turn: do runs it, in the sequencer's goroutine; late says it
@@ -70,6 +75,7 @@ func (w *world) stopSequencer() {
 	if q := w.order; q != nil {
 		close(q.done)
 		<-q.ended
+		q.inflight.Wait()
 		w.order = nil
 	}
 }
@@ -140,7 +146,9 @@ func (q *sequencer) delays(r *seqRequest) bool {
 		return false
 	}
 	r.late = true
+	q.inflight.Add(1)
 	go func() {
+		defer q.inflight.Done()
 		time.Sleep(d)
 		select {
 		case q.requests <- r:
