@@ -168,6 +168,9 @@ func setUp(ctx context.Context, c *harness.Cluster, sc Scenario) (*bed, error) {
 				b.Facts["db size"] = fmt.Sprintf("%.0f MB", size/1e6)
 			}
 		}
+		if err := b.measureSnapshots(ctx, c.Kubeconfig); err != nil {
+			return b, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
 	}
 	if sc.Pressure > 0 {
 		for i := range b.clusters {

@@ -129,6 +129,7 @@ func Command(args []string) error {
 	targets := fs.String("targets", "", "JSON list of targets")
 	acceptOutage := fs.Bool("accept-write-outage", false, "roll one-member etcds (Config.AcceptWriteOutage)")
 	snapshotTo := fs.String("snapshot-to", "", "where snapshots before a point of no return go (Config.SnapshotTo)")
+	snapshotOnly := fs.Bool("snapshot-only", false, "take one snapshot of the first target to -snapshot-to instead of rolling, and print a SnapshotRun")
 	profile := fs.String("profile", "", "write <prefix>.cpu.pprof, <prefix>.heap.pprof and <prefix>.goroutine.pprof")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -144,6 +145,12 @@ func Command(args []string) error {
 	rc.QPS, rc.Burst = 50, 100
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
+	if *snapshotOnly {
+		if len(ts) == 0 {
+			return fmt.Errorf("-snapshot-only: no target")
+		}
+		return json.NewEncoder(os.Stdout).Encode(snapshotOnce(ctx, rc, ts[0], *snapshotTo))
+	}
 	stop, err := startProfiles(*profile)
 	if err != nil {
 		return err

@@ -30,13 +30,30 @@ func maxRSSKB() int64 {
 
 // vmHWM reads the VmHWM line of a /proc/<pid>/status page ("VmHWM:    75324 kB").
 func vmHWM(status io.Reader) (kb int64, ok bool) {
+	return statusKB(status, "VmHWM:")
+}
+
+// statusKB reads one "<field>   <n> kB" line of a /proc/<pid>/status page.
+func statusKB(status io.Reader, field string) (kb int64, ok bool) {
 	lines := bufio.NewScanner(status)
 	for lines.Scan() {
 		fields := strings.Fields(lines.Text())
-		if len(fields) == 3 && fields[0] == "VmHWM:" && fields[2] == "kB" {
+		if len(fields) == 3 && fields[0] == field && fields[2] == "kB" {
 			n, err := strconv.ParseInt(fields[1], 10, 64)
 			return n, err == nil
 		}
 	}
 	return 0, false
+}
+
+// rssKB is this process's resident set now, split as the kernel splits it: anonymous memory (the heap,
+// stacks) and file-backed pages (the binary, files it maps). 0 where /proc is not.
+func rssKB() (anon, file int64) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0
+	}
+	anon, _ = statusKB(strings.NewReader(string(b)), "RssAnon:")
+	file, _ = statusKB(strings.NewReader(string(b)), "RssFile:")
+	return anon, file
 }
