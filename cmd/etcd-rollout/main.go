@@ -36,7 +36,8 @@ const exitCodesHelp = `Exit codes:
   0    success (run: every member at updateRevision and healthy, partition re-locked)
   1    the rollout failed after it started; the partition was re-locked
   2    bad flags or input; nothing was touched
-  3    blocked: the cluster's state does not allow a rollout (quorum, no leader, learners); nothing changed
+  3    blocked: the cluster's state does not allow a rollout (quorum, no leader, learners, one member
+       without --accept-write-outage); nothing changed
   4    another rollout holds the StatefulSet's lease (the error names the holder)
   5    a member did not pass a gate in time (the error names member, gate and what was last seen); with
        --on-failure=revert (the default) it was brought back on the old revision: "reverted etcd-2 to ..."
