@@ -156,8 +156,8 @@ func (r *run) endOutage(ctx context.Context, m *outage.Meter, pod string, termBe
 	o := &WriteOutage{Pod: pod, LastReadBefore: got.LastBefore, FirstReadAfter: got.FirstAfter, Duration: got.Outage,
 		Back: got.Back, Precision: got.Every, Elections: -1}
 	if got.Back && termBefore > 0 {
-		if s, err := r.e.etcd.Status(ctx, pod); err == nil && s.RaftTerm >= termBefore {
-			o.Elections = int(s.RaftTerm - termBefore)
+		if term, ok := r.termOf(ctx, pod); ok && term >= termBefore {
+			o.Elections = int(term - termBefore)
 		}
 	}
 	r.res.WriteOutage = o
@@ -173,10 +173,19 @@ func (r *run) addOwnElections(ctx context.Context, pod string, termBefore uint64
 		return
 	}
 	if back && termBefore > 0 {
-		if s, err := r.e.etcd.Status(ctx, pod); err == nil && s.RaftTerm >= termBefore {
-			o.Elections += int(s.RaftTerm - termBefore)
+		if term, ok := r.termOf(ctx, pod); ok && term >= termBefore {
+			o.Elections += int(term - termBefore)
 			return
 		}
 	}
 	o.Elections = -1
+}
+
+// termOf is pod's raft term by its own word, within one member call's time: the caller's context may have
+// ended (a run's exit measures with context.WithoutCancel), and a member that stalls must not hold it.
+func (r *run) termOf(ctx context.Context, pod string) (uint64, bool) {
+	cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+	defer cancel()
+	s, err := r.e.etcd.Status(cctx, pod)
+	return s.RaftTerm, err == nil
 }
