@@ -182,10 +182,16 @@ func (r *run) addOwnElections(ctx context.Context, pod string, termBefore uint64
 }
 
 // termOf is pod's raft term by its own word, within one member call's time: the caller's context may have
-// ended (a run's exit measures with context.WithoutCancel), and a member that stalls must not hold it.
+// ended (a run's exit measures with context.WithoutCancel), and a member that stalls must not hold it. A look
+// that finds the member down by its own answer is heard like a gate's (sawDown): it passed, and did not stay
+// up (the schedule checker's seed 78788 of 100,000: a one-member run read the term of etcd-0 right after it
+// passed, found it crashed, and still reported it rolled).
 func (r *run) termOf(ctx context.Context, pod string) (uint64, bool) {
 	cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
 	defer cancel()
 	s, err := r.e.etcd.Status(cctx, pod)
+	if err != nil && !member.CouldNotLook(err) {
+		r.sawDown(pod)
+	}
 	return s.RaftTerm, err == nil
 }
