@@ -529,6 +529,10 @@ type fakeCluster struct {
 	promote bool
 	// recreations counts the pods the controller recreated at the update revision (each gets a new UID).
 	recreations int
+	// holdCreate, when set, is asked about every pod the controller is about to put in place of one it
+	// deletes: true means the controller deletes the old pod and creates the new one later (the schedule
+	// checker's slow controller), so no reader ever sees the new pod before it exists.
+	holdCreate func(p *corev1.Pod) bool
 }
 
 var stsGVR = appsv1.SchemeGroupVersion.WithResource("statefulsets")
@@ -619,7 +623,7 @@ func (c *fakeCluster) reconcile(pod string) {
 		p.Spec.Containers[0].Image = img
 		c.etcd.runsImage(pod, img)
 	}
-	require.NoError(c.t, c.kube.Tracker().Update(podGVR, p, "db"))
+	c.replacePod(p)
 	c.etcd.restart(pod)
 	if c.promote && !slices.Contains(c.revisions(), sts.Status.CurrentRevision) {
 		// Every pod updated (and, here, Ready): the controller makes the update revision current.
@@ -630,6 +634,16 @@ func (c *fakeCluster) reconcile(pod string) {
 	c.mu.Lock()
 	c.restarted = append(c.restarted, pod)
 	c.mu.Unlock()
+}
+
+// replacePod puts p in place of the pod of its name: at once, or, when holdCreate holds it, the old pod goes and
+// p comes later (holdCreate's owner creates it).
+func (c *fakeCluster) replacePod(p *corev1.Pod) {
+	if c.holdCreate != nil && c.holdCreate(p) {
+		require.NoError(c.t, c.kube.Tracker().Delete(podGVR, "db", p.Name))
+		return
+	}
+	require.NoError(c.t, c.kube.Tracker().Update(podGVR, p, "db"))
 }
 
 // anyPodNotReady says whether one of the StatefulSet's pods is not Ready.
@@ -679,7 +693,7 @@ func (c *fakeCluster) recreate(del k8stesting.DeleteActionImpl) error {
 		p.Spec.Containers[0].Image = img
 		c.etcd.runsImage(del.Name, img)
 	}
-	require.NoError(c.t, c.kube.Tracker().Update(podGVR, p, "db"))
+	c.replacePod(p)
 	if rev == sts.Status.CurrentRevision {
 		c.etcd.revive(del.Name)
 	} else {

@@ -172,6 +172,7 @@ func newWorld(t *testing.T, s schedule) *world {
 		w.f.crashUp, w.f.crashDown = slowLoopUp, slowLoopDown
 	}
 	w.f.startJitter = s.StartJitter
+	w.slowController()
 	if s.MoveAnswerLost {
 		w.f.moveLeaderAnswersLost = 1
 	}
