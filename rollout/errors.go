@@ -150,6 +150,13 @@ var ErrSingleMember = errors.New("a one-member etcd cannot restart without stopp
 // (issue 34, item 1).
 var ErrLearnerLeftBehind = errors.New("a learner nobody will promote")
 
+// waitingCannotFix says err is a block (ErrBlocked) that no waiting lifts: a version path etcd refuses, a
+// one-member etcd without consent, a learner nobody will promote. The run returns it at once instead of
+// holding for its ready timeout.
+func waitingCannotFix(err error) bool {
+	return errors.Is(err, ErrVersionPath) || errors.Is(err, ErrSingleMember) || errors.Is(err, ErrLearnerLeftBehind)
+}
+
 // PeerTrustError lists the reasons. Its first line is the first reason (member, side, whose certificate,
 // issuer, what is trusted, what to do); the others follow, one per line.
 type PeerTrustError struct {

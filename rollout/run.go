@@ -338,7 +338,7 @@ func (r *run) planOrHold(ctx context.Context, st ClusterState) (plan Plan, ready
 	if err == nil && len(plan.Steps) > 0 {
 		err = controllerWillAct(st, plan.Steps[0])
 	}
-	if !errors.Is(err, ErrBlocked) || errors.Is(err, ErrVersionPath) || errors.Is(err, ErrSingleMember) || errors.Is(err, ErrLearnerLeftBehind) {
+	if !errors.Is(err, ErrBlocked) || waitingCannotFix(err) {
 		if err != nil {
 			return plan, false, fmt.Errorf("rolling %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err)
 		}
