@@ -338,6 +338,9 @@ func (r *run) planOrHold(ctx context.Context, st ClusterState) (plan Plan, ready
 	if err == nil && len(plan.Steps) > 0 {
 		err = controllerWillAct(st, plan.Steps[0])
 	}
+	if err == nil {
+		err = r.checkTrustAhead(ctx, st, plan)
+	}
 	if !errors.Is(err, ErrBlocked) || waitingCannotFix(err) {
 		if err != nil {
 			return plan, false, fmt.Errorf("rolling %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err)
@@ -688,6 +691,27 @@ func (r *run) gateRestarted(ctx context.Context, st ClusterState, ordinal int, w
 	r.res.reportRolled(MemberTiming{Pod: pod, Down: down, Finished: time.Now(), Process: pass.incarnation.Name()})
 	e.announce(Event{Kind: EventMemberRolled, Step: Step{Kind: StepWaitMember, Ordinal: ordinal}, Pod: pod, Elapsed: down}, "%s rolled in %s", pod, down.Round(10*time.Millisecond))
 	e.record(ctx, r.uid, corev1.EventTypeNormal, ReasonMemberRolled, fmt.Sprintf("Rolled %s to revision %s; etcd healthy after %s", pod, st.UpdateRevision, down.Round(10*time.Millisecond)))
+	return nil
+}
+
+// checkTrustAhead refuses, before the run acts, the restarts its plan leads to when the members' peers would
+// refuse them: every member to roll before the first step (what the preview checks), and the next member
+// before each leader move off it. Otherwise the refusal would come only right before the restart
+// (clearToDisrupt, which still checks, since a Secret can change meanwhile), after a leader move made for a
+// restart that will not happen: a write pause and a term for nothing (tests/faults' one-step swap, whenever
+// the first member to restart led).
+func (r *run) checkTrustAhead(ctx context.Context, st ClusterState, plan Plan) error {
+	if !r.planned {
+		return r.e.CheckPeerTrust(ctx, st, plan.Roll)
+	}
+	if len(plan.Steps) == 0 || plan.Steps[0].Kind != StepTransferLeader {
+		return nil
+	}
+	for _, s := range plan.Steps[1:] {
+		if s.Kind == StepLowerPartition || s.Kind == StepReplace {
+			return r.e.CheckPeerTrust(ctx, st, []int{s.Ordinal})
+		}
+	}
 	return nil
 }
 
