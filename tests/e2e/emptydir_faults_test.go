@@ -6,11 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -33,11 +28,7 @@ func TestFaultsEmptyDirExampleThroughPulumiUp(t *testing.T) {
 	c := harness.Connect(t)
 	ctx := t.Context()
 	ns := c.Namespace(t)
-	cli := newYAMLProject(t, p, "yaml-emptydir")
-	cli.run(t, "stack", "init", "e2e")
-	for k, v := range map[string]string{"kubeconfig": c.Kubeconfig, "namespace": ns, "nodeName": c.NodeName, "cooldownSeconds": "1"} {
-		cli.run(t, "config", "set", k, v)
-	}
+	cli := newYAMLStack(t, p, c, ns, "yaml-emptydir", map[string]string{"cooldownSeconds": "1"})
 	cli.run(t, "up", "--yes", "--skip-preview")
 	requireRolledAndLocked(t, viewStatefulSet(ctx, t, c, ns))
 	e, err := c.AttachEtcd(ns, harness.EtcdSpec{Name: "etcd", ServiceName: "etcd-headless", Replicas: 3, DataDiesWithPod: true})
@@ -133,61 +124,4 @@ func memberList(ctx context.Context, t *testing.T, etcd *clientv3.Client) map[st
 		}
 	}
 	return out
-}
-
-// yamlProject is a copy of a YAML example run with the plain pulumi CLI (the YAML language host is the one
-// this machine can run), with the providers of this build and the pinned kubernetes plugin.
-type yamlProject struct {
-	dir, pulumi string
-	env         map[string]string
-}
-
-func newYAMLProject(t *testing.T, p paths, example string) *yamlProject {
-	t.Helper()
-	dir := copyExample(t, filepath.Join(p.root, "examples", example), filepath.Join(t.TempDir(), example))
-	f, err := os.OpenFile(filepath.Join(dir, "Pulumi.yaml"), os.O_APPEND|os.O_WRONLY, 0)
-	require.NoError(t, err)
-	_, err = fmt.Fprintf(f, "\nplugins:\n  providers:\n    - name: etcd-rollout\n      path: %s\n    - name: kubernetes\n      path: %s\n", p.pluginDir, p.k8sPlugin)
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
-	env, _ := pulumiEnv(t, p)
-	return &yamlProject{dir: dir, pulumi: p.pulumi, env: env}
-}
-
-func (y *yamlProject) command(args ...string) *exec.Cmd {
-	cmd := exec.Command(y.pulumi, append(args, "--non-interactive")...)
-	cmd.Dir, cmd.Env = y.dir, os.Environ()
-	for k, v := range y.env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	return cmd
-}
-
-// run runs one pulumi command to its end and returns its output; it fails the test when the command fails.
-func (y *yamlProject) run(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := y.command(args...).CombinedOutput()
-	require.NoError(t, err, "pulumi %s:\n%s", strings.Join(args, " "), out)
-	return string(out)
-}
-
-// fails runs one pulumi command that must fail and returns its output; it fails the test when the command
-// succeeds.
-func (y *yamlProject) fails(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := y.command(args...).CombinedOutput()
-	require.Error(t, err, "pulumi %s succeeded:\n%s", strings.Join(args, " "), out)
-	return string(out)
-}
-
-// start starts one pulumi command in a process group of its own, to be killed like a dying CI runner.
-func (y *yamlProject) start(t *testing.T, args ...string) *driverProc {
-	t.Helper()
-	cmd := y.command(args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	s := &driverProc{cmd: cmd, name: "pulumi", op: args[0], done: make(chan error, 1)}
-	cmd.Stdout, cmd.Stderr = &s.stdout, &s.stderr
-	require.NoError(t, cmd.Start())
-	go func() { s.done <- cmd.Wait() }()
-	return s
 }

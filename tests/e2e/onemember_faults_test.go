@@ -22,11 +22,7 @@ func TestFaultsOneMemberExampleThroughPulumiUp(t *testing.T) {
 	c := harness.Connect(t)
 	ctx := t.Context()
 	ns := c.Namespace(t)
-	cli := newYAMLProject(t, p, "yaml-onemember")
-	cli.run(t, "stack", "init", "e2e")
-	for k, v := range map[string]string{"kubeconfig": c.Kubeconfig, "namespace": ns, "nodeName": c.NodeName} {
-		cli.run(t, "config", "set", k, v)
-	}
+	cli := newYAMLStack(t, p, c, ns, "yaml-onemember", nil)
 	cli.run(t, "up", "--yes", "--skip-preview")
 	requireRolledAndLocked(t, viewStatefulSet(ctx, t, c, ns))
 	e, err := c.AttachEtcd(ns, harness.EtcdSpec{Name: "etcd", ServiceName: "etcd-headless", Replicas: 1})
