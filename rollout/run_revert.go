@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/peertrust"
 )
 
@@ -353,7 +354,9 @@ func (r *run) quorumOnAFreshLook(ctx context.Context, ordinal int) error {
 // One that restarted since it passed is not healthy on this look either, whatever it answers now: it did not
 // stay up, and a revert must not delete another member's pod while it flaps (the schedule checker's seed 2955
 // of 10,000: a revert deleted etcd-3 while etcd-4, rolled by the run and slowly crash-looping, answered from
-// its next process).
+// its next process). One found down by its own answer when its process is read did not stay up either (the
+// schedule checker's seed 49676 of 100,000: the exit's look read etcd-1, rolled and then recreated by someone
+// else onto a crash-looping revision, as refusing connections, and the run still reported it rolled).
 func (r *run) provenInTheSameProcess(ctx context.Context, st ClusterState, except int) ClusterState {
 	st.Members = append([]MemberState(nil), st.Members...)
 	for _, ordinal := range r.passedOrdinals() {
@@ -364,15 +367,20 @@ func (r *run) provenInTheSameProcess(ctx context.Context, st ClusterState, excep
 		pod := st.Members[ordinal].Pod
 		inc, err := r.e.processOf(ctx, pod)
 		restarted := err == nil && !inc.Same(p.incarnation)
+		down := err != nil && !member.CouldNotLook(err) && !errors.Is(err, member.ErrNoIncarnation) && ctx.Err() == nil
 		if err != nil || restarted {
 			st.Members[ordinal].Proven = false
 		}
-		if restarted {
+		if restarted || down {
 			// It did not stay up, and the run's report must not count it rolled (the schedule checker's seed
 			// 2195 of ROLLOUT_SCHEDULE_FROM=2000).
 			r.downAfterPass[pod] = true
 			m := &st.Members[ordinal]
-			m.Healthy, m.Problem, m.Reason = false, fmt.Sprintf("restarted since it passed (etcd process %s, %s passed)", inc.Name(), p.incarnation.Name()), ProblemDownAfterPassing
+			m.Healthy, m.Reason = false, ProblemDownAfterPassing
+			m.Problem = fmt.Sprintf("restarted since it passed (etcd process %s, %s passed)", inc.Name(), p.incarnation.Name())
+			if down {
+				m.Problem = fmt.Sprintf("down since it passed (%v)", err)
+			}
 		}
 	}
 	return st

@@ -658,23 +658,41 @@ func TestALeaderNoLookFindsIsNoVerdictOnTheMember(t *testing.T) {
 	assert.True(t, l.noLook, "a look that did not reach the leader: %s", l.seen)
 }
 
-// On the look a delete is judged on, a member the run saw pass that restarted since is not healthy, whatever it
-// answers now, and a revert refuses to take a second member on the failed revision down (the schedule
-// checker's seed 2955 of 10,000: a revert deleted etcd-3 while etcd-4, slowly crash-looping, answered from its
-// next process).
+// On the look a delete is judged on, a member the run saw pass that restarted since, or that refuses our
+// connection when its process is read, is not healthy, whatever the look before said, and a revert refuses to
+// take a second member on the failed revision down (the schedule checker's seed 2955 of 10,000: a revert
+// deleted etcd-3 while etcd-4, slowly crash-looping, answered from its next process; seed 49676 of 100,000:
+// etcd-1, recreated by someone else onto a revision that began crash-looping, refused the exit's process
+// read and was still reported rolled). One no look reaches is not judged.
 func TestAMemberRestartedSincePassingIsNotHealthyOnTheFreshLook(t *testing.T) {
-	c := newFakeCluster(t, 3, 0, 1, 2)
-	e := c.engine(t, nil)
-	inc, err := c.etcd.Incarnation(context.Background(), "etcd-2")
-	require.NoError(t, err)
-	r := &run{e: e, res: &Result{}, passed: map[int]*passedMember{2: {incarnation: inc}}, downAfterPass: map[string]bool{}}
-	c.etcd.restartQuietly("etcd-2")
-	st, err := e.Observe(context.Background())
-	require.NoError(t, err)
-	now := r.provenInTheSameProcess(context.Background(), r.withProven(st), 1)
-	assert.False(t, now.Members[2].Healthy, "etcd-2 restarted since it passed")
-	assert.True(t, r.downAfterPass["etcd-2"])
-	require.ErrorIs(t, anotherFailedMemberDown(now, 1), ErrBlocked, "no revert of etcd-1 while etcd-2 flaps")
+	tests := []struct {
+		name     string
+		after    func(f *fakeEtcd) // what happens to etcd-2 after the look st was taken on
+		downSeen bool
+	}{
+		{"restarted, answering from its next process", func(f *fakeEtcd) { f.restartQuietly("etcd-2") }, true},
+		{"down, refusing our connection", func(f *fakeEtcd) { f.stop("etcd-2") }, true},
+		{"no look reaches it", func(f *fakeEtcd) { f.setUnseen("etcd-2", true) }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newFakeCluster(t, 3, 0, 1, 2)
+			e := c.engine(t, nil)
+			inc, err := c.etcd.Incarnation(context.Background(), "etcd-2")
+			require.NoError(t, err)
+			r := &run{e: e, res: &Result{}, passed: map[int]*passedMember{2: {incarnation: inc}}, downAfterPass: map[string]bool{}}
+			st, err := e.Observe(context.Background())
+			require.NoError(t, err)
+			tt.after(c.etcd)
+			now := r.provenInTheSameProcess(context.Background(), r.withProven(st), 1)
+			assert.False(t, now.Members[2].Proven, "etcd-2 is proven no more")
+			assert.Equal(t, tt.downSeen, r.downAfterPass["etcd-2"], "reported rolled no more")
+			assert.Equal(t, !tt.downSeen, now.Members[2].Healthy)
+			if tt.downSeen {
+				require.ErrorIs(t, anotherFailedMemberDown(now, 1), ErrBlocked, "no revert of etcd-1 while etcd-2 flaps")
+			}
+		})
+	}
 }
 
 // A run that fails does not report rolled a member that restarted since it passed, though it answers at the
