@@ -495,20 +495,31 @@ func versionMove(s ClusterState, roll []int) *VersionMove {
 // only a snapshot rolls back (etcd's upgrade guide). A cluster version nobody can read counts as not yet.
 func snapshotBeforeNoReturn(s ClusterState, p Plan) *SnapshotPlan {
 	move := p.VersionMove
-	first := slices.IndexFunc(p.Steps, func(st Step) bool { return st.Kind == StepLowerPartition || st.Kind == StepReplace })
+	first, ok := p.firstDisruption()
 	switch {
-	case first < 0:
+	case !ok:
 		return nil
 	case p.WriteOutage != nil:
 		// The only member restarts: no peer holds its data while it is down, whatever the versions.
-		return &SnapshotPlan{Before: p.Steps[first].Ordinal, Required: true}
+		return &SnapshotPlan{Before: first.Ordinal, Required: true}
 	case move == nil:
 		return nil
 	}
 	if cluster, ok := ParseVersion(s.ClusterVersion); ok && cluster.Major == move.To.Major && cluster.Minor == move.To.Minor {
 		return nil
 	}
-	return &SnapshotPlan{Before: p.Steps[first].Ordinal}
+	return &SnapshotPlan{Before: first.Ordinal}
+}
+
+// firstDisruption is the plan's first step that takes a member down (a restart by a lowered partition, or a
+// replacement's remove): what a snapshot before a point of no return and a trust check before a leader move
+// are for.
+func (p Plan) firstDisruption() (Step, bool) {
+	i := slices.IndexFunc(p.Steps, func(st Step) bool { return st.Kind == StepLowerPartition || st.Kind == StepReplace })
+	if i < 0 {
+		return Step{}, false
+	}
+	return p.Steps[i], true
 }
 
 // checkPodsExist holds the plan while a member's pod does not exist: the controller creates it on its own (a

@@ -707,10 +707,8 @@ func (r *run) checkTrustAhead(ctx context.Context, st ClusterState, plan Plan) e
 	if len(plan.Steps) == 0 || plan.Steps[0].Kind != StepTransferLeader {
 		return nil
 	}
-	for _, s := range plan.Steps[1:] {
-		if s.Kind == StepLowerPartition || s.Kind == StepReplace {
-			return r.e.CheckPeerTrust(ctx, st, []int{s.Ordinal})
-		}
+	if next, ok := plan.firstDisruption(); ok {
+		return r.e.CheckPeerTrust(ctx, st, []int{next.Ordinal})
 	}
 	return nil
 }
