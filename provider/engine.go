@@ -17,9 +17,9 @@ type Engine interface {
 	// ValidateDowngrade asks etcd whether the cluster can go down to target ("3.5"): `downgrade validate`,
 	// which changes nothing.
 	ValidateDowngrade(ctx context.Context, st rollout.ClusterState, target string) error
-	// CheckPeerTrust refuses (rollout.ErrPeerTrust) restarting the members of ordinals onto the template's peer
-	// TLS material when their peers, as they run now, would not talk to them.
-	CheckPeerTrust(ctx context.Context, st rollout.ClusterState, ordinals []int) error
+	// CheckTrust refuses (rollout.ErrPeerTrust, rollout.ErrClientTrust) restarting the members of ordinals onto
+	// the template's TLS material when their peers or their clients, as they run now, would not talk to them.
+	CheckTrust(ctx context.Context, st rollout.ClusterState, ordinals []int) error
 	// Run rolls every outdated member and re-locks the partition. It returns what it did even on error.
 	Run(ctx context.Context) (rollout.Result, error)
 	// Close releases the engine's connections (port-forwards, etcd clients).

@@ -32,7 +32,7 @@ type fakeCluster struct {
 	// validateErr is what `downgrade validate` answers; validated records the targets asked for.
 	validateErr error
 	validated   []string
-	// trustErr is what CheckPeerTrust answers (nil: the peers would talk to the restarted members).
+	// trustErr is what CheckTrust answers (nil: the peers would talk to the restarted members).
 	trustErr error
 	result   rollout.Result
 	runErr   error
@@ -119,7 +119,7 @@ func (e *fakeEngine) ValidateDowngrade(_ context.Context, _ rollout.ClusterState
 	return e.f.validateErr
 }
 
-func (e *fakeEngine) CheckPeerTrust(context.Context, rollout.ClusterState, []int) error {
+func (e *fakeEngine) CheckTrust(context.Context, rollout.ClusterState, []int) error {
 	e.f.mu.Lock()
 	defer e.f.mu.Unlock()
 	return e.f.trustErr

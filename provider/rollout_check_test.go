@@ -164,16 +164,20 @@ func TestCheckRefusesARollTheEngineRefuses(t *testing.T) {
 		{"members whose data dies with their pod", fmt.Errorf("%w: the template starts etcd with --initial-cluster-state=new", rollout.ErrDataDiesWithPod)},
 		{"pods that remove their own member", fmt.Errorf("%w: etcd-2's pod runs prestop.sh; set acceptPreStopMemberRemoval", rollout.ErrPreStopRemovesMember)},
 	}
-	t.Run("a restart whose peers would refuse its certificate", func(t *testing.T) {
-		f := &fakeCluster{uid: "uid-1", state: healthyState("rev-a", 0),
-			trustErr: fmt.Errorf("%w: etcd-2 (peer): etcd-0 refuses its new certificate", rollout.ErrPeerTrust)}
-		resp, err := server(t, f.deps()).Check(p.CheckRequest{Urn: rolloutURN, State: inputs(nil),
-			Inputs: inputs(map[string]property.Value{"versionHash": property.New("v2")})})
-		require.NoError(t, err)
-		require.Len(t, resp.Failures, 1, "failures: %v", resp.Failures)
-		assert.Equal(t, "stsName", resp.Failures[0].Property)
-		assert.Contains(t, resp.Failures[0].Reason, "etcd-2 (peer): etcd-0 refuses its new certificate")
-	})
+	for _, refusal := range []error{
+		fmt.Errorf("%w: etcd-2 (peer): etcd-0 refuses its new certificate", rollout.ErrPeerTrust),
+		fmt.Errorf("%w: etcd-2 (client): its new trust (CN=etcd-ca-2026) refuses the engine's client certificate", rollout.ErrClientTrust),
+	} {
+		t.Run("a restart whose peers or clients would refuse its certificates: "+refusal.Error(), func(t *testing.T) {
+			f := &fakeCluster{uid: "uid-1", state: healthyState("rev-a", 0), trustErr: refusal}
+			resp, err := server(t, f.deps()).Check(p.CheckRequest{Urn: rolloutURN, State: inputs(nil),
+				Inputs: inputs(map[string]property.Value{"versionHash": property.New("v2")})})
+			require.NoError(t, err)
+			require.Len(t, resp.Failures, 1, "failures: %v", resp.Failures)
+			assert.Equal(t, "stsName", resp.Failures[0].Property)
+			assert.Contains(t, resp.Failures[0].Reason, refusal.Error())
+		})
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeCluster{uid: "uid-1", state: healthyState("rev-a", 0)}

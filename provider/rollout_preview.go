@@ -133,7 +133,7 @@ func (r *Rollout) planLive(ctx context.Context, restConfig *rest.Config, in Roll
 		}
 	}
 	if err == nil {
-		err = eng.CheckPeerTrust(ctx, state, plan.Roll)
+		err = eng.CheckTrust(ctx, state, plan.Roll)
 	}
 	switch {
 	case errors.Is(err, rollout.ErrSingleMember):
@@ -145,7 +145,8 @@ func (r *Rollout) planLive(ctx context.Context, restConfig *rest.Config, in Roll
 	case errors.Is(err, rollout.ErrBlocked):
 		log.Warningf("a rollout of %s could not start now: %v", target, err)
 		return blockedLines(plan, state, pv.facts, err), nil
-	case errors.Is(err, rollout.ErrDataDiesWithPod) || errors.Is(err, rollout.ErrPreStopRemovesMember) || errors.Is(err, rollout.ErrPeerTrust):
+	case errors.Is(err, rollout.ErrDataDiesWithPod) || errors.Is(err, rollout.ErrPreStopRemovesMember) ||
+		errors.Is(err, rollout.ErrPeerTrust) || errors.Is(err, rollout.ErrClientTrust):
 		// The run refuses these before it touches anything, and waiting changes nothing: so does the preview.
 		return nil, []p.CheckFailure{{Property: "stsName", Reason: fmt.Sprintf("StatefulSet %s: %v", target, err)}}
 	case err != nil:

@@ -549,7 +549,7 @@ type Failure struct {
 //	func (e *Engine) Run(ctx context.Context) (Result, error)           // returns the partial Result on error too
 //	func (e *Engine) Unlock(ctx context.Context) error                  // partition = replicas, release a stale lease
 //	func (e *Engine) ValidateDowngrade(ctx context.Context, st ClusterState, target string) error // etcd's `downgrade validate`
-//	func (e *Engine) CheckPeerTrust(ctx context.Context, st ClusterState, ordinals []int) error // ErrPeerTrust: peers would refuse the restart
+//	func (e *Engine) CheckTrust(ctx context.Context, st ClusterState, ordinals []int) error // ErrPeerTrust, ErrClientTrust: peers or clients would refuse the restart
 //	func (e *Engine) LeaseHolder(ctx context.Context) (string, time.Duration, error) // who holds the rollout lease, for how long yet
 //	func (e *Engine) RolloutStatus(ctx context.Context) (RolloutStatus, bool, error) // the status ConfigMap, parsed
 //	func (e *Engine) Snapshot(ctx context.Context, opts SnapshotOptions) (SnapshotRecord, error) // from the leader, verified, stored

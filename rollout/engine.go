@@ -19,9 +19,9 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
-	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/peertrust"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/podfile"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/replacerecord"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/trustcheck"
 )
 
 // Options carries how the engine reaches the cluster and reports progress.
@@ -183,7 +183,7 @@ func (e *Engine) Plan(ctx context.Context) (ClusterState, Plan, error) {
 		}
 		return st, p, explainForbidden(fmt.Errorf("planning %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err))
 	}
-	if err := e.CheckPeerTrust(ctx, st, p.Roll); err != nil {
+	if err := e.CheckTrust(ctx, st, p.Roll); err != nil {
 		return st, p, fmt.Errorf("planning %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err)
 	}
 	if d := p.Downgrade; d != nil && !d.Enabled {
@@ -306,42 +306,51 @@ func (e *Engine) Run(ctx context.Context) (res Result, err error) {
 	return res, err
 }
 
-// CheckPeerTrust refuses restarting the members of ordinals onto the template's peer TLS material when that
-// would cut one off its peers as they run now (issue 33): the new leaf presented to every other member's
-// running peer trust, the new trust file against the leaf each one serves, the leaf on its own. A
-// *PeerTrustError (ErrPeerTrust) then says who refuses what; waiting changes nothing, so it is not ErrBlocked.
-// Material no Secret or ConfigMap holds cannot be read, and is said, not judged.
-func (e *Engine) CheckPeerTrust(ctx context.Context, st ClusterState, ordinals []int) error {
-	prober, ok := e.etcd.(peertrust.Prober)
+// CheckTrust refuses restarting the members of ordinals onto the template's TLS material when that would cut
+// one off its peers or its clients as they run now (issue 33). Peer side: the new leaf presented to every
+// other member's running peer trust, the new trust file against the leaf each one serves, the leaf on its
+// own. Client side: the new trust file against the engine's client certificate and the server certificates
+// the others serve, the new server certificate as the engine's connections will judge it. A *TrustError
+// (ErrPeerTrust, ErrClientTrust) then says who refuses what; waiting changes nothing, so it is not
+// ErrBlocked. Material no Secret or ConfigMap holds cannot be read, and is said, not judged.
+func (e *Engine) CheckTrust(ctx context.Context, st ClusterState, ordinals []int) error {
+	prober, ok := e.etcd.(trustcheck.Prober)
 	if !ok || st.podTemplate == nil || len(ordinals) == 0 {
 		return nil
 	}
 	c := EtcdContainer(st.podTemplate.Containers)
-	t := peertrust.Template{Spec: st.podTemplate, Container: c, Flags: EtcdFlagValues(c)}
-	if _, ok := peertrust.FilesOf(t.Flags); !ok {
+	t := trustcheck.Template{Spec: st.podTemplate, Container: c, Flags: EtcdFlagValues(c)}
+	_, peerTLS := trustcheck.FilesOf(t.Flags)
+	_, clientTLS := trustcheck.ClientFilesOf(t.Flags)
+	if !peerTLS && !clientTLS {
 		return nil
 	}
 	var restart []string
 	for _, o := range ordinals {
 		restart = append(restart, st.Members[o].Pod)
 	}
-	var members []peertrust.Member
+	var members []trustcheck.Member
 	for _, m := range st.Members {
 		for _, info := range st.Membership {
 			if info.Name == m.Pod && len(info.PeerURLs) > 0 {
-				members = append(members, peertrust.Member{Pod: m.Pod, PeerURL: info.PeerURLs[0], Reachable: m.Reachable})
+				members = append(members, trustcheck.Member{Pod: m.Pod, PeerURL: info.PeerURLs[0], Reachable: m.Reachable})
 			}
 		}
 	}
-	refusals, err := peertrust.Checker{Files: e.podFiles.Memo(), Prober: prober, Now: time.Now}.Check(ctx, t, restart, members)
+	checker := trustcheck.Checker{Files: e.podFiles.Memo(), Prober: prober, ClientPort: e.cfg.ClientPort, Now: time.Now}
+	checker.Engine, _ = e.etcd.(trustcheck.Engine)
+	refusals, err := checker.Check(ctx, t, restart, members)
+	var side *trustcheck.SideError
 	switch {
-	case errors.Is(err, peertrust.ErrUnreadable):
-		e.emit(Step{}, "peer trust not checked before restarting %s: %v", strings.Join(restart, ", "), err)
-		return nil
-	case err != nil:
-		return fmt.Errorf("%w: restarting %s onto material that cannot be read: %v; fix the Secret the template mounts, then run again", ErrPeerTrust, strings.Join(restart, ", "), err)
 	case len(refusals) > 0:
-		return &PeerTrustError{Refusals: refusals}
+		return &TrustError{Refusals: refusals}
+	case errors.Is(err, trustcheck.ErrUnreadable):
+		e.emit(Step{}, "TLS trust not checked before restarting %s: %v", strings.Join(restart, ", "), err)
+		return nil
+	case errors.As(err, &side):
+		return fmt.Errorf("%w: restarting %s onto %s material that cannot be read: %v; fix the Secret the template mounts, then run again", sideError(side.Side), strings.Join(restart, ", "), side.Side, err)
+	case err != nil:
+		return fmt.Errorf("%w: checking the trust of %s: %v", ErrPeerTrust, strings.Join(restart, ", "), err)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package rollout
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -137,8 +138,19 @@ func (e *LockedError) Error() string {
 
 // ErrPeerTrust is wrapped when restarting a member onto the template's peer TLS material would cut it off its
 // peers as they run now (issue 33): waiting changes nothing, so preview and the run refuse at once, before
-// anything restarts. A PeerTrustError says who refuses what.
+// anything restarts. A TrustError says who refuses what.
 var ErrPeerTrust = errors.New("a restart would cut a member off its peers")
+
+// ErrClientTrust is wrapped when restarting a member onto the template's client TLS material would cut it off
+// its clients (issue 33): its new trust file refuses the engine's client certificate, or drops a CA that still
+// signs what the other members serve, or the engine would refuse its new server certificate. The member would
+// keep its vote, but the engine could never call it healthy, and the clients refused with it would lose it.
+var ErrClientTrust = errors.New("a restart would cut a member off its clients")
+
+// isTrustRefusal says err is a refusal of the trust check, on either side.
+func isTrustRefusal(err error) bool {
+	return errors.Is(err, ErrPeerTrust) || errors.Is(err, ErrClientTrust)
+}
 
 // ErrSingleMember is wrapped (with ErrBlocked: nothing was changed) when the StatefulSet has one member: its
 // restart stops every read and write until it is back (quorum 1 of 1), which no waiting changes, so the run
@@ -157,15 +169,15 @@ func waitingCannotFix(err error) bool {
 	return errors.Is(err, ErrVersionPath) || errors.Is(err, ErrSingleMember) || errors.Is(err, ErrLearnerLeftBehind)
 }
 
-// PeerTrustError lists the reasons. Its first line is the first reason (member, side, whose certificate,
-// issuer, what is trusted, what to do); the others follow, one per line.
-type PeerTrustError struct {
+// TrustError lists the reasons, peer and client side. Its first line is the first reason (member, side, whose
+// certificate, issuer, what is trusted, what to do); the others follow, one per line.
+type TrustError struct {
 	Refusals []trust.Refusal
 }
 
-func (e *PeerTrustError) Error() string {
+func (e *TrustError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%v: %v", ErrPeerTrust, e.Refusals[0].Error())
+	fmt.Fprintf(&b, "%v: %v", sideError(e.Refusals[0].Side), e.Refusals[0].Error())
 	if len(e.Refusals) > 1 {
 		fmt.Fprintf(&b, " (and %d more below)", len(e.Refusals)-1)
 		for _, r := range e.Refusals[1:] {
@@ -175,4 +187,20 @@ func (e *PeerTrustError) Error() string {
 	return b.String()
 }
 
-func (e *PeerTrustError) Unwrap() error { return ErrPeerTrust }
+// Unwrap is ErrPeerTrust, ErrClientTrust or both: the sides the refusals are on.
+func (e *TrustError) Unwrap() []error {
+	var out []error
+	for _, r := range e.Refusals {
+		if err := sideError(r.Side); !slices.Contains(out, err) {
+			out = append(out, err)
+		}
+	}
+	return out
+}
+
+func sideError(s trust.Side) error {
+	if s == trust.Client {
+		return ErrClientTrust
+	}
+	return ErrPeerTrust
+}

@@ -34,7 +34,7 @@ func TestLayersKeepToTheirImports(t *testing.T) {
 		{pkg: "./internal/configfile", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", module + "/rollout/memberdial", module + "/rollout/internal/member"}},
 		{pkg: "./internal/podfile", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", module + "/rollout/memberdial", module + "/rollout/internal/member"}},
 		{pkg: "./internal/selfremoval", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/client-go", module + "/rollout"}},
-		{pkg: "./internal/peertrust", forbidden: []string{"github.com/pulumi/"}},
+		{pkg: "./internal/trustcheck", forbidden: []string{"github.com/pulumi/"}},
 		{pkg: "./internal/testetcd", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/", module + "/rollout"}},
 		{pkg: "./internal/testpki", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/", module + "/rollout"}},
 		{pkg: "./internal/trust", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/", module + "/rollout"}},

@@ -702,13 +702,13 @@ func (r *run) gateRestarted(ctx context.Context, st ClusterState, ordinal int, w
 // the first member to restart led).
 func (r *run) checkTrustAhead(ctx context.Context, st ClusterState, plan Plan) error {
 	if !r.planned {
-		return r.e.CheckPeerTrust(ctx, st, plan.Roll)
+		return r.e.CheckTrust(ctx, st, plan.Roll)
 	}
 	if len(plan.Steps) == 0 || plan.Steps[0].Kind != StepTransferLeader {
 		return nil
 	}
 	if next, ok := plan.firstDisruption(); ok {
-		return r.e.CheckPeerTrust(ctx, st, []int{next.Ordinal})
+		return r.e.CheckTrust(ctx, st, []int{next.Ordinal})
 	}
 	return nil
 }
@@ -738,7 +738,7 @@ func (r *run) clearToDisrupt(ctx context.Context, st ClusterState, step Step) (b
 		e.emit(step, "a member that passed cannot be seen right before %s restarts; looking again", pod)
 		return false, nil
 	}
-	if err := e.CheckPeerTrust(ctx, st, []int{step.Ordinal}); err != nil {
+	if err := e.CheckTrust(ctx, st, []int{step.Ordinal}); err != nil {
 		return false, fmt.Errorf("rolling %s: %w", pod, err)
 	}
 	if err := r.quorumOnAFreshLook(ctx, step.Ordinal); err != nil {

@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
-	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/peertrust"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/trustcheck"
 )
 
 // onMemberFailure is where a member that did not pass its gates on the new revision ends up: the failure is
@@ -178,8 +178,8 @@ func (r *run) revert(ctx context.Context, ordinal int) (string, error) {
 	return to, nil
 }
 
-// revertRestoresPeerTrust refuses a revert that would bring the member back with peer TLS material its peers
-// refuse: a Secret is not part of a StatefulSet revision, so the pod the controller recreates at revision to
+// revertRestoresPeerTrust refuses a revert that would bring the member back with TLS material its peers or
+// its clients refuse: a Secret is not part of a StatefulSet revision, so the pod the controller recreates at revision to
 // mounts what the member failed with again, and fails again (issue 33, item 3). The run holds instead, with
 // the partition locked, and names the objects to put trusted material back in. Without the revision's
 // template (not allowed, or gone) nothing is said.
@@ -190,13 +190,13 @@ func (r *run) revertRestoresPeerTrust(ctx context.Context, st ClusterState, ordi
 	}
 	back := st
 	back.podTemplate = spec
-	err = r.e.CheckPeerTrust(ctx, back, []int{ordinal})
-	if !errors.Is(err, ErrPeerTrust) {
+	err = r.e.CheckTrust(ctx, back, []int{ordinal})
+	if !isTrustRefusal(err) {
 		return nil
 	}
 	c := EtcdContainer(spec.Containers)
-	sources := peertrust.Template{Spec: spec, Container: c, Flags: EtcdFlagValues(c)}.Sources()
-	return fmt.Errorf("%s would come back on revision %s with the peer TLS material its peers refuse (%s: not part of a revision), so deleting its pod again cannot help; the partition is locked: put material its peers trust back there (or widen their trust first), then run again: %w",
+	sources := trustcheck.Template{Spec: spec, Container: c, Flags: EtcdFlagValues(c)}.Sources()
+	return fmt.Errorf("%s would come back on revision %s with the TLS material that is refused (%s: not part of a revision), so deleting its pod again cannot help; the partition is locked: put trusted material back there (or widen the trust first), then run again: %w",
 		st.Members[ordinal].Pod, to, strings.Join(sources, ", "), err)
 }
 

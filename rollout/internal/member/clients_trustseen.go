@@ -31,15 +31,10 @@ func (m *Clients) SeeTrust(ctx context.Context, pod string, port int) (TrustSeen
 		return TrustSeen{}, fmt.Errorf("reaching %s's port %d: %w", pod, port, err)
 	}
 	defer m.dialer.Release(m.namespace, pod, port)
-	_, err = seeHandshake(ctx, endpoint, &tls.Config{RootCAs: x509.NewCertPool(), MinVersion: tls.VersionTLS12})
-	var unverified *tls.CertificateVerificationError
-	if !errors.As(err, &unverified) || len(unverified.UnverifiedCertificates) == 0 {
-		if err == nil {
-			err = errors.New("no certificate served")
-		}
+	served, err := servedChain(ctx, endpoint)
+	if err != nil {
 		return TrustSeen{}, fmt.Errorf("seeing %s's trust on port %d: %w", pod, port, err)
 	}
-	served := unverified.UnverifiedCertificates
 	pinned := x509.NewCertPool()
 	pinned.AddCert(served[0])
 	seen, err := seeHandshake(ctx, endpoint, &tls.Config{RootCAs: pinned, ServerName: nameOf(served[0]), MinVersion: tls.VersionTLS12})
@@ -65,4 +60,35 @@ func seeHandshake(ctx context.Context, endpoint string, cfg *tls.Config) (TrustS
 		_ = conn.Close()
 	}
 	return seen, err
+}
+
+// ServedChain is the certificate chain pod's listener on port serves now (its leaf first), read from one
+// handshake that trusts nothing, presents nothing and sends no data.
+func (m *Clients) ServedChain(ctx context.Context, pod string, port int) ([]*x509.Certificate, error) {
+	ctx, cancel := context.WithTimeout(ctx, peerProbeTimeout)
+	defer cancel()
+	endpoint, err := m.dialer.Endpoint(ctx, m.namespace, pod, port)
+	if err != nil {
+		return nil, fmt.Errorf("reaching %s's port %d: %w", pod, port, err)
+	}
+	defer m.dialer.Release(m.namespace, pod, port)
+	served, err := servedChain(ctx, endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("reading the certificate %s serves on port %d: %w", pod, port, err)
+	}
+	return served, nil
+}
+
+// servedChain makes a handshake with no roots: crypto/tls stops at the chain the listener serves, and hands
+// it over unverified, before any certificate of ours is asked for.
+func servedChain(ctx context.Context, endpoint string) ([]*x509.Certificate, error) {
+	_, err := seeHandshake(ctx, endpoint, &tls.Config{RootCAs: x509.NewCertPool(), MinVersion: tls.VersionTLS12})
+	var unverified *tls.CertificateVerificationError
+	if !errors.As(err, &unverified) || len(unverified.UnverifiedCertificates) == 0 {
+		if err == nil {
+			err = errors.New("no certificate served")
+		}
+		return nil, err
+	}
+	return unverified.UnverifiedCertificates, nil
 }

@@ -170,6 +170,19 @@ func (e *MemberCertError) Error() string {
 
 func (e *MemberCertError) Unwrap() error { return e.chain }
 
+// reason is the refusal in a few words, for a message that names the member and the certificate itself.
+func (e *MemberCertError) reason() string {
+	switch {
+	case e.leaf == nil:
+		return "no certificate"
+	case errors.As(e.chain, new(x509.UnknownAuthorityError)):
+		return "signed by a CA tls.caFile does not hold"
+	case e.chain != nil:
+		return chainReason(e.chain)
+	}
+	return "valid for none of " + e.Member + "'s names"
+}
+
 // trustedText names the CAs tls.caFile trusts; one named as the certificate's issuer is "another" CA of that
 // name, the mark of a rotation (the pool does not keep the CAs' key identifiers).
 func (e *MemberCertError) trustedText() string {

@@ -1,13 +1,15 @@
 // Package trust decides, before a member restarts, whether the TLS material its new process will load lets it
-// talk to its peers as they run now (issue 33; ../shared/notes/shapes.md §2). etcd reloads its leaf
-// certificate on every handshake but its trusted CAs only when the process starts, so a restart is the moment
-// a member starts trusting what its files hold now and presenting what they hold now. A restart onto a leaf
-// its peers do not trust, or onto a trust file that no longer holds the CA of a leaf a peer serves, leaves
-// the member unable to join: one member down, by our hand, and a revert cannot help (the files are not part
-// of the StatefulSet's revision).
+// talk to its peers and its clients as they run now (issue 33; ../shared/notes/shapes.md §2). etcd reloads
+// its leaf certificates on every handshake but its trusted CAs only when the process starts, so a restart is
+// the moment a member starts trusting what its files hold now and presenting what they hold now. A restart
+// onto a leaf its peers do not trust, or onto a trust file that no longer holds the CA of a leaf a peer
+// serves, leaves the member unable to join: one member down, by our hand, and a revert cannot help (the files
+// are not part of the StatefulSet's revision). On the client side (client.go), a restart onto a trust file
+// that refuses the clients' certificates, or onto a server certificate they refuse, keeps the member's vote
+// but cuts it off its clients, the engine among them.
 //
-// Check is pure: the caller reads the material (the template's files) and probes the peers (a handshake
-// to each one's peer port presenting the new leaf), and passes what it found as typed values.
+// Check and CheckClient are pure: the caller reads the material (the template's files) and probes the
+// members (handshakes to their peer and client ports), and passes what it found as typed values.
 package trust
 
 import (
@@ -42,11 +44,18 @@ func ParseMaterial(caPEM, certPEM []byte) (Material, error) {
 	if err != nil || len(cas) == 0 {
 		return Material{}, errors.New("the trusted-CA file holds no PEM certificate")
 	}
+	m, err := ParseLeaf(certPEM)
+	m.CAs = cas
+	return m, err
+}
+
+// ParseLeaf parses a certificate file (PEM) alone: the material of a listener that trusts no CA file.
+func ParseLeaf(certPEM []byte) (Material, error) {
 	chain, err := parseCerts(certPEM)
 	if err != nil || len(chain) == 0 {
 		return Material{}, errors.New("the certificate file holds no PEM certificate")
 	}
-	return Material{CAs: cas, Leaf: chain[0], Chain: chain[1:]}, nil
+	return Material{Leaf: chain[0], Chain: chain[1:]}, nil
 }
 
 func parseCerts(b []byte) ([]*x509.Certificate, error) {
@@ -138,6 +147,16 @@ func (r Restart) checkOwn() []Refusal {
 // member dials its peers with it and serves its peer port with it), at now, and, when host is set, that it
 // names host. It says why not in a few words, or "".
 func verifyBoth(leaf *x509.Certificate, roots, chain []*x509.Certificate, now time.Time, host string) string {
+	why := verifyFor(leaf, roots, chain, now, host, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+	if strings.HasSuffix(why, " usage") {
+		why += " (a peer certificate needs server and client auth)"
+	}
+	return why
+}
+
+// verifyFor verifies leaf against roots for each of usages in turn, at now, and, when host is set, that it
+// names host. It says why not in a few words, or "".
+func verifyFor(leaf *x509.Certificate, roots, chain []*x509.Certificate, now time.Time, host string, usages ...x509.ExtKeyUsage) string {
 	switch {
 	case now.Before(leaf.NotBefore):
 		return "not valid before " + leaf.NotBefore.UTC().Format(time.RFC3339)
@@ -151,7 +170,7 @@ func verifyBoth(leaf *x509.Certificate, roots, chain []*x509.Certificate, now ti
 	for _, c := range chain {
 		interPool.AddCert(c)
 	}
-	for _, usage := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
+	for _, usage := range usages {
 		_, err := leaf.Verify(x509.VerifyOptions{Roots: rootPool, Intermediates: interPool, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{usage}})
 		var unknown x509.UnknownAuthorityError
 		var invalid x509.CertificateInvalidError
@@ -160,7 +179,7 @@ func verifyBoth(leaf *x509.Certificate, roots, chain []*x509.Certificate, now ti
 		case errors.As(err, &unknown):
 			return "signed by an untrusted CA"
 		case errors.As(err, &invalid) && invalid.Reason == x509.IncompatibleUsage:
-			return "no " + usageName(usage) + " usage (a peer certificate needs server and client auth)"
+			return "no " + usageName(usage) + " usage"
 		default:
 			return "does not verify: " + err.Error()
 		}
@@ -174,10 +193,13 @@ func verifyBoth(leaf *x509.Certificate, roots, chain []*x509.Certificate, now ti
 }
 
 func usageName(u x509.ExtKeyUsage) string {
-	if u == x509.ExtKeyUsageServerAuth {
+	switch u {
+	case x509.ExtKeyUsageServerAuth:
 		return "server auth"
+	case x509.ExtKeyUsageClientAuth:
+		return "client auth"
 	}
-	return "client auth"
+	return "the needed"
 }
 
 // issuerOf names a certificate's issuer for a person: its common name (else the whole name) and the first
@@ -224,6 +246,10 @@ const (
 	PeerLeafNotTrusted Kind = "a peer's certificate refused by the new trust"
 	// OwnLeafUnusable: the new leaf fails on its own (expired, wrong usage, not signed by its own CAs, wrong names).
 	OwnLeafUnusable Kind = "new certificate unusable"
+	// EngineCertNotTrusted (client side): the new trust file would refuse the engine's client certificate.
+	EngineCertNotTrusted Kind = "the engine's client certificate refused by the new trust"
+	// ServerLeafRefusedByEngine (client side): the engine would refuse the new server certificate.
+	ServerLeafRefusedByEngine Kind = "new server certificate refused by the engine"
 )
 
 // Refusal is one reason a restart would cut the member off its peers.
@@ -248,6 +274,15 @@ func (f Refusal) Error() string {
 	case PeerLeafNotTrusted:
 		what = fmt.Sprintf("its new trust (%s) refuses %s's leaf (issuer %s: %s)", strings.Join(f.Trusted, ", "), f.By, f.Issuer, f.Why)
 		do = "keep that CA until every member serves a new leaf"
+		if f.Side == Client {
+			do = "keep that CA until every member and client presents a new leaf"
+		}
+	case EngineCertNotTrusted:
+		what = fmt.Sprintf("its new trust (%s) refuses the engine's client certificate (issuer %s: %s)", strings.Join(f.Trusted, ", "), f.Issuer, f.Why)
+		do = "widen trust first (old+new CA), roll; then swap the client certificates"
+	case ServerLeafRefusedByEngine:
+		what = fmt.Sprintf("the engine would refuse its new server certificate (issuer %s: %s)", f.Issuer, f.Why)
+		do = "widen the trust of tls.caFile first, or fix the certificate"
 	default:
 		what = fmt.Sprintf("its new certificate (issuer %s): %s", f.Issuer, f.Why)
 		do = "fix the certificate first"

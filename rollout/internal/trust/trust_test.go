@@ -106,6 +106,12 @@ func TestRefusalError(t *testing.T) {
 			"etcd-2 (peer): its new trust (CN=etcd-peer-ca-2026) refuses etcd-0's leaf (issuer CN=etcd-peer-ca-2025: signed by an untrusted CA); keep that CA until every member serves a new leaf"},
 		{Refusal{Member: "etcd-2", Side: Peer, Kind: OwnLeafUnusable, Issuer: "CN=etcd-peer-ca-2025", Why: "expired 2026-12-04T11:00:00Z"},
 			"etcd-2 (peer): its new certificate (issuer CN=etcd-peer-ca-2025): expired 2026-12-04T11:00:00Z; fix the certificate first"},
+		{Refusal{Member: "etcd-2", Side: Client, Kind: PeerLeafNotTrusted, By: "etcd-0", Issuer: "CN=etcd-ca-2025", Trusted: []string{"CN=etcd-ca-2026"}, Why: "signed by an untrusted CA"},
+			"etcd-2 (client): its new trust (CN=etcd-ca-2026) refuses etcd-0's leaf (issuer CN=etcd-ca-2025: signed by an untrusted CA); keep that CA until every member and client presents a new leaf"},
+		{Refusal{Member: "etcd-2", Side: Client, Kind: EngineCertNotTrusted, Issuer: "CN=etcd-ca-2025", Trusted: []string{"CN=etcd-ca-2026"}, Why: "signed by an untrusted CA"},
+			"etcd-2 (client): its new trust (CN=etcd-ca-2026) refuses the engine's client certificate (issuer CN=etcd-ca-2025: signed by an untrusted CA); widen trust first (old+new CA), roll; then swap the client certificates"},
+		{Refusal{Member: "etcd-2", Side: Client, Kind: ServerLeafRefusedByEngine, Issuer: "CN=etcd-ca-2026", Why: "signed by an untrusted CA"},
+			"etcd-2 (client): the engine would refuse its new server certificate (issuer CN=etcd-ca-2026: signed by an untrusted CA); widen the trust of tls.caFile first, or fix the certificate"},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, tt.r.Error())

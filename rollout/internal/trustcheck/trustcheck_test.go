@@ -1,4 +1,4 @@
-package peertrust
+package trustcheck
 
 import (
 	"context"
@@ -110,6 +110,76 @@ func TestCheckerCheck(t *testing.T) {
 			if tt.wantProbe != nil {
 				assert.Equal(t, tt.wantProbe, prober.probed, "every reachable member but the one restarted probed once, at its peer host")
 			}
+		})
+	}
+}
+
+// fakeEngine is the engine's side of the client ports: its client certificate, and the server certificate
+// every member serves now; it records which client ports it read.
+type fakeEngine struct {
+	cert   *x509.Certificate
+	served *x509.Certificate
+	read   []string
+}
+
+func (f *fakeEngine) ClientCertificate(context.Context) (*x509.Certificate, error) {
+	return f.cert, nil
+}
+
+func (f *fakeEngine) RefusesServerChain(context.Context, string, []*x509.Certificate) (string, error) {
+	return "", nil
+}
+
+func (f *fakeEngine) ServedChain(_ context.Context, pod string, port int) ([]*x509.Certificate, error) {
+	f.read = append(f.read, fmt.Sprintf("%s:%d", pod, port))
+	return []*x509.Certificate{f.served}, nil
+}
+
+// The client side reads the other reachable members' client ports only when the new trust file signs the
+// member's own server certificate (otherwise what they serve says nothing about it), and a peer side whose
+// material no API object holds does not keep the client side's refusals back.
+func TestCheckerChecksTheClientSide(t *testing.T) {
+	oldCA, newCA, serverCA := testpki.CA(t, "etcd-ca-old", nil), testpki.CA(t, "etcd-ca-new", nil), testpki.CA(t, "etcd-server-ca", nil)
+	hosts := []string{"etcd-0.etcd-headless.db.svc", "etcd-1.etcd-headless.db.svc", "etcd-2.etcd-headless.db.svc"}
+	members := []Member{{Pod: "etcd-0", PeerURL: "https://" + hosts[0] + ":2380", Reachable: true},
+		{Pod: "etcd-1", PeerURL: "https://" + hosts[1] + ":2380", Reachable: false},
+		{Pod: "etcd-2", PeerURL: "https://" + hosts[2] + ":2380", Reachable: true}}
+	client := Template{
+		Spec: &corev1.PodSpec{Volumes: []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "etcd-tls"}}},
+			{Name: "peer", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/etc/pki"}}}}},
+		Container: &corev1.Container{Name: "etcd", VolumeMounts: []corev1.VolumeMount{{Name: "tls", MountPath: "/etc/etcd/tls"}, {Name: "peer", MountPath: "/etc/etcd/peer"}}},
+		Flags: map[string]string{"trusted-ca-file": "/etc/etcd/tls/ca.crt", "cert-file": "/etc/etcd/tls/tls.crt", "key-file": "/etc/etcd/tls/tls.key",
+			"peer-trusted-ca-file": "/etc/etcd/peer/ca.crt", "peer-cert-file": "/etc/etcd/peer/tls.crt", "peer-key-file": "/etc/etcd/peer/tls.key"},
+	}
+	tests := []struct {
+		name     string
+		signedBy testpki.Cert
+		want     []trust.Kind
+		wantRead []string
+	}{
+		{"one CA for servers and clients: the others' server certificates are read", newCA,
+			[]trust.Kind{trust.PeerLeafNotTrusted}, []string{"etcd-0:2379"}},
+		{"server certificates from another CA: nothing to read", serverCA, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			leaf := tt.signedBy.Leaf(t, "etcd", testpki.Options{DNS: hosts})
+			kube := fake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "etcd-tls"},
+				Data: map[string][]byte{"ca.crt": newCA.CertPEM, "tls.crt": leaf.CertPEM, "tls.key": leaf.KeyPEM}})
+			engine := &fakeEngine{cert: newCA.Leaf(t, "etcd-rollout", testpki.Options{}).Cert, served: oldCA.Leaf(t, "etcd", testpki.Options{DNS: hosts}).Cert}
+			c := Checker{Files: podfile.NewReader(kube, "db", nil).Memo(), Prober: &fakeProber{verdict: trust.Accepted}, Engine: engine, ClientPort: 2379, Now: time.Now}
+			got, err := c.Check(context.Background(), client, []string{"etcd-2"}, members)
+			require.ErrorIs(t, err, ErrUnreadable, "the peer side is said, not judged")
+			var side *SideError
+			require.ErrorAs(t, err, &side)
+			assert.Equal(t, trust.Peer, side.Side)
+			var kinds []trust.Kind
+			for _, r := range got {
+				kinds = append(kinds, r.Kind)
+				assert.Equal(t, trust.Client, r.Side)
+			}
+			assert.Equal(t, tt.want, kinds, "%v", got)
+			assert.Equal(t, tt.wantRead, engine.read)
 		})
 	}
 }

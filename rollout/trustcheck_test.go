@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,7 +91,7 @@ func TestARestartOntoPeerMaterialItsPeersRefuseIsRefused(t *testing.T) {
 			require.ErrorIs(t, planErr, ErrPeerTrust, "the preview refuses")
 			require.ErrorIs(t, err, ErrPeerTrust)
 			assert.False(t, errors.Is(err, ErrBlocked), "not a state to wait out")
-			var pt *PeerTrustError
+			var pt *TrustError
 			require.ErrorAs(t, err, &pt)
 			assert.Contains(t, pt.Error(), tt.want)
 			assert.Empty(t, c.restarted, "nothing restarted")
@@ -139,7 +140,7 @@ func TestARevertOntoPeerMaterialItsPeersRefuseHolds(t *testing.T) {
 
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrPeerTrust)
-	assert.Contains(t, err.Error(), "etcd-2 was not reverted: etcd-2 would come back on revision etcd-old with the peer TLS material its peers refuse (Secret etcd-peer-tls (key ")
+	assert.Contains(t, err.Error(), "etcd-2 was not reverted: etcd-2 would come back on revision etcd-old with the TLS material that is refused (Secret etcd-peer-tls (key ")
 	assert.Empty(t, c.deletedPods(), "no pod deleted: it would mount the same material")
 	assert.Equal(t, 3, c.partition())
 }
@@ -154,4 +155,102 @@ func currentRevision(t *testing.T, c *fakeCluster, rev string) {
 	require.NoError(t, err)
 	require.NoError(t, c.kube.Tracker().Add(&appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: rev},
 		Data: runtime.RawExtension{Raw: data}}))
+}
+
+// clientProbingEtcd is probingEtcd with the engine's side of the client ports: its client certificate, its
+// verdict on a new server certificate, and the server certificate every member serves now.
+type clientProbingEtcd struct {
+	*probingEtcd
+	engineCert    *x509.Certificate
+	engineRefusal string
+	clientServed  *x509.Certificate
+	handshakes    int
+}
+
+func (p *clientProbingEtcd) ClientCertificate(context.Context) (*x509.Certificate, error) {
+	return p.engineCert, nil
+}
+
+func (p *clientProbingEtcd) RefusesServerChain(context.Context, string, []*x509.Certificate) (string, error) {
+	return p.engineRefusal, nil
+}
+
+func (p *clientProbingEtcd) ServedChain(context.Context, string, int) ([]*x509.Certificate, error) {
+	p.handshakes++
+	return []*x509.Certificate{p.clientServed}, nil
+}
+
+// The client side of a rotation: a restart onto a client trust file that refuses the engine's client
+// certificate, or drops the CA the other members' server certificates still come from, or onto a server
+// certificate the engine would refuse, is refused before anything moves, in preview and in the run; the
+// passes roll (issue 33, item 2).
+func TestARestartOntoClientMaterialItsClientsRefuseIsRefused(t *testing.T) {
+	oldCA, newCA := testpki.CA(t, "etcd-ca-2025", nil), testpki.CA(t, "etcd-ca-2026", nil)
+	hosts := []string{"etcd-0.etcd.db.svc", "etcd-1.etcd.db.svc", "etcd-2.etcd.db.svc"}
+	oldLeaf, newLeaf := oldCA.Leaf(t, "etcd", testpki.Options{DNS: hosts}), newCA.Leaf(t, "etcd", testpki.Options{DNS: hosts})
+	oldClient, newClient := oldCA.Leaf(t, "etcd-rollout", testpki.Options{}), newCA.Leaf(t, "etcd-rollout", testpki.Options{})
+	both := append(append([]byte{}, oldCA.CertPEM...), newCA.CertPEM...)
+	tests := []struct {
+		name          string
+		trustPEM      []byte
+		leaf          testpki.Cert
+		engine        testpki.Cert
+		engineRefusal string
+		served        testpki.Cert
+		want          string
+	}{
+		{"pass 1: widen", both, oldLeaf, oldClient, "", oldLeaf, ""},
+		{"pass 2: swap the leaves", both, newLeaf, newClient, "", oldLeaf, ""},
+		{"pass 3: narrow", newCA.CertPEM, newLeaf, newClient, "", newLeaf, ""},
+		{"the one-step swap", newCA.CertPEM, newLeaf, newClient, "", oldLeaf,
+			"a restart would cut a member off its clients: etcd-2 (client): its new trust (CN=etcd-ca-2026 key "},
+		{"narrowed before the engine's certificate was swapped", newCA.CertPEM, newLeaf, oldClient, "", newLeaf,
+			"a restart would cut a member off its clients: etcd-2 (client): its new trust (CN=etcd-ca-2026 key "},
+		{"a server certificate the engine would refuse", both, newLeaf, oldClient, "signed by a CA tls.caFile does not hold", oldLeaf,
+			"a restart would cut a member off its clients: etcd-2 (client): the engine would refuse its new server certificate"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newFakeCluster(t, 3, 2)
+			clientTLSTemplate(t, c, tt.trustPEM, tt.leaf)
+			probing := &clientProbingEtcd{probingEtcd: &probingEtcd{fakeEtcd: c.etcd, verdict: trust.Accepted, served: tt.served.Cert},
+				engineCert: tt.engine.Cert, engineRefusal: tt.engineRefusal, clientServed: tt.served.Cert}
+			e := c.engine(t, func(_ *Config, o *Options) { o.etcd = probing })
+			_, _, planErr := e.Plan(context.Background())
+			res, err := e.Run(context.Background())
+			if tt.want == "" {
+				require.NoError(t, planErr)
+				require.NoError(t, err)
+				assert.Len(t, res.MembersRolled, 3)
+				assert.Positive(t, probing.handshakes, "the others' server certificates were read")
+				return
+			}
+			require.ErrorIs(t, planErr, ErrClientTrust, "the preview refuses")
+			require.ErrorIs(t, err, ErrClientTrust)
+			assert.NotErrorIs(t, err, ErrPeerTrust, "the peers are not the matter")
+			assert.Contains(t, strings.SplitN(err.Error(), "\n", 2)[0], tt.want, "the first line says it")
+			assert.Empty(t, c.restarted, "nothing restarted")
+			assert.Equal(t, 3, c.partition())
+			assert.Zero(t, c.etcd.moves, "no MoveLeader call")
+		})
+	}
+}
+
+// clientTLSTemplate gives the fake StatefulSet a template whose etcd serves its clients over TLS from Secret
+// etcd-client-tls (trust file ca, server certificate leaf), asking each client for a certificate.
+func clientTLSTemplate(t *testing.T, c *fakeCluster, ca []byte, leaf testpki.Cert) {
+	t.Helper()
+	require.NoError(t, c.kube.Tracker().Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "etcd-client-tls"},
+		Data: map[string][]byte{"ca.crt": ca, "tls.crt": leaf.CertPEM, "tls.key": leaf.KeyPEM}}))
+	obj, err := c.kube.Tracker().Get(stsGVR, "db", "etcd")
+	require.NoError(t, err)
+	sts := obj.(*appsv1.StatefulSet).DeepCopy()
+	sts.Spec.Template.Spec = corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "etcd", Image: "registry.k8s.io/etcd:3.6.8-0",
+			Args: []string{"--client-cert-auth", "--trusted-ca-file=/etc/etcd/tls/ca.crt",
+				"--cert-file=/etc/etcd/tls/tls.crt", "--key-file=/etc/etcd/tls/tls.key"},
+			VolumeMounts: []corev1.VolumeMount{{Name: "tls", MountPath: "/etc/etcd/tls", ReadOnly: true}}}},
+		Volumes: []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "etcd-client-tls"}}}},
+	}
+	require.NoError(t, c.kube.Tracker().Update(stsGVR, sts, "db"))
 }
