@@ -36,7 +36,9 @@ type Cell struct {
 	DownPerMember      []float64 // s, one per member restart
 	Startups           []float64 // s
 	MaxRSSMB           float64
-	WriteErrors        map[string]int
+	// AnonRSSMB and FileRSSMB are the largest anonymous and file-backed parts of that peak, sampled.
+	AnonRSSMB, FileRSSMB float64
+	WriteErrors          map[string]int
 	// TransfersByLeader lists, per ordinal the leader started on, the transfers (planned + hand-over) of
 	// each cluster rollout: the target's mean weighs every starting ordinal alike, whatever the run count.
 	TransfersByLeader map[int][]float64
@@ -47,6 +49,9 @@ type Cell struct {
 	APIRequests []float64
 	// WriteOutages is, per one-member rollout an engine ran, the write outage it measured itself (s).
 	WriteOutages []float64
+	// TrustProbes, TrustMs and TrustRequests are, per member an engine rolled, what its TLS trust checks
+	// cost (issue 33): members' ports probed, milliseconds, API requests.
+	TrustProbes, TrustMs, TrustRequests []float64
 	// Retry sums the retrying (production-like) client over the rollouts that had one; RetryRuns counts them.
 	Retry     RetryClientStats
 	RetryRuns int
@@ -132,6 +137,7 @@ func (c *Cell) add(r Rollout) {
 	c.P99 = append(c.P99, ms(r.Client.P99Write))
 	if !r.Profiled { // profiling costs CPU and memory of its own: not the engine's
 		c.MaxRSSMB = max(c.MaxRSSMB, float64(r.MaxRSSKB)/1024)
+		c.AnonRSSMB, c.FileRSSMB = max(c.AnonRSSMB, float64(r.PeakRSS.AnonKB)/1024), max(c.FileRSSMB, float64(r.PeakRSS.FileKB)/1024)
 		if r.GoMemory != nil && r.GoMemory.Mapped > c.PeakGoMemory.Mapped {
 			c.PeakGoMemory = goMemory(*r.GoMemory)
 		}
@@ -155,6 +161,7 @@ func (c *Cell) add(r Rollout) {
 			if o := cr.Engine.Result.WriteOutage; o != nil {
 				c.WriteOutages = append(c.WriteOutages, o.Duration.Seconds())
 			}
+			c.addTrustCost(cr.Engine.Result)
 			c.addGateTimes(cr.Engine.Events)
 		}
 		c.Planned += float64(cr.Raft.Count(ChangePlanned))
@@ -514,6 +521,7 @@ func extras(b *strings.Builder, meta *Meta, cells map[string]map[string]*Cell) {
 		}
 	}
 	p("\n")
+	trustCosts(b, meta, cells)
 	outages(b, meta, cells)
 	var causes []string
 	for _, sc := range meta.Scenarios {
@@ -568,18 +576,26 @@ func engineCost(b *strings.Builder, meta *Meta, cells map[string]map[string]*Cel
 			if c == nil || len(c.CPUPerCluster) == 0 {
 				continue
 			}
-			rows = append(rows, fmt.Sprintf("| %s | %s | %.2f | %.3f (max %.3f) | %.0f | %s |", sc.Name, st,
-				mean(c.CPUPerCluster), mean(c.CPUPerMember), maxOf(c.CPUPerMember), c.MaxRSSMB, c.PeakGoMemory.describe()))
+			rows = append(rows, fmt.Sprintf("| %s | %s | %.2f | %.3f (max %.3f) | %.0f | %s | %s |", sc.Name, st,
+				mean(c.CPUPerCluster), mean(c.CPUPerMember), maxOf(c.CPUPerMember), c.MaxRSSMB, anonFile(c), c.PeakGoMemory.describe()))
 		}
 	}
 	if len(rows) == 0 {
 		return
 	}
 	fmt.Fprintf(b, "\nWhat the engine costs the machine that runs it: the engine process alone (the engines run in a child process; the background clients and the monitor stay in the bench's), getrusage user + system CPU and peak RSS, and the Go runtime's own account at its largest (what of the RSS is heap in use, free heap not yet returned, and goroutine stacks; the rest of the RSS is mostly the binary's resident pages). The default rolls are done by kube-controller-manager, shared with everything else. The profiled rollout (ten-clusters run 0) is left out: profiling costs CPU and memory of its own.\n\n")
-	fmt.Fprintf(b, "| scenario | strategy | CPU s per cluster rollout | CPU s per member rolled | peak RSS MB | Go runtime at its peak, MB |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(b, "| scenario | strategy | CPU s per cluster rollout | CPU s per member rolled | peak RSS MB | of it at most, MB: anonymous / file-backed | Go runtime at its peak, MB |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		fmt.Fprintln(b, r)
 	}
+}
+
+// anonFile is a cell's sampled peaks of anonymous and file-backed memory, "–" in data from before them.
+func anonFile(c *Cell) string {
+	if c.AnonRSSMB == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f / %.0f", c.AnonRSSMB, c.FileRSSMB)
 }
 
 // overriddenWindow is the stability window the run set instead of the engine's default, if it did.
@@ -590,4 +606,31 @@ func overriddenWindow(meta *Meta) string {
 		}
 	}
 	return ""
+}
+
+// addTrustCost adds what one rollout's trust checks cost, per member it rolled.
+func (c *Cell) addTrustCost(r rollout.Result) {
+	n := float64(len(r.MembersRolled))
+	if r.TrustChecks.Checks == 0 || n == 0 {
+		return
+	}
+	c.TrustProbes = append(c.TrustProbes, float64(r.TrustChecks.Probes)/n)
+	c.TrustMs = append(c.TrustMs, float64(r.TrustChecks.Duration.Milliseconds())/n)
+	c.TrustRequests = append(c.TrustRequests, float64(r.TrustChecks.APIRequests)/n)
+}
+
+// trustCosts reports, per scenario whose members run TLS, what the engine's trust checks cost per member.
+func trustCosts(b *strings.Builder, meta *Meta, cells map[string]map[string]*Cell) {
+	line := ""
+	for _, sc := range meta.Scenarios {
+		for _, st := range strategyOrder(meta) {
+			if c := cells[sc.Name][st]; c != nil && len(c.TrustProbes) > 0 {
+				line += fmt.Sprintf(" %s/%s %.1f / %.0f ms (max %.0f) / %.1f;", sc.Name, st, mean(c.TrustProbes), mean(c.TrustMs),
+					maxOf(c.TrustMs), mean(c.TrustRequests))
+			}
+		}
+	}
+	if line != "" {
+		b.WriteString("\nThe TLS trust checks before restarts (issue 33: the new peer leaf presented to every other member's peer port, the client ports' certificates read), per member rolled, mean: ports probed / time / API requests (port-forwards opened, Secrets read):" + line + "\n")
+	}
 }

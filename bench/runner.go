@@ -28,6 +28,9 @@ type Rollout struct {
 	Wall        time.Duration `json:"wall"`
 	Err         string        `json:"err,omitempty"`
 	MaxRSSKB    int64         `json:"maxRSSKB,omitempty"`
+	// PeakRSS splits the engine process's resident set: anonymous (what the engines hold) and file-backed
+	// (the binary's pages); zero for the default rolls and in data from before it.
+	PeakRSS engineroll.PeakRSS `json:"peakRSS,omitzero"`
 	// Profiled says the engine process wrote CPU and heap profiles: that costs CPU and memory of its own, so
 	// the cost table leaves such a rollout out.
 	Profiled bool `json:"profiled,omitempty"`
@@ -357,7 +360,7 @@ func (b *bed) rollWithEngines(ctx context.Context, st Strategy, o rollOpts, r *R
 		targets = append(targets, targetOf(e))
 	}
 	er, rollErr := rollWithEnginesInChild(ctx, o.kubeconfig, targets, st, o.profilePrefix, b.sc.Spec.Replicas == 1)
-	r.Wall, r.MaxRSSKB, r.EngineCPU, r.GoMemory = er.Wall, er.MaxRSSKB, er.CPU, &er.GoMemory
+	r.Wall, r.MaxRSSKB, r.EngineCPU, r.GoMemory, r.PeakRSS = er.Wall, er.MaxRSSKB, er.CPU, &er.GoMemory, er.PeakRSS
 	r.Profiled = o.profilePrefix != ""
 	var errs []error
 	for i := range er.Outcomes {

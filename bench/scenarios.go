@@ -99,6 +99,14 @@ func scenarios() []Scenario {
 		{Name: "mtls", Title: "mTLS (client and peer), the keyspace-etcd-group shape",
 			Spec: harness.EtcdSpec{Name: "keyspace-etcd-group-0", ServiceName: "keyspace-etcd-group-0-peer", TLS: true,
 				GracePeriod: 30 * time.Second}, Clusters: 1, LoadInterval: 10 * time.Millisecond, RunsFactor: 1},
+		// Issue 33: the same shape with the peer CA apart from the client CA (etcd-druid's layout, the one of the
+		// Gardener incident). The trust checks' cost per member is reported for both rows (the TLS trust checks
+		// line); this one adds the probes of a second CA's peer port to mtls's.
+		{Name: "mtls-peerca", Title: "mTLS with the peer CA apart from the client CA (etcd-druid's layout): the trust checks before restarts, next to mtls",
+			Spec: harness.EtcdSpec{Name: "keyspace-etcd-group-0", ServiceName: "keyspace-etcd-group-0-peer", TLS: true, SeparatePeerCA: true,
+				GracePeriod: 30 * time.Second}, Clusters: 1, LoadInterval: 10 * time.Millisecond, RunsFactor: 1,
+			Only:   []string{"default", "engine", "engine-cd0"},
+			NotRun: "default-hardened and job-like roll this shape as they roll mtls (the peer CA changes nothing for them), so they are not run"},
 		{Name: "five", Title: "5 members",
 			Spec: with(func(s *harness.EtcdSpec) { s.Replicas = 5 }), Clusters: 1, LoadInterval: 10 * time.Millisecond, RunsFactor: 1},
 		// Issue 32: what a replacement costs next to a restart is this row against easy's (the same shape

@@ -52,8 +52,8 @@ func (b *bed) measureSnapshots(ctx context.Context, kubeconfig string) error {
 	}
 	r := run.Record
 	b.Facts["snapshot through the port-forward"] = fmt.Sprintf("%.0f MB, transfer %.1f s = %.0f MB/s; with its check, store and read-back %.1f s; engine peak RSS %.0f MB: anonymous at most %.0f MB (Go heap in use at most %.0f MB), file-backed at most %.0f MB (the file bbolt's check maps: the kernel can drop those pages)",
-		float64(r.Size)/1e6, r.Seconds, r.MBPerSecond, run.Wall.Seconds(), float64(run.MaxRSSKB)/1024, float64(run.PeakRSSAnonKB)/1024,
-		float64(run.GoMemory.HeapInuse)/1024, float64(run.PeakRSSFileKB)/1024)
+		float64(r.Size)/1e6, r.Seconds, r.MBPerSecond, run.Wall.Seconds(), float64(run.MaxRSSKB)/1024, float64(run.PeakRSS.AnonKB)/1024,
+		float64(run.GoMemory.HeapInuse)/1024, float64(run.PeakRSS.FileKB)/1024)
 	size, took, err := snapshotDirect(ctx, b.clients[0], filepath.Join(dir, "direct.db"))
 	if err != nil {
 		return err

@@ -518,6 +518,24 @@ type Result struct {
 	// APIRequests is how many requests the run sent to the API server (reads, writes, the Lease, Events,
 	// the upgrade requests of port-forwards); 0 when the Engine was given a clientset instead of a RestConfig.
 	APIRequests int
+	// TrustChecks is what the run's TLS trust checks before restarts cost (issue 33); zero for members
+	// without TLS.
+	TrustChecks TrustCheckCost
+}
+
+// TrustCheckCost is what trust checks cost: how many were made, the members' ports they probed (a TLS
+// connection each, through the port-forward), their wall time, and the API requests sent meanwhile (the
+// port-forwards they opened, the Secrets they read; a request of the run's own made at the same moment,
+// such as a Lease renewal, counts too).
+type TrustCheckCost struct {
+	Checks, Probes, APIRequests int
+	Duration                    time.Duration
+}
+
+// minus is the cost since before, of a running total.
+func (c TrustCheckCost) minus(before TrustCheckCost) TrustCheckCost {
+	return TrustCheckCost{Checks: c.Checks - before.Checks, Probes: c.Probes - before.Probes,
+		APIRequests: c.APIRequests - before.APIRequests, Duration: c.Duration - before.Duration}
 }
 
 // Failure records a member that did not pass its gates on a revision, so the next preview can say so before

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -85,6 +86,8 @@ type Engine struct {
 	ownDialer bool
 	// requests counts the API requests made through RestConfig (none when the caller passed Kube).
 	requests requestCounter
+	// trustCost adds up what the trust checks cost (CheckTrust), for the runs' results.
+	trustCost trustCostMeter
 }
 
 // New checks the Config and prepares cluster access; it contacts nothing yet.
@@ -270,6 +273,8 @@ func (e *Engine) Run(ctx context.Context) (res Result, err error) {
 	res.StartedAt = time.Now()
 	requestsBefore := e.requests.count()
 	defer func() { res.APIRequests = int(e.requests.count() - requestsBefore) }() // the lease release included
+	trustBefore := e.trustCost.total()
+	defer func() { res.TrustChecks = e.trustCost.total().minus(trustBefore) }()
 	// A StatefulSet that is not there gets no Lease either: bad input leaves no trace.
 	if _, err := e.settledStatefulSet(ctx); err != nil {
 		res.FinishedAt = time.Now()
@@ -339,11 +344,14 @@ func (e *Engine) CheckTrust(ctx context.Context, st ClusterState, ordinals []int
 	}
 	checker := trustcheck.Checker{Files: e.podFiles.Memo(), Prober: prober, ClientPort: e.cfg.ClientPort, Now: time.Now}
 	checker.Engine, _ = e.etcd.(trustcheck.Engine)
-	refusals, err := checker.Check(ctx, t, restart, members)
+	began, requestsBefore := time.Now(), e.requests.count()
+	report, err := checker.Check(ctx, t, restart, members)
+	e.trustCost.add(TrustCheckCost{Checks: 1, Probes: report.Probes, Duration: time.Since(began),
+		APIRequests: int(e.requests.count() - requestsBefore)})
 	var side *trustcheck.SideError
 	switch {
-	case len(refusals) > 0:
-		return &TrustError{Refusals: refusals}
+	case len(report.Refusals) > 0:
+		return &TrustError{Refusals: report.Refusals}
 	case errors.Is(err, trustcheck.ErrUnreadable):
 		e.emit(Step{}, "TLS trust not checked before restarting %s: %v", strings.Join(restart, ", "), err)
 		return nil
@@ -353,4 +361,25 @@ func (e *Engine) CheckTrust(ctx context.Context, st ClusterState, ordinals []int
 		return fmt.Errorf("%w: checking the trust of %s: %v", ErrPeerTrust, strings.Join(restart, ", "), err)
 	}
 	return nil
+}
+
+// trustCostMeter adds up TrustCheckCosts; the provider's preview and a run may check at once.
+type trustCostMeter struct {
+	mu  sync.Mutex
+	sum TrustCheckCost
+}
+
+func (m *trustCostMeter) add(c TrustCheckCost) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sum.Checks += c.Checks
+	m.sum.Probes += c.Probes
+	m.sum.APIRequests += c.APIRequests
+	m.sum.Duration += c.Duration
+}
+
+func (m *trustCostMeter) total() TrustCheckCost {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sum
 }

@@ -217,12 +217,15 @@ func TestARestartOntoClientMaterialItsClientsRefuseIsRefused(t *testing.T) {
 				engineCert: tt.engine.Cert, engineRefusal: tt.engineRefusal, clientServed: tt.served.Cert}
 			e := c.engine(t, func(_ *Config, o *Options) { o.etcd = probing })
 			_, _, planErr := e.Plan(context.Background())
+			probing.handshakes, probing.probes = 0, 0 // the preview's are not the run's
 			res, err := e.Run(context.Background())
 			if tt.want == "" {
 				require.NoError(t, planErr)
 				require.NoError(t, err)
 				assert.Len(t, res.MembersRolled, 3)
 				assert.Positive(t, probing.handshakes, "the others' server certificates were read")
+				assert.Positive(t, res.TrustChecks.Checks, "the checks are counted in the result")
+				assert.Equal(t, probing.handshakes+probing.probes, res.TrustChecks.Probes, "every port probed, counted")
 				return
 			}
 			require.ErrorIs(t, planErr, ErrClientTrust, "the preview refuses")

@@ -67,6 +67,8 @@ type EngineRun struct {
 	// GoMemory is the Go runtime's own account at the moment its memory was largest: what of the peak RSS is
 	// heap, goroutine stacks and the runtime's other memory (the rest is the binary's pages and the like).
 	GoMemory GoMemory `json:"goMemory"`
+	// PeakRSS splits the resident set: what the engines hold, and what is the binary's pages.
+	PeakRSS
 	// CPU is that process's user + system time, from its start (set by the parent, which reaps it).
 	CPU time.Duration `json:"cpu"`
 }
@@ -78,6 +80,7 @@ type EngineRun struct {
 func roll(ctx context.Context, rc *rest.Config, targets []Target, st Settings, profiles bool) (EngineRun, memorySamples) {
 	run := EngineRun{Outcomes: make([]EngineOutcome, len(targets))}
 	stopSampling := sampleMemory(profiles)
+	stopRSS := run.PeakRSS.sample()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i, t := range targets {
@@ -113,6 +116,7 @@ func roll(ctx context.Context, rc *rest.Config, targets []Target, st Settings, p
 	}
 	wg.Wait()
 	run.Wall = time.Since(start)
+	stopRSS()
 	run.MaxRSSKB = maxRSSKB()
 	samples := stopSampling()
 	run.GoMemory = samples.peak

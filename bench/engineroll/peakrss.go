@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // maxRSSKB is this process's peak resident set, in KiB: the kernel's VmHWM, the high-water mark of the
@@ -56,4 +57,34 @@ func rssKB() (anon, file int64) {
 	anon, _ = statusKB(strings.NewReader(string(b)), "RssAnon:")
 	file, _ = statusKB(strings.NewReader(string(b)), "RssFile:")
 	return anon, file
+}
+
+// PeakRSS is the largest anonymous and file-backed parts of a process's resident set, sampled every 50 ms:
+// what the process holds (heap, stacks: what it needs), and what it maps of files (the binary's pages, most
+// touched once by package initialisation, which the kernel can drop and which processes of one binary share;
+// Kubernetes' working set leaves inactive file pages out). Their sum may exceed VmHWM: the two peaks need not
+// come at one moment.
+type PeakRSS struct {
+	AnonKB int64 `json:"peakRSSAnonKB"`
+	FileKB int64 `json:"peakRSSFileKB"`
+}
+
+// sample keeps the peaks until stop.
+func (p *PeakRSS) sample() (stop func()) {
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			anon, file := rssKB()
+			p.AnonKB, p.FileKB = max(p.AnonKB, anon), max(p.FileKB, file)
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }

@@ -23,30 +23,7 @@ type SnapshotRun struct {
 	// GoMemory is the Go runtime's own account at its largest: what of the peak RSS is heap. The rest of it
 	// is mostly the snapshot file's pages that bbolt's check maps (file-backed, reclaimable by the kernel).
 	GoMemory GoMemory `json:"goMemory"`
-	// PeakRSSAnonKB and PeakRSSFileKB are the largest anonymous and file-backed parts of the resident set,
-	// sampled every 50 ms: what the process holds, and what it maps of files the kernel can drop.
-	PeakRSSAnonKB int64 `json:"peakRSSAnonKB"`
-	PeakRSSFileKB int64 `json:"peakRSSFileKB"`
-}
-
-// sampleRSS keeps the largest anonymous and file-backed resident sets until stop.
-func sampleRSS(run *SnapshotRun) (stop func()) {
-	done, finished := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(finished)
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			anon, file := rssKB()
-			run.PeakRSSAnonKB, run.PeakRSSFileKB = max(run.PeakRSSAnonKB, anon), max(run.PeakRSSFileKB, file)
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return func() { close(done); <-finished }
+	PeakRSS
 }
 
 // snapshotOnce takes one snapshot of target t to the directory dir, spooled in its parent (which exists).
@@ -61,7 +38,7 @@ func snapshotOnce(ctx context.Context, rc *rest.Config, t Target, dir string) Sn
 	}
 	defer eng.Close()
 	stopSampling := sampleMemory(false)
-	stopRSS := sampleRSS(&run)
+	stopRSS := run.PeakRSS.sample()
 	start := time.Now()
 	run.Record, err = eng.Snapshot(ctx, rollout.SnapshotOptions{Destination: dir, SpoolDir: filepath.Dir(dir)})
 	run.Wall = time.Since(start)

@@ -131,28 +131,34 @@ type Checker struct {
 // backs): the check cannot be made, and the caller says so rather than judging.
 var ErrUnreadable = errors.New("the template's peer TLS material cannot be read from the API")
 
+// Report is what one check found: the refusals (none: the restarts keep every member able to talk to its peers
+// and its clients), and what it cost: Probes is how many members' ports it opened a TLS connection to (one
+// handshake each, two for a peer probe whose new trust refuses the member's certificate).
+type Report struct {
+	Refusals []trust.Refusal
+	Probes   int
+}
+
 // Check judges restarting each pod of restart onto t's TLS material, peer side then client side, against every
-// member of members as it runs now. It returns the refusals (none: the restarts keep every member able to
-// talk to its peers and its clients). A *SideError says a side's check could not be made; a side whose
+// member of members as it runs now. A *SideError says a side's check could not be made; a side whose
 // material cannot be read from the API (ErrUnreadable) does not keep the other side's refusals back.
-func (c Checker) Check(ctx context.Context, t Template, restart []string, members []Member) ([]trust.Refusal, error) {
+func (c Checker) Check(ctx context.Context, t Template, restart []string, members []Member) (Report, error) {
 	sides := []struct {
 		side  trust.Side
-		check func(context.Context, Template, []string, []Member) ([]trust.Refusal, error)
+		check func(context.Context, Template, []string, []Member, *Report) error
 	}{{trust.Peer, c.checkPeer}, {trust.Client, c.checkClient}}
-	var out []trust.Refusal
+	var report Report
 	var unread error
 	for _, s := range sides {
-		refusals, err := s.check(ctx, t, restart, members)
+		err := s.check(ctx, t, restart, members, &report)
 		switch {
 		case errors.Is(err, ErrUnreadable):
 			unread = &SideError{Side: s.side, Err: err}
 		case err != nil:
-			return nil, &SideError{Side: s.side, Err: err}
+			return report, &SideError{Side: s.side, Err: err}
 		}
-		out = append(out, refusals...)
 	}
-	return out, unread
+	return report, unread
 }
 
 // SideError says the check of one side could not be made (ErrUnreadable among others).
@@ -166,14 +172,14 @@ func (e *SideError) Unwrap() error { return e.Err }
 
 // checkPeer is the peer side: the new leaf presented to every other member's running peer trust, the new
 // trust file against the leaf each one serves, the leaf on its own.
-func (c Checker) checkPeer(ctx context.Context, t Template, restart []string, members []Member) ([]trust.Refusal, error) {
+func (c Checker) checkPeer(ctx context.Context, t Template, restart []string, members []Member, report *Report) error {
 	files, ok := FilesOf(t.Flags)
 	if !ok {
-		return nil, nil
+		return nil
 	}
 	material, pair, err := c.read(ctx, t, files, "peer-")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	roots := x509.NewCertPool()
 	for _, ca := range material.CAs {
@@ -191,11 +197,11 @@ func (c Checker) checkPeer(ctx context.Context, t Template, restart []string, me
 		if named := t.peerPort(); named != 0 {
 			port = named
 		}
+		report.Probes++
 		if p, err := c.Prober.ProbePeerTrust(ctx, m.Pod, port, pair, roots, host); err == nil {
 			probes[m.Pod] = p
 		}
 	}
-	var out []trust.Refusal
 	for _, pod := range restart {
 		r := trust.Restart{Member: pod, New: material, Now: c.Now()}
 		for _, m := range members {
@@ -209,41 +215,41 @@ func (c Checker) checkPeer(ctx context.Context, t Template, restart []string, me
 			}
 			r.Others = append(r.Others, o)
 		}
-		out = append(out, trust.Check(r)...)
+		report.Refusals = append(report.Refusals, trust.Check(r)...)
 	}
-	return out, nil
+	return nil
 }
 
 // checkClient is the client side: the new trust file against the engine's client certificate and against the
 // server certificate every other member serves on its client port now, and the new server certificate as
 // the engine's connections will judge it.
-func (c Checker) checkClient(ctx context.Context, t Template, restart []string, members []Member) ([]trust.Refusal, error) {
+func (c Checker) checkClient(ctx context.Context, t Template, restart []string, members []Member, report *Report) error {
 	files, ok := ClientFilesOf(t.Flags)
 	if !ok || c.Engine == nil || c.ClientPort == 0 {
-		return nil, nil
+		return nil
 	}
 	material, _, err := c.read(ctx, t, files, "")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	engineCert, err := c.Engine.ClientCertificate(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("reading the engine's client certificate: %w", err)
+		return fmt.Errorf("reading the engine's client certificate: %w", err)
 	}
 	served := map[string][]*x509.Certificate{}
 	for _, m := range members {
 		if !material.SignsOwnLeaf() || !m.Reachable || (len(restart) == 1 && restart[0] == m.Pod) {
 			continue
 		}
+		report.Probes++
 		if chain, err := c.Engine.ServedChain(ctx, m.Pod, c.ClientPort); err == nil {
 			served[m.Pod] = chain
 		}
 	}
-	var out []trust.Refusal
 	for _, pod := range restart {
 		refusal, err := c.Engine.RefusesServerChain(ctx, pod, append([]*x509.Certificate{material.Leaf}, material.Chain...))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		r := trust.ClientRestart{Member: pod, New: material, EngineCert: engineCert, EngineRefusal: refusal, Now: c.Now(),
 			AsksClientCert: files.CA != "" || t.Flags["client-cert-auth"] == "true"}
@@ -252,9 +258,9 @@ func (c Checker) checkClient(ctx context.Context, t Template, restart []string, 
 				r.Others = append(r.Others, trust.Other{Name: m.Pod, Served: served[m.Pod]})
 			}
 		}
-		out = append(out, trust.CheckClient(r)...)
+		report.Refusals = append(report.Refusals, trust.CheckClient(r)...)
 	}
-	return out, nil
+	return nil
 }
 
 // read reads and parses one side's new material (flag names the side's flags: "peer-" or ""), and its key

@@ -93,7 +93,8 @@ func TestCheckerCheck(t *testing.T) {
 			}
 			prober := &fakeProber{verdict: tt.verdict, served: served}
 			c := Checker{Files: podfile.NewReader(kube, "db", nil).Memo(), Prober: prober, Now: time.Now}
-			got, err := c.Check(context.Background(), tt.template, []string{"etcd-2"}, members)
+			report, err := c.Check(context.Background(), tt.template, []string{"etcd-2"}, members)
+			got := report.Refusals
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.wantErr)
@@ -109,6 +110,7 @@ func TestCheckerCheck(t *testing.T) {
 			assert.Equal(t, tt.want, kinds, "%v", got)
 			if tt.wantProbe != nil {
 				assert.Equal(t, tt.wantProbe, prober.probed, "every reachable member but the one restarted probed once, at its peer host")
+				assert.Equal(t, len(prober.probed), report.Probes, "the probes counted")
 			}
 		})
 	}
@@ -168,7 +170,8 @@ func TestCheckerChecksTheClientSide(t *testing.T) {
 				Data: map[string][]byte{"ca.crt": newCA.CertPEM, "tls.crt": leaf.CertPEM, "tls.key": leaf.KeyPEM}})
 			engine := &fakeEngine{cert: newCA.Leaf(t, "etcd-rollout", testpki.Options{}).Cert, served: oldCA.Leaf(t, "etcd", testpki.Options{DNS: hosts}).Cert}
 			c := Checker{Files: podfile.NewReader(kube, "db", nil).Memo(), Prober: &fakeProber{verdict: trust.Accepted}, Engine: engine, ClientPort: 2379, Now: time.Now}
-			got, err := c.Check(context.Background(), client, []string{"etcd-2"}, members)
+			report, err := c.Check(context.Background(), client, []string{"etcd-2"}, members)
+			got := report.Refusals
 			require.ErrorIs(t, err, ErrUnreadable, "the peer side is said, not judged")
 			var side *SideError
 			require.ErrorAs(t, err, &side)
@@ -180,6 +183,7 @@ func TestCheckerChecksTheClientSide(t *testing.T) {
 			}
 			assert.Equal(t, tt.want, kinds, "%v", got)
 			assert.Equal(t, tt.wantRead, engine.read)
+			assert.Equal(t, len(engine.read), report.Probes, "the client ports read, counted")
 		})
 	}
 }
