@@ -76,3 +76,29 @@ func TestOutputDocumentsKeepTheirShape(t *testing.T) {
 		})
 	}
 }
+
+// The summary after a run says what the TLS trust checks cost, and says nothing of them where none ran.
+func TestPrintSummaryTellsTheTrustChecks(t *testing.T) {
+	tests := []struct {
+		name string
+		cost rollout.TrustCheckCost
+		want string
+	}{
+		{"an mTLS run", rollout.TrustCheckCost{Checks: 7, Probes: 24, APIRequests: 9, Duration: 312400 * time.Microsecond},
+			"  TLS trust checks:     7 (24 member ports probed, 312ms, 9 API requests)\n"},
+		{"no TLS", rollout.TrustCheckCost{}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := newRootCommand()
+			var out bytes.Buffer
+			cmd.SetOut(&out)
+			printSummary(cmd, rollout.Result{MembersRolled: []string{"etcd-2"}, TrustChecks: tt.cost}, nil)
+			if tt.want == "" {
+				assert.NotContains(t, out.String(), "TLS trust checks")
+				return
+			}
+			assert.Contains(t, out.String(), tt.want)
+		})
+	}
+}

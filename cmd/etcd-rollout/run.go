@@ -48,6 +48,10 @@ func printSummary(cmd *cobra.Command, res rollout.Result, err error) {
 		fmt.Fprintf(out, "  unplanned elections:  %d (raft term %d → %d)\n", res.UnplannedElections, res.TermBefore, res.TermAfter)
 	}
 	fmt.Fprintf(out, "  API requests:         %d\n", res.APIRequests)
+	if c := res.TrustChecks; c.Checks > 0 {
+		fmt.Fprintf(out, "  TLS trust checks:     %d (%d member ports probed, %s, %d API requests)\n", c.Checks, c.Probes,
+			c.Duration.Round(time.Millisecond), c.APIRequests)
+	}
 	if res.ClusterVersion != "" {
 		fmt.Fprintf(out, "  cluster version:      %s\n", res.ClusterVersion)
 	}
