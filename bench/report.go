@@ -52,6 +52,10 @@ type Cell struct {
 	// TrustProbes, TrustMs and TrustRequests are, per member an engine rolled, what its TLS trust checks
 	// cost (issue 33): members' ports probed, milliseconds, API requests.
 	TrustProbes, TrustMs, TrustRequests []float64
+	// SnapshotSteps are, per cluster rollout whose engine took a snapshot before its first restart, that
+	// step's seconds (transfer, checks, store, read back: the engine's EventSnapshotStored), SnapshotShares
+	// the step's share of the cluster's roll, and SnapshotMB the snapshots' sizes.
+	SnapshotSteps, SnapshotShares, SnapshotMB []float64
 	// Retry sums the retrying (production-like) client over the rollouts that had one; RetryRuns counts them.
 	Retry     RetryClientStats
 	RetryRuns int
@@ -162,6 +166,7 @@ func (c *Cell) add(r Rollout) {
 				c.WriteOutages = append(c.WriteOutages, o.Duration.Seconds())
 			}
 			c.addTrustCost(cr.Engine.Result)
+			c.addSnapshotStep(cr.Engine.Result, cr.Engine.Events)
 			c.addGateTimes(cr.Engine.Events)
 		}
 		c.Planned += float64(cr.Raft.Count(ChangePlanned))
@@ -522,6 +527,7 @@ func extras(b *strings.Builder, meta *Meta, cells map[string]map[string]*Cell) {
 	}
 	p("\n")
 	trustCosts(b, meta, cells)
+	snapshotSteps(b, meta, cells)
 	outages(b, meta, cells)
 	var causes []string
 	for _, sc := range meta.Scenarios {
@@ -632,5 +638,39 @@ func trustCosts(b *strings.Builder, meta *Meta, cells map[string]map[string]*Cel
 	}
 	if line != "" {
 		b.WriteString("\nThe TLS trust checks before restarts (issue 33: the new peer leaf presented to every other member's peer port, the client ports' certificates read), per member rolled, mean: ports probed / time / API requests (port-forwards opened, Secrets read):" + line + "\n")
+	}
+}
+
+// addSnapshotStep adds the snapshot step of one rollout, if its engine took one before its first restart.
+func (c *Cell) addSnapshotStep(r rollout.Result, events []TimedEvent) {
+	roll := r.FinishedAt.Sub(r.StartedAt)
+	for _, ev := range events {
+		if ev.Kind == rollout.EventSnapshotStored && ev.Elapsed > 0 && roll > 0 && r.Snapshot != nil {
+			c.SnapshotSteps = append(c.SnapshotSteps, ev.Elapsed.Seconds())
+			c.SnapshotShares = append(c.SnapshotShares, ev.Elapsed.Seconds()/roll.Seconds())
+			c.SnapshotMB = append(c.SnapshotMB, float64(r.Snapshot.Size)/1e6)
+		}
+	}
+}
+
+// snapshotSteps reports, per cell whose engines took snapshots before a point of no return, what they added
+// to the roll, and the engine's peak memory next to ten-clusters' (the same process shape without them).
+func snapshotSteps(b *strings.Builder, meta *Meta, cells map[string]map[string]*Cell) {
+	line := ""
+	for _, sc := range meta.Scenarios {
+		for _, st := range strategyOrder(meta) {
+			c := cells[sc.Name][st]
+			if c == nil || len(c.SnapshotSteps) == 0 {
+				continue
+			}
+			line += fmt.Sprintf(" %s/%s %d snapshots of %.1f MB: %.2f s each (max %.2f), %.0f %% of the cluster's roll;", sc.Name, st,
+				len(c.SnapshotSteps), mean(c.SnapshotMB), mean(c.SnapshotSteps), maxOf(c.SnapshotSteps), 100*mean(c.SnapshotShares))
+			if ten := cells["ten-clusters"][st]; sc.Clusters == 10 && sc.Name != "ten-clusters" && ten != nil && c.AnonRSSMB > 0 && ten.AnonRSSMB > 0 {
+				line += fmt.Sprintf(" peak RSS %.0f MB anonymous vs %.0f MB for ten-clusters;", c.AnonRSSMB, ten.AnonRSSMB)
+			}
+		}
+	}
+	if line != "" {
+		b.WriteString("\nSnapshots before a point of no return (issue 34: from the leader through the port-forward, checked, stored, read back), per cluster rollout:" + line + "\n")
 	}
 }

@@ -279,6 +279,11 @@ func (b *bed) prepare(ctx context.Context, st Strategy, run int, r *Rollout) err
 		if err := e.WaitHealthy(ctx); err != nil {
 			return err
 		}
+		if b.sc.MinorChange {
+			if _, err := e.ChangeVersion(ctx, minorOfRun(run), harness.StartFaults{}); err != nil {
+				return err
+			}
+		}
 		if err := writeTemplate(ctx, b.c.Kube, e, st, "bench.etcd-rollout.test/run", value); err != nil {
 			return err
 		}
@@ -489,4 +494,13 @@ func compact(ctx context.Context, cli *clientv3.Client) error {
 	}
 	_, err = cli.Compact(cctx, resp.Header.Revision)
 	return err
+}
+
+// minorOfRun is the etcd version run rolls to in a MinorChange scenario: up to 3.6 on even runs, back down to
+// 3.5 on odd ones, so that every run changes the minor version.
+func minorOfRun(run int) string {
+	if run%2 == 0 {
+		return "3.6"
+	}
+	return "3.5"
 }

@@ -173,7 +173,7 @@ func TestTargetDetails(t *testing.T) {
 			"easy/engine 100 (max 120) = 0.22× before; easy/engine-cd0 65 (max 70) = 0.14× before; " +
 			"ten-clusters/engine 65 (max 70) = 0.14× before; ten-clusters/engine-cd0 65 (max 70) = 0.14× before; " +
 			"not measured: hung/engine, hung/engine-cd0, heavy-immediate/engine, heavy-immediate/engine-cd0, " +
-			"heavy-probe/engine, heavy-probe/engine-cd0, mtls/engine, mtls/engine-cd0, mtls-peerca/engine, mtls-peerca/engine-cd0"},
+			"heavy-probe/engine, heavy-probe/engine-cd0, mtls/engine, mtls/engine-cd0, mtls-peerca/engine, mtls-peerca/engine-cd0, ten-minor/engine"},
 		{tenName, "engine peak RSS 90 MB anonymous (VmHWM 110 MB, file-backed up to 40 MB), CPU 0.060 s per member (max 0.070), wall 8.00 s vs 6.00 s for one cluster (easy) = 1.33×, no target; " +
 			"engine-cd0 CPU 0.040 s per member (max 0.040), wall 6.00 s vs 4.10 s for one cluster (easy) = 1.46×, no target; " +
 			"(bare default roll for comparison: 10.00 s vs 4.00 s = 2.50×); not measured: ten-clusters/engine-cd0 peak anonymous RSS"},
@@ -182,7 +182,7 @@ func TestTargetDetails(t *testing.T) {
 			"not measured: mtls/default-hardened, mtls/engine-cd0"},
 		{electionsName, "0 in all 4 engine cells; not measured: hung/engine, hung/engine-cd0, heavy-immediate/engine, " +
 			"heavy-immediate/engine-cd0, heavy-probe/engine, heavy-probe/engine-cd0, mtls/engine, mtls/engine-cd0, " +
-			"mtls-peerca/engine, mtls-peerca/engine-cd0, five/engine, five/engine-cd0, emptydir/engine, emptydir/engine-cd0"},
+			"mtls-peerca/engine, mtls-peerca/engine-cd0, five/engine, five/engine-cd0, emptydir/engine, emptydir/engine-cd0, ten-minor/engine"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.goal, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -58,6 +59,9 @@ type cellOf func(sc, st string) *Cell
 func eachEngineCell(v *verdict, cell cellOf, scenarios []string, f func(name string, c *Cell)) {
 	for _, sc := range scenarios {
 		for _, st := range engineStrategies {
+			if !rolls(sc, st) {
+				continue // a strategy the scenario does not roll (Scenario.Only) is not missing
+			}
 			if c := cell(sc, st); c != nil {
 				f(sc+"/"+st, c)
 			} else {
@@ -65,6 +69,16 @@ func eachEngineCell(v *verdict, cell cellOf, scenarios []string, f func(name str
 			}
 		}
 	}
+}
+
+// rolls says scenario name rolls strategy st (Scenario.Only); an unknown scenario rolls every one.
+func rolls(name, st string) bool {
+	for _, sc := range scenarios() {
+		if sc.Name == name {
+			return len(sc.Only) == 0 || slices.Contains(sc.Only, st)
+		}
+	}
+	return true
 }
 
 // restartScenarios are benchScenarios(replicas) whose members are restarted, not replaced (their data

@@ -381,7 +381,8 @@ type Event struct {
 	// Blocked is what holds the run, on EventHolding.
 	Blocked *BlockedError
 	// Elapsed is how long the member has been down since its step began: until its pod was Ready on
-	// EventMemberReady, until it passed its gates on EventMemberRolled (MemberTiming.Down).
+	// EventMemberReady, until it passed its gates on EventMemberRolled (MemberTiming.Down). On
+	// EventSnapshotStored it is the whole snapshot step: transfer, checks, store and read back.
 	Elapsed time.Duration
 	// Plan is the run's plan, on EventPlanned.
 	Plan *Plan

@@ -87,9 +87,16 @@ func TestAMinorChangeTakesASnapshotBeforeItsFirstRestart(t *testing.T) {
 			}
 			dir := filepath.Join(t.TempDir(), "backups")
 			var kinds []EventKind
+			var storedIn time.Duration
 			res, err := c.engine(t, func(cfg *Config, o *Options) {
 				cfg.SnapshotTo, cfg.ProceedWithoutSnapshot = dir, tc.proceed
-				o.OnEvent = eventKindsInto(&kinds)
+				record := eventKindsInto(&kinds)
+				o.OnEvent = func(ev Event) {
+					record(ev)
+					if ev.Kind == EventSnapshotStored {
+						storedIn = ev.Elapsed
+					}
+				}
 			}).Run(context.Background())
 			if tc.wantErr != nil {
 				require.ErrorIs(t, err, tc.wantErr)
@@ -108,6 +115,7 @@ func TestAMinorChangeTakesASnapshotBeforeItsFirstRestart(t *testing.T) {
 				assert.Equal(t, []string{"etcd-1"}, c.etcd.snapshotsFrom, "once, from the leader")
 				assert.Equal(t, "etcd-1", res.Snapshot.Member)
 				assert.Less(t, slices.Index(kinds, EventSnapshotStored), first, "stored before the first restart")
+				assert.Positive(t, storedIn, "the event says how long the whole snapshot step took")
 				assert.FileExists(t, filepath.Join(dir, "db", "etcd", filepath.Base(res.Snapshot.Location)))
 			} else {
 				assert.Nil(t, res.Snapshot)

@@ -101,12 +101,13 @@ func (r *run) snapshotFirst(ctx context.Context, st ClusterState, plan Plan) err
 	if plan.Snapshot == nil || r.disrupted || r.res.Snapshot != nil || r.res.SnapshotSkipped != "" {
 		return nil
 	}
+	began := time.Now()
 	dest, err := snapshot.Parse(plan.Snapshot.To)
 	if err == nil {
 		var rec SnapshotRecord
 		if rec, err = e.snapshotOf(ctx, st, dest, ""); err == nil {
 			r.res.Snapshot = &rec
-			e.announce(Event{Kind: EventSnapshotStored, Snapshot: &rec}, "snapshot: %s verified (%d bytes, revision %d, sha256 %s) before %s restarts",
+			e.announce(Event{Kind: EventSnapshotStored, Snapshot: &rec, Elapsed: time.Since(began)}, "snapshot: %s verified (%d bytes, revision %d, sha256 %s) before %s restarts",
 				rec.Location, rec.Size, rec.Revision, rec.SHA256, st.Members[plan.Snapshot.Before].Pod)
 			return nil
 		}
