@@ -106,18 +106,30 @@ func TestARestartOntoPeerMaterialItsPeersRefuseIsRefused(t *testing.T) {
 // peerTLSTemplate gives the fake StatefulSet a template whose etcd takes its peer TLS from Secret
 // etcd-peer-tls, holding the trust file ca and the leaf.
 func peerTLSTemplate(t *testing.T, c *fakeCluster, ca []byte, leaf testpki.Cert) {
+	secretTLSTemplate(t, c, "etcd-peer-tls", "/etc/etcd/peer", ca, leaf, "--peer-client-cert-auth",
+		"--peer-trusted-ca-file=/etc/etcd/peer/ca.crt", "--peer-cert-file=/etc/etcd/peer/tls.crt", "--peer-key-file=/etc/etcd/peer/tls.key")
+}
+
+// clientTLSTemplate gives the fake StatefulSet a template whose etcd serves its clients over TLS from Secret
+// etcd-client-tls (trust file ca, server certificate leaf), asking each client for a certificate.
+func clientTLSTemplate(t *testing.T, c *fakeCluster, ca []byte, leaf testpki.Cert) {
+	secretTLSTemplate(t, c, "etcd-client-tls", "/etc/etcd/tls", ca, leaf, "--client-cert-auth",
+		"--trusted-ca-file=/etc/etcd/tls/ca.crt", "--cert-file=/etc/etcd/tls/tls.crt", "--key-file=/etc/etcd/tls/tls.key")
+}
+
+// secretTLSTemplate gives the fake StatefulSet a template whose etcd runs with args and mounts Secret secret
+// (ca.crt: ca, tls.crt and tls.key: leaf) at dir.
+func secretTLSTemplate(t *testing.T, c *fakeCluster, secret, dir string, ca []byte, leaf testpki.Cert, args ...string) {
 	t.Helper()
-	require.NoError(t, c.kube.Tracker().Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "etcd-peer-tls"},
+	require.NoError(t, c.kube.Tracker().Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: secret},
 		Data: map[string][]byte{"ca.crt": ca, "tls.crt": leaf.CertPEM, "tls.key": leaf.KeyPEM}}))
 	obj, err := c.kube.Tracker().Get(stsGVR, "db", "etcd")
 	require.NoError(t, err)
 	sts := obj.(*appsv1.StatefulSet).DeepCopy()
 	sts.Spec.Template.Spec = corev1.PodSpec{
-		Containers: []corev1.Container{{Name: "etcd", Image: "registry.k8s.io/etcd:3.6.8-0",
-			Args: []string{"--peer-client-cert-auth", "--peer-trusted-ca-file=/etc/etcd/peer/ca.crt",
-				"--peer-cert-file=/etc/etcd/peer/tls.crt", "--peer-key-file=/etc/etcd/peer/tls.key"},
-			VolumeMounts: []corev1.VolumeMount{{Name: "peer-tls", MountPath: "/etc/etcd/peer", ReadOnly: true}}}},
-		Volumes: []corev1.Volume{{Name: "peer-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "etcd-peer-tls"}}}},
+		Containers: []corev1.Container{{Name: "etcd", Image: "registry.k8s.io/etcd:3.6.8-0", Args: args,
+			VolumeMounts: []corev1.VolumeMount{{Name: "tls", MountPath: dir, ReadOnly: true}}}},
+		Volumes: []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}}},
 	}
 	require.NoError(t, c.kube.Tracker().Update(stsGVR, sts, "db"))
 }
@@ -237,23 +249,4 @@ func TestARestartOntoClientMaterialItsClientsRefuseIsRefused(t *testing.T) {
 			assert.Zero(t, c.etcd.moves, "no MoveLeader call")
 		})
 	}
-}
-
-// clientTLSTemplate gives the fake StatefulSet a template whose etcd serves its clients over TLS from Secret
-// etcd-client-tls (trust file ca, server certificate leaf), asking each client for a certificate.
-func clientTLSTemplate(t *testing.T, c *fakeCluster, ca []byte, leaf testpki.Cert) {
-	t.Helper()
-	require.NoError(t, c.kube.Tracker().Add(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "etcd-client-tls"},
-		Data: map[string][]byte{"ca.crt": ca, "tls.crt": leaf.CertPEM, "tls.key": leaf.KeyPEM}}))
-	obj, err := c.kube.Tracker().Get(stsGVR, "db", "etcd")
-	require.NoError(t, err)
-	sts := obj.(*appsv1.StatefulSet).DeepCopy()
-	sts.Spec.Template.Spec = corev1.PodSpec{
-		Containers: []corev1.Container{{Name: "etcd", Image: "registry.k8s.io/etcd:3.6.8-0",
-			Args: []string{"--client-cert-auth", "--trusted-ca-file=/etc/etcd/tls/ca.crt",
-				"--cert-file=/etc/etcd/tls/tls.crt", "--key-file=/etc/etcd/tls/tls.key"},
-			VolumeMounts: []corev1.VolumeMount{{Name: "tls", MountPath: "/etc/etcd/tls", ReadOnly: true}}}},
-		Volumes: []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "etcd-client-tls"}}}},
-	}
-	require.NoError(t, c.kube.Tracker().Update(stsGVR, sts, "db"))
 }

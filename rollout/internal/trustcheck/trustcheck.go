@@ -237,8 +237,9 @@ func (c Checker) checkClient(ctx context.Context, t Template, restart []string, 
 		return fmt.Errorf("reading the engine's client certificate: %w", err)
 	}
 	served := map[string][]*x509.Certificate{}
+	worthReading := material.SignsOwnLeaf() // else what the others serve says nothing (trust.CheckClient)
 	for _, m := range members {
-		if !material.SignsOwnLeaf() || !m.Reachable || (len(restart) == 1 && restart[0] == m.Pod) {
+		if !worthReading || !m.Reachable || (len(restart) == 1 && restart[0] == m.Pod) {
 			continue
 		}
 		report.Probes++
