@@ -179,8 +179,8 @@ type clientProbingEtcd struct {
 	handshakes    int
 }
 
-func (p *clientProbingEtcd) ClientCertificate(context.Context) (*x509.Certificate, error) {
-	return p.engineCert, nil
+func (p *clientProbingEtcd) ClientChain(context.Context) ([]*x509.Certificate, error) {
+	return []*x509.Certificate{p.engineCert}, nil
 }
 
 func (p *clientProbingEtcd) RefusesServerChain(context.Context, string, []*x509.Certificate) (string, error) {

@@ -7,18 +7,23 @@ import (
 	"errors"
 )
 
-// ClientCertificate is the certificate the engine presents to members' client ports: nil when it talks to
-// them without TLS or presents none. The trust check of a restart asks whether the member's new trust file
-// accepts it (issue 33).
-func (m *Clients) ClientCertificate(ctx context.Context) (*x509.Certificate, error) {
+// ClientChain is the certificate chain the engine presents to members' client ports, its leaf first: nil when
+// it talks to them without TLS or presents none. The trust check of a restart asks whether the member's new
+// trust file accepts it (issue 33).
+func (m *Clients) ClientChain(ctx context.Context) ([]*x509.Certificate, error) {
 	base, err := m.tlsBase(ctx)
-	if err != nil || base == nil || len(base.Certificates) == 0 || len(base.Certificates[0].Certificate) == 0 {
+	if err != nil || base == nil || len(base.Certificates) == 0 {
 		return nil, err
 	}
-	if leaf := base.Certificates[0].Leaf; leaf != nil {
-		return leaf, nil
+	var chain []*x509.Certificate
+	for _, der := range base.Certificates[0].Certificate {
+		c, err := x509.ParseCertificate(der)
+		if err != nil {
+			return nil, err
+		}
+		chain = append(chain, c)
 	}
-	return x509.ParseCertificate(base.Certificates[0].Certificate[0])
+	return chain, nil
 }
 
 // RefusesServerChain says in a few words why the engine's connections to pod would refuse chain as the

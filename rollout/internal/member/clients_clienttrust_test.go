@@ -52,15 +52,16 @@ func TestRefusesServerChainJudgesAsTheConnectionsWill(t *testing.T) {
 			}
 		})
 	}
-	got, err := clients.ClientCertificate(context.Background())
+	got, err := clients.ClientChain(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, client.Certificate[0], got.Raw, "the certificate the engine presents")
+	require.Len(t, got, 1)
+	assert.Equal(t, client.Certificate[0], got[0].Raw, "the certificate the engine presents")
 
 	plain := NewClients(addrDialer{"127.0.0.1:1"}, "db", "etcd-headless", 2379, nil)
 	why, err := plain.RefusesServerChain(context.Background(), "etcd-2", chain(tests[2].cert))
 	require.NoError(t, err)
 	assert.Empty(t, why, "an engine without TLS judges nothing")
-	got, err = plain.ClientCertificate(context.Background())
+	got, err = plain.ClientChain(context.Background())
 	require.NoError(t, err)
 	assert.Nil(t, got)
 }

@@ -17,8 +17,9 @@ type ClientRestart struct {
 	// AsksClientCert: the new process will ask every client for a certificate its trust file verifies, which
 	// etcd does whenever --trusted-ca-file or --client-cert-auth is set (client/pkg/transport TLSInfo.ServerConfig).
 	AsksClientCert bool
-	// EngineCert is the certificate the engine presents to members' client ports; nil when it presents none.
-	EngineCert *x509.Certificate
+	// EngineChain is the certificate chain the engine presents to members' client ports, its leaf first; nil
+	// when it presents none.
+	EngineChain []*x509.Certificate
 	// EngineRefusal is why the engine's own connections would refuse the new server certificate, in a few
 	// words ("" when they would accept it): the engine judges a member's names its own way.
 	EngineRefusal string
@@ -41,9 +42,10 @@ func CheckClient(r ClientRestart) []Refusal {
 	if r.EngineRefusal != "" {
 		out = append(out, Refusal{Member: r.Member, Side: Client, Kind: ServerLeafRefusedByEngine, Issuer: IssuerOf(r.New.Leaf), Why: r.EngineRefusal})
 	}
-	if r.AsksClientCert && r.EngineCert != nil {
-		if why := verifyFor(r.EngineCert, r.New.CAs, nil, r.Now, "", x509.ExtKeyUsageClientAuth); why != "" {
-			out = append(out, Refusal{Member: r.Member, Side: Client, Kind: EngineCertNotTrusted, Issuer: IssuerOf(r.EngineCert),
+	if r.AsksClientCert && len(r.EngineChain) > 0 {
+		leaf := r.EngineChain[0]
+		if why := verifyFor(leaf, r.New.CAs, r.EngineChain[1:], r.Now, "", x509.ExtKeyUsageClientAuth); why != "" {
+			out = append(out, Refusal{Member: r.Member, Side: Client, Kind: EngineCertNotTrusted, Issuer: IssuerOf(leaf),
 				Trusted: names(r.New.CAs), Why: why})
 		}
 	}

@@ -278,8 +278,8 @@ func (f Refusal) Error() string {
 			do = "keep that CA until every member and client presents a new leaf"
 		}
 	case EngineCertNotTrusted:
-		what = fmt.Sprintf("its new trust (%s) refuses the engine's client certificate (issuer %s: %s)", strings.Join(f.Trusted, ", "), f.Issuer, f.Why)
-		do = "widen trust first (old+new CA), roll; then swap the client certificates"
+		what = fmt.Sprintf("its new trust (%s) refuses the engine's certificate (issuer %s: %s)", strings.Join(f.Trusted, ", "), f.Issuer, f.Why)
+		do = "widen trust (old+new CA), roll, then swap client certificates"
 	case ServerLeafRefusedByEngine:
 		what = fmt.Sprintf("the engine would refuse its new server certificate (issuer %s: %s)", f.Issuer, f.Why)
 		do = "widen the trust of tls.caFile first, or fix the certificate"

@@ -109,7 +109,7 @@ func TestRefusalError(t *testing.T) {
 		{Refusal{Member: "etcd-2", Side: Client, Kind: PeerLeafNotTrusted, By: "etcd-0", Issuer: "CN=etcd-ca-2025", Trusted: []string{"CN=etcd-ca-2026"}, Why: "signed by an untrusted CA"},
 			"etcd-2 (client): its new trust (CN=etcd-ca-2026) refuses etcd-0's leaf (issuer CN=etcd-ca-2025: signed by an untrusted CA); keep that CA until every member and client presents a new leaf"},
 		{Refusal{Member: "etcd-2", Side: Client, Kind: EngineCertNotTrusted, Issuer: "CN=etcd-ca-2025", Trusted: []string{"CN=etcd-ca-2026"}, Why: "signed by an untrusted CA"},
-			"etcd-2 (client): its new trust (CN=etcd-ca-2026) refuses the engine's client certificate (issuer CN=etcd-ca-2025: signed by an untrusted CA); widen trust first (old+new CA), roll; then swap the client certificates"},
+			"etcd-2 (client): its new trust (CN=etcd-ca-2026) refuses the engine's certificate (issuer CN=etcd-ca-2025: signed by an untrusted CA); widen trust (old+new CA), roll, then swap client certificates"},
 		{Refusal{Member: "etcd-2", Side: Client, Kind: ServerLeafRefusedByEngine, Issuer: "CN=etcd-ca-2026", Why: "signed by an untrusted CA"},
 			"etcd-2 (client): the engine would refuse its new server certificate (issuer CN=etcd-ca-2026: signed by an untrusted CA); widen the trust of tls.caFile first, or fix the certificate"},
 	}

@@ -35,7 +35,7 @@ type Prober interface {
 // Engine is the engine's own side of the members' client ports (member.Clients): the certificate it
 // presents, how its connections judge a member's server certificate, and what a member serves now.
 type Engine interface {
-	ClientCertificate(ctx context.Context) (*x509.Certificate, error)
+	ClientChain(ctx context.Context) ([]*x509.Certificate, error)
 	RefusesServerChain(ctx context.Context, pod string, chain []*x509.Certificate) (string, error)
 	ServedChain(ctx context.Context, pod string, port int) ([]*x509.Certificate, error)
 }
@@ -232,7 +232,7 @@ func (c Checker) checkClient(ctx context.Context, t Template, restart []string, 
 	if err != nil {
 		return err
 	}
-	engineCert, err := c.Engine.ClientCertificate(ctx)
+	engineChain, err := c.Engine.ClientChain(ctx)
 	if err != nil {
 		return fmt.Errorf("reading the engine's client certificate: %w", err)
 	}
@@ -252,7 +252,7 @@ func (c Checker) checkClient(ctx context.Context, t Template, restart []string, 
 		if err != nil {
 			return err
 		}
-		r := trust.ClientRestart{Member: pod, New: material, EngineCert: engineCert, EngineRefusal: refusal, Now: c.Now(),
+		r := trust.ClientRestart{Member: pod, New: material, EngineChain: engineChain, EngineRefusal: refusal, Now: c.Now(),
 			AsksClientCert: files.CA != "" || t.Flags["client-cert-auth"] == "true"}
 		for _, m := range members {
 			if m.Pod != pod {

@@ -124,8 +124,8 @@ type fakeEngine struct {
 	read   []string
 }
 
-func (f *fakeEngine) ClientCertificate(context.Context) (*x509.Certificate, error) {
-	return f.cert, nil
+func (f *fakeEngine) ClientChain(context.Context) ([]*x509.Certificate, error) {
+	return []*x509.Certificate{f.cert}, nil
 }
 
 func (f *fakeEngine) RefusesServerChain(context.Context, string, []*x509.Certificate) (string, error) {
