@@ -10,7 +10,10 @@
 #            taken before the upgrade with), etcd-v3.5.21 (server only: a 3.5 below
 #            the 3.5.32 that etcd supports upgrading to 3.6 from, for the test of the engine's refusal),
 #            kubectl (the tests run the README's `kubectl wait` line with it), versitygw (the S3-compatible
-#            server the cluster scripts start beside the cluster, for snapshots to s3://; tools/versitygw says why)
+#            server the cluster scripts start beside the cluster, for snapshots to s3://; tools/versitygw says why),
+#            fake-gcs-server (the Google Cloud Storage emulator beside it, for gs://; tools/fake-gcs-server says why),
+#            azurite (the Azure Blob Storage emulator beside it, for azblob://, from the npm registry into
+#            $TOOLS_DIR/azurite; tools/azurite says why)
 #   pulumi:  the pulumi CLI, pulumi-resource-kubernetes and pulumi-language-yaml (the language host a Pulumi YAML
 #            project runs on with the plain CLI: the nodejs, python and go hosts are not served here)
 set -euo pipefail
@@ -28,6 +31,7 @@ ETCD_OLD_VERSION=v3.5.35
 ETCD_PRE_FLOOR_VERSION=v3.5.21
 KWOK_VERSION=v0.8.0
 VERSITYGW_VERSION=v1.8.0
+FAKE_GCS_SERVER_VERSION=v1.56.1
 PULUMI_VERSION=v3.276.0
 PULUMI_K8S_PROVIDER_VERSION=v4.0.0-20260115033456-f47bc2d6f199
 PULUMI_K8S_SDK_VERSION=v4.25.0
@@ -52,6 +56,20 @@ build() {
   log "built $name in $((SECONDS - start))s"
 }
 
+# npm_tool NAME: npm ci the pinned tools/NAME/package-lock.json into $TOOLS_DIR/NAME, once per lock file.
+npm_tool() {
+  local name=$1 version
+  version=$(sha256sum "$ROOT/tools/$name/package-lock.json" | cut -c1-16)
+  if [ -d "$TOOLS_DIR/$name/node_modules" ] && [ "$(cat "$STAMPS/$name" 2>/dev/null)" = "$version" ]; then return 0; fi
+  log "installing $name (npm ci of tools/$name)"
+  local start=$SECONDS
+  rm -rf "$TOOLS_DIR/$name" && mkdir -p "$TOOLS_DIR/$name"
+  cp "$ROOT/tools/$name/package.json" "$ROOT/tools/$name/package-lock.json" "$TOOLS_DIR/$name/"
+  (cd "$TOOLS_DIR/$name" && npm ci --ignore-scripts --no-audit --no-fund >/dev/null)
+  stamp "$name" "$version"
+  log "installed $name in $((SECONDS - start))s"
+}
+
 build_cluster() {
   local minor; minor=$(echo "$K8S_VERSION" | cut -d. -f2)
   local k8s_ld="-X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
@@ -66,6 +84,8 @@ build_cluster() {
   # Named etcd-v<version>: the member daemon runs a pod whose version annotation is a full version by that name.
   build "etcd-$ETCD_PRE_FLOOR_VERSION" "$ETCD_PRE_FLOOR_VERSION" "etcd-$ETCD_PRE_FLOOR_VERSION" go.etcd.io/etcd/server/v3
   build versitygw "$VERSITYGW_VERSION" versitygw github.com/versity/versitygw/cmd/versitygw
+  build fake-gcs-server "$FAKE_GCS_SERVER_VERSION" fake-gcs-server github.com/fsouza/fake-gcs-server
+  npm_tool azurite
   if ! fresh kwok "$KWOK_VERSION"; then
     log "building kwok $KWOK_VERSION"
     GOBIN=$BIN go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"

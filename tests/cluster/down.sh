@@ -33,7 +33,7 @@ for name in etcd-members; do [ -f "$PIDS_DIR/$name.pid" ] && stop "$PIDS_DIR/$na
 for f in "$PIDS_DIR"/members/*/*.pid; do [ -f "$f" ] && stop "$f"; done
 # --only-members: up.sh restarts a rebuilt member daemon; the control plane and all state stay.
 [ "${1:-}" = --only-members ] && exit 0
-for name in versitygw kwok kube-controller-manager kube-apiserver etcd; do
+for name in azurite fake-gcs-server versitygw kwok kube-controller-manager kube-apiserver etcd; do
   [ -f "$PIDS_DIR/$name.pid" ] && stop "$PIDS_DIR/$name.pid"
 done
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # status.sh exits 0 when the local cluster runs and answers: every process of up.sh alive, the apiserver
-# ready, the fake node Ready, the member daemon healthy and the S3 server answering. It prints what it found.
+# ready, the fake node Ready, the member daemon healthy and the S3 server and the GCS and Azure emulators answering. It prints what it found.
 set -uo pipefail
 # shellcheck source=env.sh
 source "$(dirname "$0")/env.sh"
@@ -9,7 +9,7 @@ source "$(dirname "$0")/env.sh"
 # shellcheck disable=SC1091
 MEMBERS_URL=$(sed -n 's/^MEMBERS_URL=//p' "$RUN_DIR/cluster.env")
 ok=0
-for name in etcd kube-apiserver kube-controller-manager kwok etcd-members versitygw; do
+for name in etcd kube-apiserver kube-controller-manager kwok etcd-members versitygw fake-gcs-server azurite; do
   if alive "$PIDS_DIR/$name.pid"; then echo "$name: running (pid $(sed -n 1p "$PIDS_DIR/$name.pid"))"
   else echo "$name: NOT running"; ok=1; fi
 done
@@ -22,4 +22,11 @@ else echo "etcd-members: NOT healthy"; ok=1; fi
 S3_ENDPOINT=$(sed -n 's/^S3_ENDPOINT=//p' "$RUN_DIR/cluster.env")
 if [ -n "$S3_ENDPOINT" ] && curl -s -o /dev/null --max-time 5 "$S3_ENDPOINT/"; then echo "versitygw: answering ($S3_ENDPOINT)"
 else echo "versitygw: NOT answering"; ok=1; fi
+GCS_EMULATOR_HOST=$(sed -n 's/^GCS_EMULATOR_HOST=//p' "$RUN_DIR/cluster.env")
+if [ -n "$GCS_EMULATOR_HOST" ] && curl -sf -o /dev/null --max-time 5 "http://$GCS_EMULATOR_HOST/storage/v1/b?project=etcd-rollout-test"; then
+  echo "fake-gcs-server: answering ($GCS_EMULATOR_HOST)"
+else echo "fake-gcs-server: NOT answering"; ok=1; fi
+AZURE_BLOB_HOST=$(sed -n 's/^AZURE_BLOB_HOST=//p' "$RUN_DIR/cluster.env")
+if [ -n "$AZURE_BLOB_HOST" ] && curl -s -o /dev/null --max-time 5 "http://$AZURE_BLOB_HOST/"; then echo "azurite: answering ($AZURE_BLOB_HOST)"
+else echo "azurite: NOT answering"; ok=1; fi
 exit $ok

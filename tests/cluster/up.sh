@@ -7,13 +7,15 @@
 #   port-forward and exec; its stock pod-complete stage ends a Job's pod as Succeeded) -> etcd-members (real etcd processes behind the
 #   pods of opted-in StatefulSets; see tests/harness/cmd/etcd-members), and beside them versitygw, an
 #   S3-compatible server on a directory of the run dir with one bucket, etcd-snapshots, for snapshots to s3://
-#   (its root credentials are drawn at each start and written 0600 to $RUN_DIR/s3.env, never to a command line).
+#   (its root credentials are drawn at each start and written 0600 to $RUN_DIR/s3.env, never to a command line),
+#   fake-gcs-server, the Google Cloud Storage emulator, with the same bucket, for snapshots to gs://, and
+#   Azurite, the Azure Blob Storage emulator (its blob service, on the machine's Node.js), for azblob://.
 #
 # State, certificates, logs and pid files live in $RUN_DIR (tests/.run). A healthy running cluster is left
 # alone. A half-running one is torn down and started again. On any failure everything started so far is
 # stopped, so a failed start never leaves processes behind.
 #
-# env: ETCD_PORT API_PORT KWOK_PORT MEMBERS_PORT S3_PORT (see env.sh), MEMBER_PORTS (range for the etcd members,
+# env: ETCD_PORT API_PORT KWOK_PORT MEMBERS_PORT S3_PORT GCS_PORT AZURE_PORT (see env.sh), MEMBER_PORTS (range for the etcd members,
 # default 20000-28999), RUN_DIR, TOOLS_DIR, NODE_NAME.
 set -euo pipefail
 # shellcheck source=env.sh
@@ -56,7 +58,7 @@ healthy() {
   [ -f "$RUN_DIR/cluster.env" ] || return 1
   local deadline=$((SECONDS + 30)) name
   until "$CLUSTER_DIR/status.sh" >/dev/null 2>&1; do
-    for name in etcd kube-apiserver kube-controller-manager kwok etcd-members versitygw; do
+    for name in etcd kube-apiserver kube-controller-manager kwok etcd-members versitygw fake-gcs-server azurite; do
       alive "$PIDS_DIR/$name.pid" || return 1
     done
     [ $SECONDS -lt $deadline ] || return 1
@@ -84,10 +86,12 @@ if compgen -G "$PIDS_DIR/*.pid" >/dev/null || [ -n "$(ours)" ]; then
   "$CLUSTER_DIR/down.sh"
 fi
 
-for b in etcd kube-apiserver kube-controller-manager kwok versitygw; do
+for b in etcd kube-apiserver kube-controller-manager kwok versitygw fake-gcs-server; do
   [ -x "$BIN_DIR/$b" ] || die "missing $BIN_DIR/$b: run 'make tools' (a cold build takes about 15 minutes)"
 done
 [ -d "$TOOLS_DIR/kwok-kustomize/stage" ] || die "missing $TOOLS_DIR/kwok-kustomize: run 'make tools'"
+AZURITE_MAIN=$TOOLS_DIR/azurite/node_modules/azurite/dist/src/blob/main.js
+[ -f "$AZURITE_MAIN" ] || die "missing $AZURITE_MAIN: run 'make tools'"
 [ -x "$MEMBERS_BIN" ] || die "missing $MEMBERS_BIN: run 'make cluster-up' (it builds the member daemon first)"
 
 rm -rf "$RUN_DIR"
@@ -126,6 +130,8 @@ pick_port API_PORT 18443
 pick_port KWOK_PORT 18250
 pick_port MEMBERS_PORT 18390
 pick_port S3_PORT 18392
+pick_port GCS_PORT 18394
+pick_port AZURE_PORT 18396
 
 # --- PKI and kubeconfigs
 "$CLUSTER_DIR/pki.sh" "$PKI_DIR"
@@ -232,6 +238,24 @@ ROOT_ACCESS_KEY_ID=$S3_KEY ROOT_SECRET_ACCESS_KEY=$S3_SECRET start versitygw "$B
   --port "127.0.0.1:$S3_PORT" --quiet posix --sidecar "$RUN_DIR/s3/meta" "$RUN_DIR/s3/data"
 wait_for "versitygw (S3) on :$S3_PORT" versitygw 30 curl -s -o /dev/null "http://127.0.0.1:$S3_PORT/"
 
+# --- fake-gcs-server: buckets are directories of its root. The Storage client behind gocloud.dev's gs:// goes
+# to it when STORAGE_EMULATOR_HOST names it (the harness sets that, as a user's shell would set credentials);
+# the emulator asks for none. The bucket is made through the JSON API, as a user would make theirs.
+mkdir -p "$RUN_DIR/gcs" && chmod 700 "$RUN_DIR/gcs"
+start fake-gcs-server "$BIN_DIR/fake-gcs-server" -scheme http -host 127.0.0.1 -port "$GCS_PORT" \
+  -backend filesystem -filesystem-root "$RUN_DIR/gcs" -public-host "127.0.0.1:$GCS_PORT" -log-level warn
+GCS_API=http://127.0.0.1:$GCS_PORT/storage/v1/b?project=etcd-rollout-test
+wait_for "fake-gcs-server (GCS) on :$GCS_PORT" fake-gcs-server 30 curl -sf -o /dev/null "$GCS_API"
+curl -sf -o /dev/null -X POST -H 'Content-Type: application/json' -d '{"name":"etcd-snapshots"}' "$GCS_API" ||
+  die "fake-gcs-server did not create bucket etcd-snapshots"
+
+# --- Azurite: its blob service alone, on the machine's Node.js (tools/azurite says why this version). Clients
+# sign with its documented development account; the harness makes the container, as a user makes theirs.
+mkdir -p "$RUN_DIR/azurite" && chmod 700 "$RUN_DIR/azurite"
+start azurite "$(readlink -f "$(command -v node)")" "$AZURITE_MAIN" --blobHost 127.0.0.1 --blobPort "$AZURE_PORT" \
+  --location "$RUN_DIR/azurite" --silent --skipApiVersionCheck --disableTelemetry
+wait_for "azurite (Azure Blob) on :$AZURE_PORT" azurite 30 curl -s -o /dev/null "http://127.0.0.1:$AZURE_PORT/"
+
 cat >"$RUN_DIR/cluster.env" <<EOF
 # Written by tests/cluster/up.sh: what the running cluster uses. The harness reads this file.
 KUBECONFIG=$KUBECONFIG_FILE
@@ -244,6 +268,10 @@ MEMBER_PORTS=$MEMBER_PORTS
 S3_ENDPOINT=http://127.0.0.1:$S3_PORT
 S3_BUCKET=etcd-snapshots
 S3_CREDENTIALS=$RUN_DIR/s3.env
+GCS_EMULATOR_HOST=127.0.0.1:$GCS_PORT
+GCS_BUCKET=etcd-snapshots
+AZURE_BLOB_HOST=127.0.0.1:$AZURE_PORT
+AZURE_CONTAINER=etcd-snapshots
 EOF
 started=1
 log "cluster up: export KUBECONFIG=$KUBECONFIG_FILE"

@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"gocloud.dev/blob"
+	_ "gocloud.dev/blob/azureblob"
+	_ "gocloud.dev/blob/gcsblob"
 	_ "gocloud.dev/blob/s3blob"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
@@ -62,7 +64,7 @@ func TestMinorDowngradeGoesThroughEtcdsDowngradeAPI(t *testing.T) {
 	assert.Less(t, ready, firstRestart, "enabled before the first restart")
 	assert.Equal(t, before+uint64(res.LeaderTransfers), f.must.Term(), "raft term rose only by the transfers")
 	assert.Equal(t, keys, countKeys(ctx, t, f.etcd), "every key written before is there")
-	requireStoredInS3(ctx, t, to, res.Snapshot)
+	requireStored(ctx, t, to, res.Snapshot)
 
 	// And up again: etcd ended the downgrade once every member ran 3.5, so the cluster version can rise.
 	f.must.ChangeVersion("3.6", harness.StartFaults{})
@@ -123,9 +125,9 @@ func countKeys(ctx context.Context, t *testing.T, e *harness.Etcd) int64 {
 	return resp.Count
 }
 
-// requireStoredInS3 reads the snapshot rec names back from the bucket of to, and its record next to it: the
+// requireStored reads the snapshot rec names back from the bucket of to (s3://, gs:// or azblob://), and its record next to it: the
 // bytes are the ones the engine verified (sha256), and neither the location nor the record carries a secret.
-func requireStoredInS3(ctx context.Context, t *testing.T, to string, rec *rollout.SnapshotRecord) {
+func requireStored(ctx context.Context, t *testing.T, to string, rec *rollout.SnapshotRecord) {
 	t.Helper()
 	require.NotNil(t, rec, "a snapshot before the first restart")
 	bucket, err := blob.OpenBucket(ctx, to)
@@ -133,7 +135,7 @@ func requireStoredInS3(ctx context.Context, t *testing.T, to string, rec *rollou
 	defer bucket.Close()
 	u, err := url.Parse(rec.Location)
 	require.NoError(t, err)
-	require.Equal(t, "s3", u.Scheme, "stored in the bucket: %s", rec.Location)
+	require.Equal(t, strings.SplitN(to, ":", 2)[0], u.Scheme, "stored in the bucket: %s", rec.Location)
 	assert.Empty(t, u.RawQuery, "the location carries no endpoint parameter, nor any credential")
 	prefix, _ := url.ParseQuery(strings.SplitN(to, "?", 2)[1])
 	key := strings.TrimPrefix(strings.TrimPrefix(u.Path, "/"), prefix.Get("prefix"))

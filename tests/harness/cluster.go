@@ -32,6 +32,10 @@ type Cluster struct {
 	Members    *memberapi.Client
 	// S3 is the S3-compatible store the cluster scripts start beside it (versitygw).
 	S3 S3
+	// GCS is the Google Cloud Storage emulator the cluster scripts start beside it (fake-gcs-server).
+	GCS GCS
+	// AzureBlob is the Azure Blob Storage emulator the cluster scripts start beside it (Azurite).
+	AzureBlob AzureBlob
 }
 
 // Connect connects t to the running cluster and fails t (never skips it) when the cluster is not up.
@@ -57,8 +61,10 @@ func Open(runDir string) (*Cluster, error) {
 		return nil, fmt.Errorf("the local cluster is not up (run make cluster-up): %w", err)
 	}
 	c := &Cluster{RunDir: runDir, Kubeconfig: env["KUBECONFIG"], NodeName: env["NODE_NAME"],
-		Members: memberapi.NewClient(env["MEMBERS_URL"]),
-		S3:      S3{Endpoint: env["S3_ENDPOINT"], Bucket: env["S3_BUCKET"], credentials: env["S3_CREDENTIALS"]}}
+		Members:   memberapi.NewClient(env["MEMBERS_URL"]),
+		S3:        S3{Endpoint: env["S3_ENDPOINT"], Bucket: env["S3_BUCKET"], credentials: env["S3_CREDENTIALS"]},
+		GCS:       GCS{EmulatorHost: env["GCS_EMULATOR_HOST"], Bucket: env["GCS_BUCKET"]},
+		AzureBlob: AzureBlob{Host: env["AZURE_BLOB_HOST"], Container: env["AZURE_CONTAINER"]}}
 	if c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
 		return nil, fmt.Errorf("loading %s (run make cluster-up): %w", c.Kubeconfig, err)
 	}
