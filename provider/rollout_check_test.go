@@ -166,7 +166,7 @@ func TestCheckRefusesARollTheEngineRefuses(t *testing.T) {
 	}
 	for _, refusal := range []error{
 		fmt.Errorf("%w: etcd-2 (peer): etcd-0 refuses its new certificate", rollout.ErrPeerTrust),
-		fmt.Errorf("%w: etcd-2 (client): its new trust (CN=etcd-ca-2026) refuses the engine's client certificate", rollout.ErrClientTrust),
+		fmt.Errorf("%w: etcd-2 (client): its new trust (CN=etcd-ca-2026) refuses the engine's certificate", rollout.ErrClientTrust),
 	} {
 		t.Run("a restart whose peers or clients would refuse its certificates: "+refusal.Error(), func(t *testing.T) {
 			f := &fakeCluster{uid: "uid-1", state: healthyState("rev-a", 0), trustErr: refusal}
