@@ -8,7 +8,7 @@
 #   BENCH_RUNS=5           rollouts per strategy per scenario (heavy ×0.4, ten-clusters ×0.6 (one of them profiled,
 #                          and so left out of the cost table), rounded, at least 1):
 #                          five strategies × seven scenarios fit in about 40 minutes on 2 cores
-#   BENCH_SCENARIOS=all    comma-separated: easy,heavy-immediate,heavy-probe,hung,five,mtls,mtls-peerca,ten-clusters,emptydir,one-member
+#   BENCH_SCENARIOS=all    comma-separated: easy,heavy-immediate,heavy-probe,hung,five,mtls,mtls-peerca,ten-clusters,emptydir,one-member,ten-minor
 #   BENCH_COOLDOWN=1s      cool-down of the job-like and engine strategies (the engine's default is 30s)
 #   BENCH_RESULTS=results.md   where the table goes (relative to bench/); a smoke run can write elsewhere
 #   BENCH_OUT=out          raw data directory (relative to bench/)
