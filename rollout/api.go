@@ -533,6 +533,12 @@ type TrustCheckCost struct {
 	Duration                    time.Duration
 }
 
+// plus is c and d together.
+func (c TrustCheckCost) plus(d TrustCheckCost) TrustCheckCost {
+	return TrustCheckCost{Checks: c.Checks + d.Checks, Probes: c.Probes + d.Probes,
+		APIRequests: c.APIRequests + d.APIRequests, Duration: c.Duration + d.Duration}
+}
+
 // minus is the cost since before, of a running total.
 func (c TrustCheckCost) minus(before TrustCheckCost) TrustCheckCost {
 	return TrustCheckCost{Checks: c.Checks - before.Checks, Probes: c.Probes - before.Probes,

@@ -372,10 +372,7 @@ type trustCostMeter struct {
 func (m *trustCostMeter) add(c TrustCheckCost) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.sum.Checks += c.Checks
-	m.sum.Probes += c.Probes
-	m.sum.APIRequests += c.APIRequests
-	m.sum.Duration += c.Duration
+	m.sum = m.sum.plus(c)
 }
 
 func (m *trustCostMeter) total() TrustCheckCost {
