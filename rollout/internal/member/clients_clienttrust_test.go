@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -75,4 +76,54 @@ func TestServedChainReadsWhatAListenerServes(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, got)
 	assert.Equal(t, served.Certificate[0], got[0].Raw)
+}
+
+// releasingDialer is addrDialer that records every Release.
+type releasingDialer struct {
+	addrDialer
+	released []string
+}
+
+func (d *releasingDialer) Release(_, pod string, port int) {
+	d.released = append(d.released, fmt.Sprintf("%s:%d", pod, port))
+}
+
+// The trust check's and the status's looks at a member's ports leave the port-forwards open: on the client
+// port it is the one the member's etcd client goes through (PortForward.Release stops it, and the client's
+// next call would fail and rebuild it), and on the peer port the run's next probe takes it; the dialer's
+// Close ends them with the engine.
+func TestLooksAtAMembersPortsLeaveItsForwardsOpen(t *testing.T) {
+	ca := newTestCA(t)
+	served := ca.issueFor(t, x509.ExtKeyUsageServerAuth, []net.IP{net.ParseIP("127.0.0.1")}, "etcd-0.etcd-headless.db.svc")
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.cert)
+	addr := servePeer(t, served, pool, tls.VersionTLS13)
+	leaf := ca.sign(t, func(c *x509.Certificate) {
+		c.DNSNames = []string{"etcd-2.etcd-headless.db.svc"}
+		c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
+	})
+	tests := []struct {
+		name string
+		look func(*Clients) error
+	}{
+		{"the served chain of the client port", func(c *Clients) error {
+			_, err := c.ServedChain(context.Background(), "etcd-0", 2379)
+			return err
+		}},
+		{"a peer trust probe", func(c *Clients) error {
+			_, err := c.ProbePeerTrust(context.Background(), "etcd-0", 2380, leaf, pool, "etcd-0.etcd-headless.db.svc")
+			return err
+		}},
+		{"the status's look at the trust", func(c *Clients) error {
+			_, err := c.SeeTrust(context.Background(), "etcd-0", 2379)
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := &releasingDialer{addrDialer: addrDialer{addr}}
+			require.NoError(t, tt.look(NewClients(d, "db", "etcd-headless", 2379, nil)))
+			assert.Empty(t, d.released)
+		})
+	}
 }

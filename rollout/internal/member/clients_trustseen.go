@@ -30,7 +30,7 @@ func (m *Clients) SeeTrust(ctx context.Context, pod string, port int) (TrustSeen
 	if err != nil {
 		return TrustSeen{}, fmt.Errorf("reaching %s's port %d: %w", pod, port, err)
 	}
-	defer m.dialer.Release(m.namespace, pod, port)
+	// The forward stays open (ServedChain says why).
 	served, err := servedChain(ctx, endpoint)
 	if err != nil {
 		return TrustSeen{}, fmt.Errorf("seeing %s's trust on port %d: %w", pod, port, err)
@@ -64,6 +64,11 @@ func seeHandshake(ctx context.Context, endpoint string, cfg *tls.Config) (TrustS
 
 // ServedChain is the certificate chain pod's listener on port serves now (its leaf first), read from one
 // handshake that trusts nothing, presents nothing and sends no data.
+//
+// It leaves the port-forward it went through open, as ProbePeerTrust and SeeTrust do. On the client port it
+// is the one the member's etcd client uses, and PortForward.Release would stop it under that client, whose
+// next call would fail and rebuild it (a new forward: an API request, a handshake). On the peer port the
+// run's next probe of the member takes it. A forward is replaced when its pod is, and ends with the dialer.
 func (m *Clients) ServedChain(ctx context.Context, pod string, port int) ([]*x509.Certificate, error) {
 	ctx, cancel := context.WithTimeout(ctx, peerProbeTimeout)
 	defer cancel()
@@ -71,7 +76,7 @@ func (m *Clients) ServedChain(ctx context.Context, pod string, port int) ([]*x50
 	if err != nil {
 		return nil, fmt.Errorf("reaching %s's port %d: %w", pod, port, err)
 	}
-	defer m.dialer.Release(m.namespace, pod, port)
+	// The forward stays open (ServedChain says why).
 	served, err := servedChain(ctx, endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("reading the certificate %s serves on port %d: %w", pod, port, err)
