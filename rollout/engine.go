@@ -289,7 +289,8 @@ func (e *Engine) Run(ctx context.Context) (res Result, err error) {
 	defer cancel(nil)
 	stopRenew := e.lease.keepRenewed(runCtx, cancel)
 
-	r := &run{e: e, res: &res, lease: lease, passed: map[int]*passedMember{}, unproven: map[int]*passedMember{}, rolledFrom: map[int]string{}, requestsBefore: requestsBefore}
+	r := &run{e: e, res: &res, lease: lease, passed: map[int]*passedMember{}, unproven: map[int]*passedMember{}, rolledFrom: map[int]string{}, requestsBefore: requestsBefore,
+		trustProbes: trustcheck.NewMemo()}
 	e.leaderSeenDown = r.sawDown
 	defer func() { e.leaderSeenDown = nil }()
 	defer func() {
@@ -317,8 +318,15 @@ func (e *Engine) Run(ctx context.Context) (res Result, err error) {
 // own. Client side: the new trust file against the engine's client certificate and the server certificates
 // the others serve, the new server certificate as the engine's connections will judge it. A *TrustError
 // (ErrPeerTrust, ErrClientTrust) then says who refuses what; waiting changes nothing, so it is not
-// ErrBlocked. Material no Secret or ConfigMap holds cannot be read, and is said, not judged.
+// ErrBlocked. Material no Secret or ConfigMap holds cannot be read, and is said, not judged. It probes every
+// member afresh; a run's own checks keep what they found (checkTrust).
 func (e *Engine) CheckTrust(ctx context.Context, st ClusterState, ordinals []int) error {
+	return e.checkTrust(ctx, st, ordinals, nil)
+}
+
+// checkTrust is CheckTrust answering from, and keeping in, probes (nil: none; trustcheck.Memo says when an
+// answer stands).
+func (e *Engine) checkTrust(ctx context.Context, st ClusterState, ordinals []int, probes *trustcheck.Memo) error {
 	prober, ok := e.etcd.(trustcheck.Prober)
 	if !ok || st.podTemplate == nil || len(ordinals) == 0 {
 		return nil
@@ -338,11 +346,11 @@ func (e *Engine) CheckTrust(ctx context.Context, st ClusterState, ordinals []int
 	for _, m := range st.Members {
 		for _, info := range st.Membership {
 			if info.Name == m.Pod && len(info.PeerURLs) > 0 {
-				members = append(members, trustcheck.Member{Pod: m.Pod, PeerURL: info.PeerURLs[0], Reachable: m.Reachable})
+				members = append(members, trustcheck.Member{Pod: m.Pod, PeerURL: info.PeerURLs[0], Reachable: m.Reachable, UID: m.PodUID})
 			}
 		}
 	}
-	checker := trustcheck.Checker{Files: e.podFiles.Memo(), Prober: prober, ClientPort: e.cfg.ClientPort, Now: time.Now}
+	checker := trustcheck.Checker{Files: e.podFiles.Memo(), Prober: prober, Probes: probes, ClientPort: e.cfg.ClientPort, Now: time.Now}
 	checker.Engine, _ = e.etcd.(trustcheck.Engine)
 	began, requestsBefore := time.Now(), e.requests.count()
 	report, err := checker.Check(ctx, t, restart, members)

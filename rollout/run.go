@@ -10,6 +10,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/trustcheck"
 )
 
 // maxStepRetries bounds how often one step is re-planned because live state moved under it (a transfer
@@ -44,6 +46,8 @@ type run struct {
 	downgrade *downgradeRun
 	// requestsBefore is the engine's API request count when the run started.
 	requestsBefore int64
+	// trustProbes keeps what the run's trust checks found, for its later checks (trustcheck.Memo).
+	trustProbes *trustcheck.Memo
 	// last is the latest observation: what an exit asks etcd through.
 	last ClusterState
 	// memberIDs are the etcd member IDs seen behind each ordinal in this run: a member keeps its ID across a
@@ -702,13 +706,13 @@ func (r *run) gateRestarted(ctx context.Context, st ClusterState, ordinal int, w
 // the first member to restart led).
 func (r *run) checkTrustAhead(ctx context.Context, st ClusterState, plan Plan) error {
 	if !r.planned {
-		return r.e.CheckTrust(ctx, st, plan.Roll)
+		return r.e.checkTrust(ctx, st, plan.Roll, r.trustProbes)
 	}
 	if len(plan.Steps) == 0 || plan.Steps[0].Kind != StepTransferLeader {
 		return nil
 	}
 	if next, ok := plan.firstDisruption(); ok {
-		return r.e.CheckTrust(ctx, st, []int{next.Ordinal})
+		return r.e.checkTrust(ctx, st, []int{next.Ordinal}, r.trustProbes)
 	}
 	return nil
 }
@@ -738,7 +742,7 @@ func (r *run) clearToDisrupt(ctx context.Context, st ClusterState, step Step) (b
 		e.emit(step, "a member that passed cannot be seen right before %s restarts; looking again", pod)
 		return false, nil
 	}
-	if err := e.CheckTrust(ctx, st, []int{step.Ordinal}); err != nil {
+	if err := e.checkTrust(ctx, st, []int{step.Ordinal}, r.trustProbes); err != nil {
 		return false, fmt.Errorf("rolling %s: %w", pod, err)
 	}
 	if err := r.quorumOnAFreshLook(ctx, step.Ordinal); err != nil {

@@ -66,6 +66,8 @@ type Member struct {
 	Pod       string
 	PeerURL   string
 	Reachable bool
+	// UID is the pod's: a Memo keeps what a member answered only for the pod it answered from.
+	UID string
 }
 
 // Template is the pod template the restarted members start from.
@@ -122,6 +124,8 @@ type Checker struct {
 	Files  *podfile.Memo
 	Prober Prober
 	Engine Engine
+	// Probes, when set, keeps what the run's probes found, and answers from it (Memo says when).
+	Probes *Memo
 	// ClientPort is the members' client port, where the engine reaches them.
 	ClientPort int
 	Now        func() time.Time
@@ -197,9 +201,14 @@ func (c Checker) checkPeer(ctx context.Context, t Template, restart []string, me
 		if named := t.peerPort(); named != 0 {
 			port = named
 		}
+		if p, ok := c.Probes.peerProbe(material, m); ok {
+			probes[m.Pod] = p
+			continue
+		}
 		report.Probes++
 		if p, err := c.Prober.ProbePeerTrust(ctx, m.Pod, port, pair, roots, host); err == nil {
 			probes[m.Pod] = p
+			c.Probes.keepPeerProbe(material, m, p)
 		}
 	}
 	for _, pod := range restart {
@@ -242,9 +251,14 @@ func (c Checker) checkClient(ctx context.Context, t Template, restart []string, 
 		if !worthReading || !m.Reachable || (len(restart) == 1 && restart[0] == m.Pod) {
 			continue
 		}
+		if chain, ok := c.Probes.servedChain(material, m); ok {
+			served[m.Pod] = chain
+			continue
+		}
 		report.Probes++
 		if chain, err := c.Engine.ServedChain(ctx, m.Pod, c.ClientPort); err == nil {
 			served[m.Pod] = chain
+			c.Probes.keepServedChain(material, m, chain)
 		}
 	}
 	for _, pod := range restart {
