@@ -24,7 +24,7 @@ func TestAMemoProbesAMemberOncePerPodAndMaterial(t *testing.T) {
 	hosts := []string{"etcd-0.etcd-headless.db.svc", "etcd-1.etcd-headless.db.svc", "etcd-2.etcd-headless.db.svc"}
 	leaf, other := ca.Leaf(t, "etcd", testpki.Options{DNS: hosts}), ca.Leaf(t, "etcd", testpki.Options{DNS: hosts})
 	template := Template{
-		Spec: &corev1.PodSpec{Volumes: []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "etcd-tls"}}}}},
+		Spec:      &corev1.PodSpec{Volumes: []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "etcd-tls"}}}}},
 		Container: &corev1.Container{Name: "etcd", VolumeMounts: []corev1.VolumeMount{{Name: "tls", MountPath: "/tls"}}},
 		Flags: map[string]string{"peer-trusted-ca-file": "/tls/ca.crt", "peer-cert-file": "/tls/tls.crt", "peer-key-file": "/tls/tls.key",
 			"trusted-ca-file": "/tls/ca.crt", "cert-file": "/tls/tls.crt", "key-file": "/tls/tls.key"},
