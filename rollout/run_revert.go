@@ -134,7 +134,7 @@ func (r *run) revert(ctx context.Context, ordinal int) (string, error) {
 	if err := e.checkPointOfNoReturn(ctx, st, ordinal, e.comingBackImage(ctx, st, ordinal)); err != nil {
 		return "", err
 	}
-	if err := r.revertRestoresPeerTrust(ctx, st, ordinal, to); err != nil {
+	if err := r.revertRestoresRefusedTLS(ctx, st, ordinal, to); err != nil {
 		return "", err
 	}
 	if m.PodExists && m.Revision != to {
@@ -178,12 +178,12 @@ func (r *run) revert(ctx context.Context, ordinal int) (string, error) {
 	return to, nil
 }
 
-// revertRestoresPeerTrust refuses a revert that would bring the member back with TLS material its peers or
+// revertRestoresRefusedTLS refuses a revert that would bring the member back with TLS material its peers or
 // its clients refuse: a Secret is not part of a StatefulSet revision, so the pod the controller recreates at revision to
 // mounts what the member failed with again, and fails again (issue 33, item 3). The run holds instead, with
 // the partition locked, and names the objects to put trusted material back in. Without the revision's
 // template (not allowed, or gone) nothing is said.
-func (r *run) revertRestoresPeerTrust(ctx context.Context, st ClusterState, ordinal int, to string) error {
+func (r *run) revertRestoresRefusedTLS(ctx context.Context, st ClusterState, ordinal int, to string) error {
 	spec, err := r.e.revisionPodSpec(ctx, to)
 	if err != nil {
 		return nil

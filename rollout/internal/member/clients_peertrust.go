@@ -39,7 +39,7 @@ func (m *Clients) ProbePeerTrust(ctx context.Context, pod string, peerPort int, 
 	if err != nil {
 		return PeerTrustProbe{Verdict: trust.Unprobed}, fmt.Errorf("reaching %s's peer port %d: %w", pod, peerPort, err)
 	}
-	// The forward stays open for the run's next probe of this member (ServedChain says why).
+	// The forward stays open (ServedChain says why).
 	cfg := &tls.Config{Certificates: []tls.Certificate{leaf}, RootCAs: roots, ServerName: serverName, MinVersion: tls.VersionTLS12}
 	probe, err := peerHandshake(ctx, endpoint, cfg)
 	var unverified *tls.CertificateVerificationError

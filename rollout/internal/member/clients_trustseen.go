@@ -67,8 +67,9 @@ func seeHandshake(ctx context.Context, endpoint string, cfg *tls.Config) (TrustS
 //
 // It leaves the port-forward it went through open, as ProbePeerTrust and SeeTrust do. On the client port it
 // is the one the member's etcd client uses, and PortForward.Release would stop it under that client, whose
-// next call would fail and rebuild it (a new forward: an API request, a handshake). On the peer port the
-// run's next probe of the member takes it. A forward is replaced when its pod is, and ends with the dialer.
+// next call would fail and rebuild it (a new forward: an API request, a handshake). On the peer port an open
+// forward costs its idle listener only: each connection through it opens a stream of its own (an API
+// request per probe either way). A forward is replaced when its pod is, and ends with the dialer.
 func (m *Clients) ServedChain(ctx context.Context, pod string, port int) ([]*x509.Certificate, error) {
 	ctx, cancel := context.WithTimeout(ctx, peerProbeTimeout)
 	defer cancel()
@@ -76,7 +77,6 @@ func (m *Clients) ServedChain(ctx context.Context, pod string, port int) ([]*x50
 	if err != nil {
 		return nil, fmt.Errorf("reaching %s's port %d: %w", pod, port, err)
 	}
-	// The forward stays open (ServedChain says why).
 	served, err := servedChain(ctx, endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("reading the certificate %s serves on port %d: %w", pod, port, err)
