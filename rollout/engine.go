@@ -22,6 +22,7 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/podfile"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/replacerecord"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/trust"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/trustcheck"
 )
 
@@ -363,10 +364,13 @@ func (e *Engine) checkTrust(ctx context.Context, st ClusterState, ordinals []int
 	case errors.Is(err, trustcheck.ErrUnreadable):
 		e.emit(Step{}, "TLS trust not checked before restarting %s: %v", strings.Join(restart, ", "), err)
 		return nil
-	case errors.As(err, &side):
-		return fmt.Errorf("%w: restarting %s onto %s material that cannot be read: %v; fix the Secret the template mounts, then run again", sideError(side.Side), strings.Join(restart, ", "), side.Side, err)
 	case err != nil:
-		return fmt.Errorf("%w: checking the trust of %s: %v", ErrPeerTrust, strings.Join(restart, ", "), err)
+		which := trust.Peer
+		if errors.As(err, &side) {
+			which = side.Side
+		}
+		return fmt.Errorf("%w: restarting %s onto %s material that cannot be read: %v; fix the Secret the template mounts, then run again",
+			sideError(which), strings.Join(restart, ", "), which, err)
 	}
 	return nil
 }
