@@ -36,19 +36,7 @@ func TestCLISnapshotOfTheLocalCluster(t *testing.T) {
 	f.must.PlaceLeader(2)
 
 	dir := filepath.Join(t.TempDir(), "backups")
-	cli := func(args ...string) (string, string, int) {
-		args = append(args, "--sts", f.etcd.Spec.Name, "-n", f.etcd.Namespace, "--kubeconfig", f.c.Kubeconfig)
-		cmd := exec.CommandContext(ctx, bin, args...)
-		var stdout, stderr strings.Builder
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			return stdout.String(), stderr.String(), exit.ExitCode()
-		}
-		require.NoError(t, err)
-		return stdout.String(), stderr.String(), 0
-	}
+	cli := func(args ...string) (string, string, int) { return runCLI(ctx, t, bin, f, nil, args...) }
 	out, log, code := cli("snapshot", "--to", dir, "-o", "json")
 	require.Equal(t, 0, code, "%s\n%s", out, log)
 	var doc struct {
@@ -102,16 +90,30 @@ func TestCLISnapshotToGCSAndAzureBlob(t *testing.T) {
 		{f.c.GCS.URL(t, f.etcd.Namespace), f.c.GCS.Env()},
 		{f.c.AzureBlob.URL(t, f.etcd.Namespace), f.c.AzureBlob.Env()},
 	} {
-		cmd := exec.CommandContext(ctx, bin, "snapshot", "--to", store.to, "-o", "json",
-			"--sts", f.etcd.Spec.Name, "-n", f.etcd.Namespace, "--kubeconfig", f.c.Kubeconfig)
-		cmd.Env = append(os.Environ(), store.env...)
-		var stdout, stderr strings.Builder
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		require.NoError(t, cmd.Run(), "%s: %s\n%s", store.to, stdout.String(), stderr.String())
+		out, log, code := runCLI(ctx, t, bin, f, store.env, "snapshot", "--to", store.to, "-o", "json")
+		require.Equal(t, 0, code, "%s: %s\n%s", store.to, out, log)
 		var doc struct {
 			Snapshot rollout.SnapshotRecord `json:"snapshot"`
 		}
-		require.NoError(t, json.Unmarshal([]byte(stdout.String()), &doc), stdout.String())
+		require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
 		requireStored(ctx, t, store.to, &doc.Snapshot)
 	}
+}
+
+// runCLI runs the CLI binary bin on f's StatefulSet with args, and env added to this process's environment; it
+// returns its stdout, its stderr and its exit code.
+func runCLI(ctx context.Context, t *testing.T, bin string, f *fixture, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	args = append(args, "--sts", f.etcd.Spec.Name, "-n", f.etcd.Namespace, "--kubeconfig", f.c.Kubeconfig)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return stdout.String(), stderr.String(), exit.ExitCode()
+	}
+	require.NoError(t, err)
+	return stdout.String(), stderr.String(), 0
 }
