@@ -29,7 +29,8 @@ import (
 // restart (a 3.5 member started while the cluster version is 3.6 would not join), every member ends on the
 // 3.5 binary by its own word, the cluster version is 3.5, the keys written before are all there, and the
 // term rose only by the engine's transfers. Its snapshot, before the first restart, goes to the S3 server the
-// cluster scripts start (versitygw), through the same s3:// code as a user's bucket.
+// cluster scripts start (versitygw), through the same s3:// code as a user's bucket; so does the snapshot of
+// the upgrade back to 3.6 that follows.
 func TestMinorDowngradeGoesThroughEtcdsDowngradeAPI(t *testing.T) {
 	f := newFixture(t, httpSpec)
 	ctx := runCtx(t)
@@ -66,11 +67,13 @@ func TestMinorDowngradeGoesThroughEtcdsDowngradeAPI(t *testing.T) {
 	assert.Equal(t, keys, countKeys(ctx, t, f.etcd), "every key written before is there")
 	requireStored(ctx, t, to, res.Snapshot)
 
-	// And up again: etcd ended the downgrade once every member ran 3.5, so the cluster version can rise.
+	// And up again, 3.5 → 3.6, its snapshot to the same bucket: etcd ended the downgrade once every member ran
+	// 3.5, so the cluster version can rise.
 	f.must.ChangeVersion("3.6", harness.StartFaults{})
-	res, err = f.engine(nil).Run(ctx)
+	res, err = f.engine(func(cfg *rollout.Config, _ *rollout.Options) { cfg.SnapshotTo = to }).Run(ctx)
 	require.NoError(t, err)
 	assert.Regexp(t, `^3\.6\.`, res.ClusterVersion, "back on 3.6 after the downgrade")
+	requireStored(ctx, t, to, res.Snapshot)
 }
 
 // A downgrade stopped by the caller after the engine enabled it and before any member restarted is cancelled:
