@@ -9,6 +9,7 @@ package faults_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -223,6 +224,26 @@ func withStaleRead(ops []harness.HistoryOp) ([]harness.HistoryOp, bool) {
 func (f *fixture) engine(mutate func(*rollout.Config, *rollout.Options)) *rollout.Engine {
 	f.t.Helper()
 	return f.must.Engine(mutate)
+}
+
+// runRefusedUntouched places the leader on etcd-2, the first member a plan restarts, runs the engine, and
+// checks that the run was refused at once and touched nothing: no pod restarted, the partition locked, no
+// leader moved (a move for a restart that will not happen is a write pause and a term for nothing), the raft
+// term unchanged. It returns the run's error, for the caller to say what refused it.
+func (f *fixture) runRefusedUntouched(ctx context.Context) error {
+	f.t.Helper()
+	f.must.PlaceLeader(2)
+	_, uids := f.must.Pods()
+	term := f.must.Term()
+	res, err := f.engine(nil).Run(ctx)
+	require.Error(f.t, err)
+	assert.False(f.t, errors.Is(err, rollout.ErrBlocked), "not waited for: refused at once")
+	_, after := f.must.Pods()
+	assert.Equal(f.t, uids, after, "no pod restarted")
+	assert.Equal(f.t, f.etcd.Spec.Replicas, f.must.Partition(), "partition locked")
+	assert.Zero(f.t, res.LeaderTransfers, "no leader moved for a restart that is refused")
+	assert.Equal(f.t, term, f.must.Term(), "the raft term did not move")
+	return err
 }
 
 // requireState checks what every case promises at its end: the partition at replicas, and each ordinal
