@@ -208,9 +208,15 @@ type ClusterState struct {
 	// liveness probe that needs quorum, or gives up too soon; readiness on /health): preview and `plan` warn,
 	// the roll goes on, since the engine gates on etcd's word whatever the kubelet probes.
 	ProbeWarnings []ProbeFinding
-	// TemplateInitialClusterState is the template's --initial-cluster-state (or ETCD_INITIAL_CLUSTER_STATE), as
-	// written ("" when it does not say): a replaced member must start with "existing".
+	// TemplateInitialClusterState is the template's --initial-cluster-state (or ETCD_INITIAL_CLUSTER_STATE, or
+	// its --config-file's initial-cluster-state), as written ("" when it does not say): a replaced member must
+	// start with "existing".
 	TemplateInitialClusterState string
+	// TemplateInitialClusterStateOmitted says the template visibly starts etcd without an initial cluster
+	// state (its whole command line and variables, or its config file, read): etcd's default, "new", applies,
+	// and a replaced member cannot join as its learner. False where a script or a variable from elsewhere
+	// may set it.
+	TemplateInitialClusterStateOmitted bool
 	// Membership is etcd's member list as the leader (else any member that answered) gave it; MembershipKnown
 	// says one did (an empty list read from nobody is not "nobody is a member").
 	Membership      []member.Info

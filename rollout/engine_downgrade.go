@@ -221,9 +221,9 @@ func downgradeTargetOf(st ClusterState) string {
 	return ""
 }
 
-// templateMinor is the minor ("3.6") of the template's image tag; "" when the tag is no version.
+// templateMinor is the minor ("3.6") the template runs (templateVersion); "" when that cannot be told.
 func templateMinor(st ClusterState) string {
-	if v, ok := ImageVersion(st.TemplateImage); ok {
+	if v, ok := templateVersion(st); ok {
 		return v.minor()
 	}
 	return ""

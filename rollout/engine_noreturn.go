@@ -31,7 +31,7 @@ func (e *Engine) checkPointOfNoReturn(ctx context.Context, st ClusterState, ordi
 		}
 	}
 	back, knownBack := ImageVersion(comingBack)
-	to, knownTo := ImageVersion(st.TemplateImage)
+	to, knownTo := templateVersion(st)
 	if knownBack && knownTo && back.Major == to.Major && back.Minor == to.Minor {
 		return nil
 	}

@@ -38,6 +38,12 @@ func (e *Engine) Observe(ctx context.Context) (ClusterState, error) {
 			claims = append(claims, vct.Name)
 		}
 		st.Durability = durabilityOf(ctx, files, &sts.Spec.Template.Spec, c, claims)
+		if file := EtcdFlagValues(c)["config-file"]; file != "" {
+			// etcd reads only the file then: what it says of the initial cluster state is what counts.
+			settings, err := configfile.Read(ctx, files, &sts.Spec.Template.Spec, c, file)
+			st.TemplateInitialClusterState = settings.InitialClusterState
+			st.TemplateInitialClusterStateOmitted = err == nil && settings.InitialClusterState == ""
+		}
 	}
 	if st.Replicas > 0 && sts.Spec.ServiceName != "" && sts.Spec.ServiceName != e.cfg.ServiceName {
 		return st, fmt.Errorf("%w: serviceName %q is not the StatefulSet's governing service %q", ErrBlocked, e.cfg.ServiceName, sts.Spec.ServiceName)
@@ -139,6 +145,7 @@ func stsState(sts *appsv1.StatefulSet) ClusterState {
 		st.TemplateImage = c.Image
 		st.TemplateSettings = EtcdSettings(c)
 		st.TemplateInitialClusterState = EtcdFlagValues(c)["initial-cluster-state"]
+		st.TemplateInitialClusterStateOmitted = st.TemplateInitialClusterState == "" && startsEtcdVisibly(c)
 		st.ProbeWarnings = probes.Judge(c)
 	}
 	st.SelfRemoval = selfremoval.Find(&sts.Spec.Template.Spec)

@@ -99,6 +99,33 @@ func EtcdFlagValues(c *corev1.Container) map[string]string {
 	return values
 }
 
+// startsEtcdVisibly says the container's own words start etcd (its command is etcd, or a shell one-liner that
+// runs it) and every ETCD_* variable's value is in the spec: then a setting none of them gives is one etcd
+// starts without. A script whose content is elsewhere, a variable from a ConfigMap or Secret, or a config
+// file may give it: then nobody can tell from the spec.
+func startsEtcdVisibly(c *corev1.Container) bool {
+	words := append(append([]string{}, c.Command...), c.Args...)
+	switch {
+	case len(words) == 0 || EtcdFlagValues(c)["config-file"] != "":
+		return false
+	case isShell(words[0]):
+		runsEtcd := slices.ContainsFunc(words, func(w string) bool {
+			return slices.ContainsFunc(strings.Fields(w), func(f string) bool { return path.Base(f) == "etcd" })
+		})
+		if !runsEtcd {
+			return false
+		}
+	case path.Base(words[0]) != "etcd":
+		return false
+	}
+	for _, e := range c.Env {
+		if _, ok := flagOfVariable(e.Name); ok && e.ValueFrom != nil {
+			return false
+		}
+	}
+	return len(c.EnvFrom) == 0
+}
+
 // etcdWords is what etcd is started with: the container's command and args, or, for a `sh -c` script, the
 // script's words after the word naming etcd, up to "--".
 func etcdWords(c *corev1.Container) []string {

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/durability"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/etcdflags"
 )
 
@@ -245,4 +246,49 @@ func TestRunRefusesAFlagTheTargetDoesNotAcceptBeforeTouchingAnything(t *testing.
 	assert.Zero(t, res.LeaderTransfers)
 	assert.Zero(t, c.stsPatches())
 	assert.Equal(t, []string{oldRev, oldRev, oldRev}, c.revisions())
+}
+
+// A replaced member must start as "existing"; a template that visibly starts etcd without the setting starts
+// it as "new", etcd's default (review 3, item 8: only a written "new" was refused, so the run removed a voter
+// and waited out its timeouts for a learner that never started). Where a script or a variable from
+// elsewhere may set it, nobody can tell from the spec.
+func TestATemplateThatOmitsTheInitialClusterStateIsRefusedForAReplacement(t *testing.T) {
+	fromConfigMap := corev1.EnvVar{Name: "ETCD_INITIAL_CLUSTER_STATE", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{Key: "state"}}}
+	for _, tt := range []struct {
+		name    string
+		c       corev1.Container
+		omitted bool
+	}{
+		{"etcd's own command line without it", corev1.Container{Command: []string{"etcd", "--name=$(POD_NAME)", "--data-dir=/var/lib/etcd"}}, true},
+		{"a shell one-liner running etcd without it", corev1.Container{Command: []string{"/bin/sh", "-ec", "exec etcd --name=${HOSTNAME} --data-dir=/var/lib/etcd"}}, true},
+		{"a shell one-liner running etcd with no flags", corev1.Container{Command: []string{"/bin/sh", "-c", "exec /usr/local/bin/etcd"}}, true},
+		{"the flag", corev1.Container{Command: []string{"etcd", "--initial-cluster-state=existing"}}, false},
+		{"the flag from a script variable", corev1.Container{Command: []string{"/bin/sh", "-ec", "etcd --initial-cluster-state=$STATE"}}, false},
+		{"the variable", corev1.Container{Command: []string{"etcd"}, Env: []corev1.EnvVar{{Name: "ETCD_INITIAL_CLUSTER_STATE", Value: "existing"}}}, false},
+		{"the variable from a ConfigMap", corev1.Container{Command: []string{"etcd"}, Env: []corev1.EnvVar{fromConfigMap}}, false},
+		{"variables from a ConfigMap", corev1.Container{Command: []string{"etcd"}, EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{}}}}, false},
+		{"a script whose content is elsewhere", corev1.Container{Command: []string{"/scripts/start-etcd.sh"}}, false},
+		{"the image's entrypoint", corev1.Container{Image: "registry.k8s.io/etcd:3.6.8-0"}, false},
+		{"a config file (read by the engine)", corev1.Container{Command: []string{"etcd", "--config-file=/etc/etcd/etcd.yaml"}}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.c.Name = "etcd"
+			sts := &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{tt.c}}}}}
+			st := stsState(sts)
+			assert.Equal(t, tt.omitted, st.TemplateInitialClusterStateOmitted)
+			s := healthyState(3, 0)
+			s.Durability = []durability.Dir{{Role: "data dir", Kind: durability.DiesWithPod, Why: "the data dir is on an emptyDir"}}
+			s.TemplateInitialClusterState, s.TemplateInitialClusterStateOmitted = st.TemplateInitialClusterState, st.TemplateInitialClusterStateOmitted
+			if s.TemplateInitialClusterState == "" && !s.TemplateInitialClusterStateOmitted {
+				s.TemplateInitialClusterState = "existing" // what the script or variable is trusted to give
+			}
+			_, err := PlanRollout(s, LeaderLazy)
+			if !tt.omitted {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrDataDiesWithPod)
+			assert.Contains(t, err.Error(), "the template starts etcd without --initial-cluster-state")
+		})
+	}
 }

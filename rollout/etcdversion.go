@@ -16,9 +16,13 @@ func (v EtcdVersion) String() string { return fmt.Sprintf("%d.%d.%d", v.Major, v
 // quay.io/coreos/etcd:v3.5.21, gcr.io/etcd-development/etcd:v3.6.0-rc.1.
 var imageTag = regexp.MustCompile(`:v?(\d+)\.(\d+)\.(\d+)[^:/]*$`)
 
-// ImageVersion reads the etcd version from an image reference's tag. An image pinned only by digest, or
-// tagged otherwise ("latest"), has no version to read.
+// ImageVersion reads the etcd version from an image reference's tag. A tag pinned by digest as well
+// (etcd:v3.6.8@sha256:…) is read before the digest, which says nothing of the version; an image pinned only
+// by digest, or tagged otherwise ("latest"), has no version to read.
 func ImageVersion(image string) (EtcdVersion, bool) {
+	if at := strings.IndexByte(image, '@'); at >= 0 {
+		image = image[:at]
+	}
 	m := imageTag.FindStringSubmatch(image)
 	if m == nil {
 		return EtcdVersion{}, false

@@ -50,13 +50,16 @@ func anyDataLost(s ClusterState) bool {
 // checkDurability refuses, before anything is touched, a roll of members whose data dies with their pod that
 // a replacement cannot do safely: a data dir and a WAL dir of different durability (a replacement would keep
 // one and lose the other), a single member (there is nobody to replace it from: a roll loses everything), and
-// a template that starts etcd with --initial-cluster-state=new (the replaced member must join the running
-// cluster as the learner added for it; "new" fails with "member has already been bootstrapped", or founds a
-// second cluster).
+// a template that starts etcd with --initial-cluster-state=new, or visibly without it (etcd's default is new:
+// the replaced member must join the running cluster as the learner added for it; "new" fails with "member
+// has already been bootstrapped", or founds a second cluster).
 func checkDurability(s ClusterState) error {
 	var lost, kept string
 	for _, d := range s.Durability {
 		switch {
+		case d.Kind == durability.AnyNode:
+			return fmt.Errorf("%w: %s: a member restarted on another node finds no data (an empty log under a voting identity), and one replaced on the same node finds the removed member's; pin each pod to its node (a local PersistentVolume in a volumeClaimTemplate does it for you), then run again",
+				ErrDataDiesWithPod, d.Why)
 		case d.Kind.Lost() && lost == "":
 			lost = d.Why
 		case (d.Kind == durability.SurvivesPod || d.Kind == durability.SameNodeOnly) && kept == "":
@@ -71,6 +74,9 @@ func checkDurability(s ClusterState) error {
 		return nil
 	case s.Replicas == 1:
 		return fmt.Errorf("%w: the only member's data dies with its pod (%s): restarting it loses every key, and there is no other member to replace it from; move the data dir onto a volumeClaimTemplate (or scale to 3 members) first, then run again",
+			ErrDataDiesWithPod, dataWhy(s))
+	case s.TemplateInitialClusterStateOmitted:
+		return fmt.Errorf("%w: the template starts etcd without --initial-cluster-state, so etcd starts as \"new\", but a member whose data dies with its pod (%s) is replaced: it must join the running cluster as the learner added for it, and as \"new\" it never can; start it with --initial-cluster-state=existing when its data dir is empty and the cluster exists (docs/usage.md, \"Members whose data dies with their pod\"), then run again",
 			ErrDataDiesWithPod, dataWhy(s))
 	case s.TemplateInitialClusterState == "new":
 		return fmt.Errorf("%w: the template starts etcd with --initial-cluster-state=new, but a member whose data dies with its pod (%s) is replaced: it must join the running cluster as the learner added for it, and with \"new\" it fails (\"member has already been bootstrapped\") or founds a cluster of its own; start it with --initial-cluster-state=existing when its data dir is empty and the cluster exists (docs/usage.md, \"Members whose data dies with their pod\"), then run again",
@@ -471,7 +477,7 @@ func withHealthy(s ClusterState, k int) ClusterState {
 // last member on the old minor runs the new one, etcd raises the cluster version, and a member of the old
 // minor can no longer rejoin.
 func versionMove(s ClusterState, roll []int) *VersionMove {
-	to, ok := ImageVersion(s.TemplateImage)
+	to, ok := templateVersion(s)
 	if !ok {
 		return nil
 	}

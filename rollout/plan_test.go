@@ -562,6 +562,10 @@ func TestMembersWhoseDataDiesWithThePodArePlannedAsReplacements(t *testing.T) {
 		{"one member", []durability.Dir{emptyDir}, 1, "", nil, nil, "the only member's data dies with its pod"},
 		{"a template that founds a new cluster", []durability.Dir{emptyDir}, 3, "new", nil, nil, "the template starts etcd with --initial-cluster-state=new"},
 		{"on an emptyDir, nothing to roll", []durability.Dir{emptyDir}, 3, "new", []int{0, 1, 2}, nil, ""},
+		{"on a hostPath of a pinned pod: restarts", []durability.Dir{dir(durability.SameNodeOnly, "hostPath of a pod pinned to one node")}, 3, "", nil, []StepKind{StepLowerPartition, StepLowerPartition, StepLowerPartition}, ""},
+		{"on a hostPath of a pod on any node: refused", []durability.Dir{dir(durability.AnyNode, `the data dir /var/lib/etcd is on hostPath volume "data" (/srv/etcd) of a pod not pinned to one node`)}, 3, "", nil, nil,
+			"of a pod not pinned to one node: a member restarted on another node finds no data"},
+		{"on a hostPath of a pod on any node, nothing to roll", []durability.Dir{dir(durability.AnyNode, "")}, 3, "", []int{0, 1, 2}, nil, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -26,7 +26,15 @@ const MinPatchBefore36 = 32
 // v2 (V2Enabled), by pod name; the first in name order is named.
 func CheckV2Store(templateImage string, v2Members []string) error {
 	to, ok := ImageVersion(templateImage)
-	if !ok || len(v2Members) == 0 || to.Major != 3 || to.Minor < 6 {
+	if !ok {
+		return nil
+	}
+	return checkV2Store(to, v2Members)
+}
+
+// checkV2Store is CheckV2Store for a target version already told.
+func checkV2Store(to EtcdVersion, v2Members []string) error {
+	if len(v2Members) == 0 || to.Major != 3 || to.Minor < 6 {
 		return nil
 	}
 	pods := slices.Sorted(slices.Values(v2Members))
@@ -69,18 +77,26 @@ func CheckVersionPath(from, to EtcdVersion) error {
 var ErrVersionPath = errors.New("unsupported etcd version change")
 
 // CheckImagePath refuses a template image that cannot be rolled onto what some member runs now (memberImages:
-// the etcd container image of each pod, by pod name). Images without a version tag are not judged: a digest
-// says nothing about the version. The error names the first member, in name order, that blocks it.
+// the etcd container image of each pod, by pod name). A template image whose version cannot be told (pinned
+// only by digest, or tagged "latest") is refused when it replaces a member's image: nobody can say whether
+// the change crosses a minor version, which needs a snapshot before its point of no return and etcd's version
+// checks (ErrVersionUnknown). A member image without a version is not judged here: the engine asks the member.
+// The error names the first member, in name order, that blocks it.
 func CheckImagePath(templateImage string, memberImages map[string]string) error {
-	to, ok := ImageVersion(templateImage)
-	if !ok {
-		return nil
-	}
 	pods := make([]string, 0, len(memberImages))
 	for pod := range memberImages {
 		pods = append(pods, pod)
 	}
 	sort.Strings(pods)
+	to, ok := ImageVersion(templateImage)
+	if !ok {
+		for _, pod := range pods {
+			if memberImages[pod] != templateImage {
+				return unknownTemplateVersion(templateImage, pod, memberImages[pod])
+			}
+		}
+		return nil
+	}
 	for _, pod := range pods {
 		from, ok := ImageVersion(memberImages[pod])
 		if !ok {
@@ -99,15 +115,18 @@ func CheckImagePath(templateImage string, memberImages map[string]string) error 
 // engine runs it itself before its first disruption, because a preview may have judged an older template
 // (in the drop-in shape Check can run before the new template is applied) and the CLI has no Check at all.
 func checkVersionPaths(st ClusterState) error {
-	to, ok := ImageVersion(st.TemplateImage)
-	if ok {
-		members := make([]MemberState, 0, len(st.Members))
-		for _, m := range st.Members {
-			if m.Revision != st.UpdateRevision {
-				members = append(members, m)
-			}
+	members := make([]MemberState, 0, len(st.Members))
+	for _, m := range st.Members {
+		if m.Revision != st.UpdateRevision {
+			members = append(members, m)
 		}
-		sort.Slice(members, func(i, j int) bool { return members[i].Pod < members[j].Pod })
+	}
+	sort.Slice(members, func(i, j int) bool { return members[i].Pod < members[j].Pod })
+	if err := checkVersionsKnown(st, members); err != nil {
+		return fmt.Errorf("%w: %w: %w", ErrBlocked, ErrVersionPath, err)
+	}
+	to, ok := templateVersion(st)
+	if ok {
 		for _, m := range members {
 			from, byTag, known := memberVersion(m)
 			if !known {
@@ -128,7 +147,7 @@ func checkVersionPaths(st ClusterState) error {
 			v2 = append(v2, m.Pod)
 		}
 	}
-	if err := CheckV2Store(st.TemplateImage, v2); err != nil {
+	if err := checkV2Store(to, v2); ok && err != nil {
 		return fmt.Errorf("%w: %w: %v", ErrBlocked, ErrVersionPath, err)
 	}
 	return checkTemplateFlags(st)
@@ -137,15 +156,7 @@ func checkVersionPaths(st ClusterState) error {
 // checkTemplateFlags refuses template settings the version the members roll to does not accept. That version
 // is the template image's tag; for an image without one, the version a member on the same image reports.
 func checkTemplateFlags(st ClusterState) error {
-	to, ok := ImageVersion(st.TemplateImage)
-	for _, m := range st.Members {
-		if ok {
-			break
-		}
-		if m.Image == st.TemplateImage && m.ServerVersion != "" {
-			to, ok = ParseVersion(m.ServerVersion)
-		}
-	}
+	to, ok := templateVersion(st)
 	if !ok {
 		return nil
 	}
@@ -153,6 +164,65 @@ func checkTemplateFlags(st ClusterState) error {
 		return fmt.Errorf("%w: %w (%w): %w", ErrBlocked, ErrVersionPath, ErrFlagRefused, err)
 	}
 	return nil
+}
+
+// ErrVersionUnknown is wrapped (with ErrVersionPath) when a roll changes the members' image and the etcd
+// version on one side of the change cannot be told: whether it crosses a minor version (a snapshot before
+// the point of no return, etcd's version checks) is then unknown, and a guess is not made.
+var ErrVersionUnknown = errors.New("etcd version cannot be told")
+
+// templateVersion is the version the template runs: its image's tag, else the version a member already
+// running that image reports by its own word.
+func templateVersion(st ClusterState) (EtcdVersion, bool) {
+	if v, ok := ImageVersion(st.TemplateImage); ok {
+		return v, true
+	}
+	for _, m := range st.Members {
+		if m.Image == st.TemplateImage && m.ServerVersion != "" {
+			if v, ok := ParseVersion(m.ServerVersion); ok {
+				return v, true
+			}
+		}
+	}
+	return EtcdVersion{}, false
+}
+
+// checkVersionsKnown refuses a roll whose version change cannot be judged: the template's version cannot be
+// told while it replaces a member's image, or a member to roll has no version anybody can tell (it does not
+// answer and its image carries no tag) while the roll crosses a minor version for the others. members are
+// the ones still to roll, in name order.
+func checkVersionsKnown(st ClusterState, members []MemberState) error {
+	to, ok := templateVersion(st)
+	if !ok {
+		for _, m := range members {
+			if m.Image != st.TemplateImage {
+				return unknownTemplateVersion(st.TemplateImage, m.Pod, m.Image)
+			}
+		}
+		return nil
+	}
+	crosses := false
+	for _, m := range members {
+		if from, _, known := memberVersion(m); known && from.minor() != to.minor() {
+			crosses = true
+		}
+	}
+	if cluster, known := ParseVersion(st.ClusterVersion); known && cluster.minor() != to.minor() {
+		crosses = true
+	}
+	for _, m := range members {
+		if _, _, known := memberVersion(m); !known && crosses {
+			return fmt.Errorf("%w: %s does not answer and its image %s carries no version tag, while the roll to etcd %s changes the minor version for the others: a member of another minor may not rejoin; bring %s up (or tag its image with its version) and run again",
+				ErrVersionUnknown, m.Pod, m.Image, to, m.Pod)
+		}
+	}
+	return nil
+}
+
+// unknownTemplateVersion is the refusal of a template image whose version cannot be told.
+func unknownTemplateVersion(templateImage, pod, podImage string) error {
+	return fmt.Errorf("%w: the pod template's image %s carries no version tag, so whether rolling %s off %s crosses a minor version cannot be told: tag the image with its version (etcd:v3.6.8@sha256:… keeps the digest pin) and run again",
+		ErrVersionUnknown, templateImage, pod, podImage)
 }
 
 // JudgeProbes is the probe shapes of etcd container c that turn a roll's hiccup into an outage

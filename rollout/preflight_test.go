@@ -20,6 +20,9 @@ func TestImageVersion(t *testing.T) {
 		{"localhost:5000/etcd", EtcdVersion{}, false},
 		{"quay.io/coreos/etcd:latest", EtcdVersion{}, false},
 		{"registry.k8s.io/etcd@sha256:0123abcd", EtcdVersion{}, false},
+		{"registry.k8s.io/etcd:3.6.8-0@sha256:0123abcd", EtcdVersion{3, 6, 8}, true},
+		{"localhost:5000/etcd:v3.5.35@sha256:0123abcd", EtcdVersion{3, 5, 35}, true},
+		{"localhost:5000/etcd@sha256:0123abcd", EtcdVersion{}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.image, func(t *testing.T) {
@@ -61,4 +64,87 @@ func TestCheckVersionPath(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.want)
 		})
 	}
+}
+
+// A digest-pinned image is rolled like its tag says (review 3, item 5): before the fix its version was
+// unknown, so a 3.5 → 3.6 roll planned no snapshot and skipped the 3.5.32 floor, and a template whose version
+// nobody can tell is now refused when it replaces the members' image.
+func TestADigestPinnedImageIsJudgedByItsTagAndAnUntoldVersionIsRefused(t *testing.T) {
+	const (
+		tag35  = "registry.k8s.io/etcd:3.5.35-0@sha256:35"
+		tag36  = "registry.k8s.io/etcd:3.6.8-0@sha256:36"
+		old35  = "registry.k8s.io/etcd:3.5.21-0@sha256:21"
+		digest = "registry.k8s.io/etcd@sha256:ffff"
+	)
+	for _, tc := range []struct {
+		name       string
+		template   string
+		images     []string
+		versions   []string // Status answers; "" for a member that does not answer
+		wantErr    error
+		wantIn     string
+		wantSnap   bool
+		wantChecks bool // the v2 store and flag checks judged the target version
+	}{
+		{name: "tag@digest 3.5 → 3.6 plans a snapshot", template: tag36,
+			images: []string{tag35, tag35, tag35}, versions: []string{"3.5.35", "3.5.35", "3.5.35"}, wantSnap: true, wantChecks: true},
+		{name: "tag@digest below the 3.5.32 floor is refused", template: tag36,
+			images: []string{old35, old35, old35}, versions: []string{"3.5.21", "3.5.21", "3.5.21"},
+			wantErr: ErrVersionPath, wantIn: "only from 3.5.32 or later"},
+		{name: "a digest-only template replacing the members' image is refused", template: digest,
+			images: []string{tag35, tag35, tag35}, versions: []string{"3.5.35", "3.5.35", "3.5.35"},
+			wantErr: ErrVersionUnknown, wantIn: "carries no version tag"},
+		{name: "a digest-only template a member already runs is told by that member", template: digest,
+			images: []string{digest, tag35, tag35}, versions: []string{"3.6.8", "3.5.35", "3.5.35"}, wantSnap: true, wantChecks: true},
+		{name: "a member nobody can date while the others cross a minor is refused", template: tag36,
+			images: []string{tag35, digest, tag35}, versions: []string{"3.5.35", "", "3.5.35"},
+			wantErr: ErrVersionUnknown, wantIn: "etcd-1 does not answer"},
+		{name: "a member nobody can date in a patch roll is not", template: tag36,
+			images: []string{"registry.k8s.io/etcd:3.6.7-0", digest, "registry.k8s.io/etcd:3.6.7-0"}, versions: []string{"3.6.7", "", "3.6.7"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := healthyState(3, 1)
+			s.TemplateImage, s.UpdateRevision = tc.template, newRev
+			for i := range s.Members {
+				s.Members[i].Image, s.Members[i].ServerVersion, s.Members[i].Revision = tc.images[i], tc.versions[i], oldRev
+				s.Members[i].Healthy = tc.versions[i] != ""
+			}
+			s.Members[0].V2Enabled = tc.wantChecks
+			err := checkVersionPaths(s)
+			if tc.wantErr != nil {
+				require.ErrorIs(t, err, tc.wantErr)
+				require.ErrorIs(t, err, ErrBlocked)
+				assert.True(t, waitingCannotFix(err), "waiting cannot tell a version")
+				assert.Contains(t, err.Error(), tc.wantIn)
+				return
+			}
+			if tc.wantChecks {
+				require.ErrorIs(t, err, ErrVersionPath, "the v2 store check judged etcd 3.6")
+				assert.Contains(t, err.Error(), "--enable-v2")
+				s.Members[0].V2Enabled = false
+				err = checkVersionPaths(s)
+			}
+			require.NoError(t, err)
+			if !tc.wantSnap {
+				return
+			}
+			s.Members[0].Healthy, s.Members[1].Healthy, s.Members[2].Healthy = true, true, true
+			move := versionMove(s, []int{0, 1, 2})
+			require.NotNil(t, move, "the minor change is seen")
+			assert.Equal(t, EtcdVersion{3, 6, 8}, move.To)
+		})
+	}
+}
+
+// The provider's preview judges the template image against the members' images with CheckImagePath: a
+// template whose version cannot be told is refused there too, unless every member already runs it.
+func TestCheckImagePathRefusesATemplateVersionNobodyCanTell(t *testing.T) {
+	const digest = "registry.k8s.io/etcd@sha256:ffff"
+	err := CheckImagePath(digest, map[string]string{"etcd-0": "registry.k8s.io/etcd:3.5.35-0", "etcd-1": digest})
+	require.ErrorIs(t, err, ErrVersionUnknown)
+	assert.Contains(t, err.Error(), "rolling etcd-0 off registry.k8s.io/etcd:3.5.35-0")
+	require.NoError(t, CheckImagePath(digest, map[string]string{"etcd-0": digest, "etcd-1": digest}))
+	err = CheckImagePath("registry.k8s.io/etcd:3.6.8-0@sha256:36", map[string]string{"etcd-0": "registry.k8s.io/etcd:3.5.21-0"})
+	require.Error(t, err, "tag@digest: the 3.5.32 floor is judged")
+	assert.Contains(t, err.Error(), "only from 3.5.32 or later")
 }

@@ -119,7 +119,7 @@ func TestCheckVersionPathsJudgesOnlyMembersStillToRoll(t *testing.T) {
 	st := ClusterState{UpdateRevision: newRev, TemplateImage: "etcd:3.6.8", Members: []MemberState{
 		{Pod: "etcd-0", Revision: newRev, Image: "etcd:3.6.8"},
 		{Pod: "etcd-1", Revision: oldRev, Image: "etcd:3.5.32"},
-		{Pod: "etcd-2", Revision: oldRev, Image: "sha256-pinned@sha256:abc"},
+		{Pod: "etcd-2", Revision: oldRev, Image: "sha256-pinned@sha256:abc", ServerVersion: "3.6.8"},
 	}}
 	require.NoError(t, checkVersionPaths(st))
 	st.Members[1].Image = "etcd:3.4.30"

@@ -35,7 +35,7 @@ func memberVersion(m MemberState) (v EtcdVersion, byTag, ok bool) {
 // versionPath is the version change of rolling roll onto s's template; nil when the template's version is
 // unknown, no member's is, or nothing changes.
 func versionPath(s ClusterState, roll []int) *VersionPath {
-	to, ok := ImageVersion(s.TemplateImage)
+	to, ok := templateVersion(s)
 	if !ok {
 		return nil
 	}

@@ -22,6 +22,8 @@ type Settings struct {
 	Name    string `json:"name"`
 	DataDir string `json:"data-dir"`
 	WALDir  string `json:"wal-dir"`
+	// InitialClusterState is "new" or "existing"; "" when the file does not say, and etcd starts as "new".
+	InitialClusterState string `json:"initial-cluster-state"`
 }
 
 // Parse reads the settings from the file's content as etcd does (YAML, its own key names; other keys are
@@ -30,7 +32,7 @@ type Settings struct {
 func Parse(content []byte) (Settings, error) {
 	var s Settings
 	if err := yaml.Unmarshal(content, &s); err != nil {
-		return Settings{}, errors.New("its content is not a YAML map with string values for name, data-dir and wal-dir")
+		return Settings{}, errors.New("its content is not a YAML map with string values for name, data-dir, wal-dir and initial-cluster-state")
 	}
 	return s, nil
 }

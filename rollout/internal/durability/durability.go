@@ -27,8 +27,14 @@ const (
 	Unknown Kind = "Unknown"
 	// SurvivesPod: on a PersistentVolumeClaim (a volumeClaimTemplate or a claim named in the pod).
 	SurvivesPod Kind = "SurvivesPod"
-	// SameNodeOnly: on a hostPath: it survives the pod only if the pod comes back on the same node.
+	// SameNodeOnly: on a hostPath of a pod pinned to one node (nodeName, a kubernetes.io/hostname
+	// nodeSelector, or a required node affinity to one node): the pod comes back on that node, and finds it.
 	SameNodeOnly Kind = "SameNodeOnly"
+	// AnyNode: on a hostPath of a pod the scheduler may place on any of several nodes. Neither a restart nor
+	// a replacement is safe: a pod recreated elsewhere finds no data (an empty log under a voting identity),
+	// and one recreated on the same node finds the old member's data (a removed member's, after a
+	// replacement). The engine refuses to roll it.
+	AnyNode Kind = "AnyNode"
 	// DiesWithPod: on an emptyDir (any medium), a generic ephemeral volume or an inline CSI volume: the kubelet
 	// keeps it across container restarts and deletes it with the pod.
 	DiesWithPod Kind = "DiesWithPod"
@@ -154,12 +160,40 @@ func (t Template) volumeKind(m corev1.VolumeMount) (Kind, string) {
 			return DiesWithPod, fmt.Sprintf("generic ephemeral volume %q", v.Name)
 		case v.CSI != nil:
 			return DiesWithPod, fmt.Sprintf("inline CSI volume %q", v.Name)
+		case v.HostPath != nil && pinnedToOneNode(t.Spec):
+			return SameNodeOnly, fmt.Sprintf("hostPath volume %q (%s) of a pod pinned to one node", v.Name, v.HostPath.Path)
 		case v.HostPath != nil:
-			return SameNodeOnly, fmt.Sprintf("hostPath volume %q (%s)", v.Name, v.HostPath.Path)
+			return AnyNode, fmt.Sprintf("hostPath volume %q (%s) of a pod not pinned to one node", v.Name, v.HostPath.Path)
 		}
 		return Unknown, fmt.Sprintf("volume %q, of a kind not judged here", v.Name)
 	}
 	return Unknown, fmt.Sprintf("volume %q, which the template does not define", m.Name)
+}
+
+// pinnedToOneNode says the scheduler can place the pod on one node only: the spec names it, selects it by
+// its kubernetes.io/hostname label, or requires a node affinity every term of which names one node.
+func pinnedToOneNode(spec *corev1.PodSpec) bool {
+	if spec.NodeName != "" || spec.NodeSelector[corev1.LabelHostname] != "" {
+		return true
+	}
+	if spec.Affinity == nil || spec.Affinity.NodeAffinity == nil || spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return false
+	}
+	terms := spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	nodes := map[string]bool{}
+	for _, term := range terms {
+		named := ""
+		for _, r := range append(append([]corev1.NodeSelectorRequirement{}, term.MatchExpressions...), term.MatchFields...) {
+			if (r.Key == corev1.LabelHostname || r.Key == "metadata.name") && r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
+				named = r.Values[0]
+			}
+		}
+		if named == "" {
+			return false // this term lets the pod onto nodes it does not name
+		}
+		nodes[named] = true
+	}
+	return len(nodes) == 1
 }
 
 func (t Template) containerName() string {

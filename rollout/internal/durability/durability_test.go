@@ -39,8 +39,8 @@ func TestOf(t *testing.T) {
 			map[string]string{"data-dir": "/data"}, nil, []Kind{DiesWithPod}, "in memory (tmpfs)"},
 		{"a generic ephemeral volume", container("", mount("eph", "/data")), nil,
 			map[string]string{"data-dir": "/data/etcd"}, nil, []Kind{DiesWithPod}, "generic ephemeral volume"},
-		{"a hostPath", container("", mount("node", "/data")), nil,
-			map[string]string{"data-dir": "/data"}, nil, []Kind{SameNodeOnly}, "hostPath"},
+		{"a hostPath of a pod on any node", container("", mount("node", "/data")), nil,
+			map[string]string{"data-dir": "/data"}, nil, []Kind{AnyNode}, "hostPath volume \"node\" (/srv/etcd) of a pod not pinned to one node"},
 		{"no volume", container("", mount("tls", "/etc/etcd/pki")), nil,
 			map[string]string{"data-dir": "/var/lib/etcd"}, nil, []Kind{DiesWithContainer}, "is on no volume mounted in container etcd"},
 		{"the longest mount wins", container("", mount("data", "/var/lib"), mount("scratch", "/var/lib/etcd")), []string{"data"},
@@ -84,8 +84,44 @@ func TestOf(t *testing.T) {
 	}
 }
 
+// A hostPath survives a pod only where the pod comes back on the same node (review 3, item 9: every hostPath
+// was SameNodeOnly, so a member whose pod the scheduler put elsewhere was restarted onto an empty data dir).
+func TestAHostPathOutlivesItsPodOnlyOnAPinnedNode(t *testing.T) {
+	affinity := func(terms ...corev1.NodeSelectorTerm) *corev1.Affinity {
+		return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: terms}}}
+	}
+	hostIn := func(nodes ...string) corev1.NodeSelectorTerm {
+		return corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: nodes}}}
+	}
+	zone := corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}
+	nameIs := corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"node-a"}}}}
+	for _, tt := range []struct {
+		name string
+		spec corev1.PodSpec
+		want Kind
+	}{
+		{"no pinning", corev1.PodSpec{}, AnyNode},
+		{"a nodeName", corev1.PodSpec{NodeName: "node-a"}, SameNodeOnly},
+		{"a hostname nodeSelector", corev1.PodSpec{NodeSelector: map[string]string{corev1.LabelHostname: "node-a"}}, SameNodeOnly},
+		{"another nodeSelector", corev1.PodSpec{NodeSelector: map[string]string{"disk": "ssd"}}, AnyNode},
+		{"a required affinity to one node", corev1.PodSpec{Affinity: affinity(hostIn("node-a"))}, SameNodeOnly},
+		{"the same node by its name field", corev1.PodSpec{Affinity: affinity(nameIs, hostIn("node-a"))}, SameNodeOnly},
+		{"a required affinity to two nodes", corev1.PodSpec{Affinity: affinity(hostIn("node-a", "node-b"))}, AnyNode},
+		{"two terms, two nodes", corev1.PodSpec{Affinity: affinity(hostIn("node-a"), hostIn("node-b"))}, AnyNode},
+		{"a zone", corev1.PodSpec{Affinity: affinity(zone)}, AnyNode},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.spec.Volumes = []corev1.Volume{{Name: "node", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/srv/etcd"}}}}
+			c := &corev1.Container{Name: "etcd", VolumeMounts: []corev1.VolumeMount{{Name: "node", MountPath: "/data"}}}
+			dirs := Of(Template{Spec: &tt.spec, Container: c, FlagValues: map[string]string{"data-dir": "/data"}})
+			assert.Equal(t, tt.want, dirs[0].Kind, dirs[0].Why)
+			assert.False(t, dirs[0].Kind.Lost(), "neither is replaced: one is restarted, the other refused")
+		})
+	}
+}
+
 func TestKindLost(t *testing.T) {
-	for kind, lost := range map[Kind]bool{Unknown: false, SurvivesPod: false, SameNodeOnly: false, DiesWithPod: true, DiesWithContainer: true} {
+	for kind, lost := range map[Kind]bool{Unknown: false, SurvivesPod: false, SameNodeOnly: false, AnyNode: false, DiesWithPod: true, DiesWithContainer: true} {
 		assert.Equal(t, lost, kind.Lost(), kind)
 	}
 }

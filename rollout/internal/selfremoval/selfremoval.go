@@ -29,13 +29,23 @@ type Hook struct {
 // removeMemberOnContainerTermination is on: it runs `etcdctl member remove` with the ID in the data dir.
 const bitnamiPreStop = "/opt/bitnami/scripts/etcd/prestop.sh"
 
-// Find returns the hooks in spec's containers that remove the member from etcd, in container order.
+// Find returns the hooks that remove the member from etcd, in container order: the native sidecars' first
+// (init containers with restartPolicy Always, which run beside etcd and whose preStop hooks run when the pod
+// stops, after the main containers'), then the containers'. A plain init container has exited long before
+// the pod stops: its hooks never run.
 func Find(spec *corev1.PodSpec) []Hook {
 	if spec == nil {
 		return nil
 	}
+	var running []corev1.Container
+	for _, c := range spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			running = append(running, c)
+		}
+	}
+	running = append(running, spec.Containers...)
 	var hooks []Hook
-	for _, c := range spec.Containers {
+	for _, c := range running {
 		if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Exec == nil {
 			continue
 		}

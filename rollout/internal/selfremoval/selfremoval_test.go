@@ -41,3 +41,27 @@ func TestFind(t *testing.T) {
 	}
 	assert.Nil(t, Find(nil))
 }
+
+// A native sidecar (an init container with restartPolicy Always) runs beside etcd, and its preStop hook runs
+// when the pod stops (review 3, item 6: only spec.containers was read). A plain init container's never runs.
+func TestFindReadsNativeSidecars(t *testing.T) {
+	always, onFailure := corev1.ContainerRestartPolicyAlways, corev1.ContainerRestartPolicy("OnFailure")
+	remover := withPreStop("/bin/sh", "-c", "etcdctl member remove $(cat /var/run/etcd/member_id)")
+	remover.Name = "member-janitor"
+	for _, tt := range []struct {
+		name   string
+		policy *corev1.ContainerRestartPolicy
+		want   []Hook
+	}{
+		{"a native sidecar", &always, []Hook{{Container: "member-janitor", Command: "/bin/sh -c etcdctl member remove $(cat /var/run/etcd/member_id)"}}},
+		{"a plain init container", nil, nil},
+		{"an init container with another policy", &onFailure, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			init := remover
+			init.RestartPolicy = tt.policy
+			spec := &corev1.PodSpec{InitContainers: []corev1.Container{init}, Containers: []corev1.Container{{Name: "etcd"}}}
+			assert.Equal(t, tt.want, Find(spec))
+		})
+	}
+}
