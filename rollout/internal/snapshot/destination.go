@@ -85,6 +85,28 @@ func Parse(raw string) (*Destination, error) {
 	return d, nil
 }
 
+// writerOptions are the options every object is written with: for a directory, the file is made readable by
+// its owner only before anything is written to it (fileblob creates it 0666 less the umask).
+func (d *Destination) writerOptions(contentType string) *blob.WriterOptions {
+	opts := &blob.WriterOptions{ContentType: contentType}
+	if d.dir != "" {
+		opts.BeforeWrite = ownerOnly
+	}
+	return opts
+}
+
+// ownerOnly makes the file fileblob is about to write 0600; it fails the write where the file cannot be had.
+func ownerOnly(as func(any) bool) error {
+	var f *os.File
+	if !as(&f) {
+		return errors.New("the snapshot file could not be restricted to its owner: the file store did not hand over its file")
+	}
+	if err := f.Chmod(0o600); err != nil {
+		return fmt.Errorf("restrict the snapshot file to its owner: %w", err)
+	}
+	return nil
+}
+
 // String is the destination's URL, safe to show (Parse refused any credential in it).
 func (d *Destination) String() string { return d.url.String() }
 
@@ -113,7 +135,10 @@ func (d *Destination) storeURL() url.URL {
 }
 
 // open opens the destination's bucket (storeURL). A directory is created 0700 with every subdirectory a key
-// needs, and no attribute sidecars.
+// needs, and no attribute sidecars. fileblob writes each object to a temporary file that it renames into
+// place: NoTempDir puts that file beside the object, not in $TMPDIR, where the whole keyspace would sit
+// readable by others while it is copied, be left behind by a kill, and fail the rename with EXDEV when
+// $TMPDIR is another file system (ownerOnly makes it 0600 before its first byte).
 func (d *Destination) open(ctx context.Context) (*blob.Bucket, error) {
 	u := d.storeURL()
 	q := u.Query()
@@ -121,7 +146,7 @@ func (d *Destination) open(ctx context.Context) (*blob.Bucket, error) {
 		if err := os.MkdirAll(d.dir, 0o700); err != nil {
 			return nil, fmt.Errorf("create the snapshot directory %s: %w", d.dir, err)
 		}
-		b, err := fileblob.OpenBucket(d.dir, &fileblob.Options{DirFileMode: 0o700, Metadata: fileblob.MetadataDontWrite})
+		b, err := fileblob.OpenBucket(d.dir, &fileblob.Options{DirFileMode: 0o700, Metadata: fileblob.MetadataDontWrite, NoTempDir: true})
 		if err != nil {
 			return nil, fmt.Errorf("open the snapshot directory %s: %w", d.dir, err)
 		}

@@ -144,10 +144,9 @@ func receive(ctx context.Context, src Source, file string, opts Options) (Stream
 }
 
 // store copies the verified file to the bucket, reads it back and compares its sha256, then writes the record
-// next to it. A file destination's objects are made 0600 (fileblob creates them 0666 less the umask, in the
-// 0700 directories open made).
+// next to it. A file destination's objects are 0600 from their first byte (Destination.writerOptions).
 func store(ctx context.Context, bucket *blob.Bucket, dest *Destination, key, file string, rec Record) error {
-	if err := upload(ctx, bucket, key, file, "application/octet-stream"); err != nil {
+	if err := upload(ctx, bucket, key, file, dest.writerOptions("application/octet-stream")); err != nil {
 		return fmt.Errorf("store the snapshot at %s: %w", rec.Location, err)
 	}
 	if err := compareStored(ctx, bucket, key, rec.Facts); err != nil {
@@ -157,19 +156,19 @@ func store(ctx context.Context, bucket *blob.Bucket, dest *Destination, key, fil
 	if err != nil {
 		return err
 	}
-	if err := bucket.WriteAll(ctx, key+".json", append(body, '\n'), &blob.WriterOptions{ContentType: "application/json"}); err != nil {
+	if err := bucket.WriteAll(ctx, key+".json", append(body, '\n'), dest.writerOptions("application/json")); err != nil {
 		return fmt.Errorf("store the snapshot's record at %s.json: %w", rec.Location, err)
 	}
-	return restrictLocal(dest, key, key+".json")
+	return nil
 }
 
-func upload(ctx context.Context, bucket *blob.Bucket, key, file, contentType string) error {
+func upload(ctx context.Context, bucket *blob.Bucket, key, file string, opts *blob.WriterOptions) error {
 	f, err := os.Open(file)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	return bucket.Upload(ctx, key, f, &blob.WriterOptions{ContentType: contentType})
+	return bucket.Upload(ctx, key, f, opts)
 }
 
 // compareStored reads the stored object back and checks it is the verified file, byte for byte by sha256.
@@ -190,16 +189,3 @@ func compareStored(ctx context.Context, bucket *blob.Bucket, key string, want Fa
 	return nil
 }
 
-// restrictLocal makes a file destination's objects readable by their owner only.
-func restrictLocal(dest *Destination, keys ...string) error {
-	if dest.LocalDir() == "" {
-		return nil
-	}
-	prefix := dest.url.Query().Get("prefix")
-	for _, key := range keys {
-		if err := os.Chmod(filepath.Join(dest.LocalDir(), filepath.FromSlash(prefix+key)), 0o600); err != nil {
-			return fmt.Errorf("restrict the snapshot file to its owner: %w", err)
-		}
-	}
-	return nil
-}

@@ -124,3 +124,35 @@ func (r *failingReader) Read(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// A file destination's object is written beside it, never in $TMPDIR, and is its owner's alone before its
+// first byte (review 3, item 7: fileblob's temporary file sat 0644 in $TMPDIR, left behind by a kill, and
+// failed the rename with EXDEV where $TMPDIR is another file system). $TMPDIR here does not exist: the old
+// store failed on it.
+func TestAFileDestinationWritesOwnerOnlyBesideTheObjectNeverInTMPDIR(t *testing.T) {
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "no-such-dir"))
+	root := filepath.Join(t.TempDir(), "backups")
+	dest, err := Parse("file://" + root)
+	require.NoError(t, err)
+	ctx := context.Background()
+	bucket, err := dest.open(ctx)
+	require.NoError(t, err)
+	defer bucket.Close()
+
+	w, err := bucket.NewWriter(ctx, "etcd/partial.db", dest.writerOptions("application/octet-stream"))
+	require.NoError(t, err)
+	_, err = w.Write([]byte("the keyspace"))
+	require.NoError(t, err)
+	pending, err := filepath.Glob(filepath.Join(root, "etcd", "partial.db.*.tmp"))
+	require.NoError(t, err)
+	require.Len(t, pending, 1, "the object is written beside where it goes")
+	assertMode(t, pending[0], 0o600)
+	require.NoError(t, w.Close())
+	assertMode(t, filepath.Join(root, "etcd", "partial.db"), 0o600)
+
+	rec, err := Take(ctx, fileSource(snapshottest.File(t, 40, "3.6.0"), 0xabc), dest, Options{
+		Key: "db/etcd/20261206T220000Z.db", Member: "etcd-1", ExpectedSize: 1 << 20, SpoolDir: t.TempDir(),
+	})
+	require.NoError(t, err, "a snapshot is stored whatever $TMPDIR is")
+	assert.Equal(t, int64(40), rec.Revision)
+}
