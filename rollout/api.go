@@ -116,6 +116,13 @@ type MemberState struct {
 	// PodUID tells the pod that was observed from one the controller created since, so a delete never hits a
 	// replacement.
 	PodUID string
+	// certRefusal is why the engine refused the certificate the member serves, when it did: a refusal every
+	// member met alike is said once.
+	certRefusal *member.MemberCertError
+	// Restarts is the kubelet's count of container restarts in the pod: with PodUID it names the etcd
+	// process that answers (a container restarted in the same pod is a new process, which loads its trust
+	// and its files anew).
+	Restarts int32
 	// Revision is the pod's controller-revision-hash label.
 	Revision string
 	// SelfRemoval are the pod's preStop hooks that remove its member from etcd: they run when the pod stops.

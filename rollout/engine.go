@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -89,6 +91,8 @@ type Engine struct {
 	requests requestCounter
 	// trustCost adds up what the trust checks cost (CheckTrust), for the runs' results.
 	trustCost trustCostMeter
+	// undecidedSaid keeps which members' missing trust verdicts were said already: once is enough per engine.
+	undecidedSaid sync.Map
 }
 
 // New checks the Config and prepares cluster access; it contacts nothing yet.
@@ -182,7 +186,7 @@ func (e *Engine) Plan(ctx context.Context) (ClusterState, Plan, error) {
 		}
 	}
 	if err != nil {
-		if hopeless := unfixableByWaiting(st); hopeless != nil {
+		if hopeless := unfixableByWaiting(st); hopeless != nil && !errors.As(err, new(*MemberProblemError)) {
 			err = fmt.Errorf("%w (%w)", err, hopeless)
 		}
 		return st, p, explainForbidden(fmt.Errorf("planning %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err))
@@ -345,10 +349,8 @@ func (e *Engine) checkTrust(ctx context.Context, st ClusterState, ordinals []int
 	}
 	var members []trustcheck.Member
 	for _, m := range st.Members {
-		for _, info := range st.Membership {
-			if info.Name == m.Pod && len(info.PeerURLs) > 0 {
-				members = append(members, trustcheck.Member{Pod: m.Pod, PeerURL: info.PeerURLs[0], Reachable: m.Reachable, UID: m.PodUID})
-			}
+		if info, ok := listedAs(st, m); ok && len(info.PeerURLs) > 0 {
+			members = append(members, trustcheck.Member{Pod: m.Pod, PeerURL: info.PeerURLs[0], Reachable: m.Reachable, UID: m.PodUID, Restarts: m.Restarts})
 		}
 	}
 	checker := trustcheck.Checker{Files: e.podFiles.Memo(), Prober: prober, Probes: probes, ClientPort: e.cfg.ClientPort, Now: time.Now}
@@ -357,6 +359,10 @@ func (e *Engine) checkTrust(ctx context.Context, st ClusterState, ordinals []int
 	report, err := checker.Check(ctx, t, restart, members)
 	e.trustCost.add(TrustCheckCost{Checks: 1, Probes: report.Probes, Duration: time.Since(began),
 		APIRequests: int(e.requests.count() - requestsBefore)})
+	if _, said := e.undecidedSaid.LoadOrStore(strings.Join(report.Undecided, ", "), true); len(report.Undecided) > 0 && !said {
+		e.emit(Step{}, "%s gave no verdict on the new peer certificate (closed without an answer, as etcd does when a certificate does not name the address a port-forward connects from): its trust of it is not known; the chain it serves was judged against the new trust",
+			strings.Join(report.Undecided, ", "))
+	}
 	var side *trustcheck.SideError
 	switch {
 	case len(report.Refusals) > 0:
@@ -373,6 +379,41 @@ func (e *Engine) checkTrust(ctx context.Context, st ClusterState, ordinals []int
 			sideError(which), strings.Join(restart, ", "), which, err)
 	}
 	return nil
+}
+
+// listedAs is m's entry in etcd's member list: by the member ID m answered with, else by a peer URL whose host
+// is m's pod (etcd-1.etcd.db.svc names pod etcd-1), else by etcd's member name. The member name is whatever
+// --name says, which need not be the pod's name; a match on it alone is the last resort.
+func listedAs(s ClusterState, m MemberState) (member.Info, bool) {
+	if m.MemberID != 0 {
+		for _, info := range s.Membership {
+			if info.ID == m.MemberID {
+				return info, true
+			}
+		}
+	}
+	for _, info := range s.Membership {
+		if slices.ContainsFunc(info.PeerURLs, func(u string) bool { return peerURLNamesPod(u, m.Pod) }) {
+			return info, true
+		}
+	}
+	for _, info := range s.Membership {
+		if info.Name == m.Pod {
+			return info, true
+		}
+	}
+	return member.Info{}, false
+}
+
+// peerURLNamesPod says a peer URL's host is pod's own DNS name under the StatefulSet's governing service
+// (pod.service...), the stable name a StatefulSet gives each pod.
+func peerURLNamesPod(peerURL, pod string) bool {
+	u, err := url.Parse(peerURL)
+	if err != nil {
+		return false
+	}
+	first, _, _ := strings.Cut(u.Hostname(), ".")
+	return first == pod
 }
 
 // trustCostMeter adds up TrustCheckCosts; the provider's preview and a run may check at once.

@@ -84,7 +84,13 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 				}
 			}
 		}
-		if pending, err := e.confirmWitness(ctx, pod, witness); pending != "" || err != nil {
+		broke, pending, err := e.confirmWitness(ctx, pod, witness)
+		if broke != "" {
+			podFell, last, *witness = true, look{seen: "the kubelet says " + broke}, podWitness{}
+			e.witnessPod(ctx, pod, witness)
+			return stable.observe(ctx, last)
+		}
+		if pending != "" || err != nil {
 			return false, pending, err
 		}
 		return true, "", nil

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -205,7 +206,7 @@ func (e *Engine) observeMember(ctx context.Context, files *podfile.Memo, ordinal
 		m.Problem, m.Reason = "reading pod: "+err.Error(), problemOf(err)
 		return m
 	}
-	m.PodExists, m.PodUID = true, string(pod.UID)
+	m.PodExists, m.PodUID, m.Restarts = true, string(pod.UID), containerRestarts(pod)
 	m.Revision = pod.Labels[appsv1.ControllerRevisionHashLabelKey]
 	m.SelfRemoval = selfremoval.Find(&pod.Spec)
 	m.Ready, m.ReadySince, m.Running = podReady(pod), readySince(pod), pod.Status.Phase == corev1.PodRunning
@@ -228,6 +229,7 @@ func (e *Engine) observeMember(ctx context.Context, files *podfile.Memo, ordinal
 	s, err := e.etcd.Status(cctx, m.Pod)
 	if err != nil {
 		m.Problem, m.Reason, m.Unseen = err.Error(), problemOf(err), member.CouldNotLook(err)
+		errors.As(err, &m.certRefusal)
 		return m
 	}
 	m.Reachable = true

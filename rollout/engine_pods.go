@@ -77,22 +77,29 @@ func (e *Engine) podAliveAsked(ctx context.Context, pod, uid string) (alive bool
 }
 
 // confirmWitness asks the API server, not the watch, whether the pod a gate is about to pass on is still the
-// one it witnessed: the watch can lag by seconds, and a pod replaced just before the pass (back on the old
-// revision, with the partition locked) would prove the new revision with a process that never ran it (the
-// schedule checker's seed 788 with a lagging watch). A pod that is gone is ErrReplacedMidGate; a read that
-// fails is no verdict (pending: the gate looks again).
-func (e *Engine) confirmWitness(ctx context.Context, pod string, w *podWitness) (pending string, err error) {
+// one it witnessed, its containers never restarted: the watch can lag by seconds, and a pod replaced just
+// before the pass (back on the old revision, with the partition locked) would prove the new revision with a
+// process that never ran it (the schedule checker's seed 788 with a lagging watch). A pod that is gone is
+// ErrReplacedMidGate. A container that restarted since the witness first saw it is broke, said as the
+// kubelet's: etcd's process start time cannot tell a restart exactly a second after the last start from
+// its own jitter (review 3, item 11), but the kubelet counts every restart. A read that fails is no verdict
+// (pending: the gate looks again).
+func (e *Engine) confirmWitness(ctx context.Context, pod string, w *podWitness) (broke, pending string, err error) {
 	if w.uid == "" {
-		return "", nil
+		return "", "", nil
 	}
-	alive, err := e.podAliveAsked(ctx, pod, w.uid)
+	p, err := e.kube.CoreV1().Pods(e.cfg.Namespace).Get(ctx, pod, metav1.GetOptions{})
 	switch {
+	case apierrors.IsNotFound(err):
 	case err != nil:
-		return "confirming its pod with the API server: " + err.Error(), nil
-	case !alive:
-		return "", fmt.Errorf("%w: %s: the API server no longer has pod %s alive, which the gate saw Ready", ErrReplacedMidGate, pod, w.uid)
+		return "", "confirming its pod with the API server: " + err.Error(), nil
+	case string(p.UID) == w.uid && p.DeletionTimestamp == nil:
+		if n := containerRestarts(p); n > w.restarts {
+			return fmt.Sprintf("its container restarted (%d restarts, %d before)", n, w.restarts), "", nil
+		}
+		return "", "", nil
 	}
-	return "", nil
+	return "", "", fmt.Errorf("%w: %s: the API server no longer has pod %s alive, which the gate saw Ready", ErrReplacedMidGate, pod, w.uid)
 }
 
 // witnessPod gives w the member's pod as the engine's watch has it now; a read that fails is no reading.

@@ -40,12 +40,15 @@ type fakeEtcd struct {
 	snapshot      []byte
 	snapshotsFrom []string
 	ids           map[string]uint64
-	down          map[string]bool
-	leader        string
-	term          uint64
-	index         uint64
-	moves         int
-	learner       map[string]bool
+	// namePrefix makes etcd's member names other than the pods' (--name set from something else): the
+	// member list names pod p's member namePrefix+p.
+	namePrefix string
+	down       map[string]bool
+	leader     string
+	term       uint64
+	index      uint64
+	moves      int
+	learner    map[string]bool
 	// brokenAfterRestart names members that never come back once restarted (a bad revision).
 	brokenAfterRestart map[string]bool
 	// crashLoopAfterRestart names members that, once restarted, answer for crashUp, then not for crashDown,
@@ -163,7 +166,7 @@ func (f *fakeEtcd) MemberList(_ context.Context, pod string) ([]member.Info, err
 		if f.membership.removed[p] {
 			continue
 		}
-		name := p
+		name := f.namePrefix + p
 		if f.membership.unstarted[p] {
 			name = ""
 		}

@@ -224,6 +224,11 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 		p.Steps = append(p.Steps, Step{Kind: StepLock, Ordinal: s.Replicas})
 	}
 	if len(work) == 0 {
+		// Every member is on the update revision and healthy; a replaced member whose pod went since its
+		// promote is not done all the same (replace.ReplaceAgain): its health says nothing of its lost log.
+		if resumed, ok, err := resumeReplacement(s, p); s.MembershipKnown && (ok || err != nil) {
+			return resumed, err
+		}
 		return p, nil
 	}
 	if err := checkRollable(s, needsRoll); err != nil {
@@ -528,6 +533,27 @@ func (p Plan) firstDisruption() (Step, bool) {
 	return p.Steps[i], true
 }
 
+// sharedCertRefusal is the refusal of the engine's connections that every member's certificate met alike (a
+// CA swapped in one step in the Secret the engine reads too), said once: per member, three members made a
+// first line of 2,403 characters (review 3). nil when the members' problems differ.
+func sharedCertRefusal(s ClusterState) *MemberProblemError {
+	cause, pods := "", make([]string, 0, len(s.Members))
+	for _, m := range s.Members {
+		if m.certRefusal == nil {
+			return nil
+		}
+		c := m.certRefusal.SharedCause()
+		if c == "" || (cause != "" && c != cause) {
+			return nil
+		}
+		cause, pods = c, append(pods, m.Pod)
+	}
+	if cause == "" {
+		return nil
+	}
+	return &MemberProblemError{Pod: strings.Join(pods, ", "), Reason: ProblemCertificateRefused, Problem: cause}
+}
+
 // checkPodsExist holds the plan while a member's pod does not exist: the controller creates it on its own (a
 // new cluster, OrderedReady), and until then nobody knows which revision it will run; a partition lowered for
 // it would be a restart of nothing.
@@ -549,6 +575,9 @@ func checkVoters(s ClusterState) (int, error) {
 		}
 	}
 	if reachable == 0 {
+		if shared := sharedCertRefusal(s); shared != nil {
+			return -1, fmt.Errorf("%w: no etcd member answered: %w", ErrBlocked, shared)
+		}
 		return -1, blocked("no etcd member answered (%s)", describeMembers(s))
 	}
 	if s.Learners > 0 {

@@ -47,7 +47,7 @@ func (w *podWitness) observe(p *corev1.Pod) {
 	case p.DeletionTimestamp != nil:
 		w.fell, w.gone = "its pod is terminating", true
 	case !ready:
-		w.fell = fmt.Sprintf("the kubelet reported its pod not Ready (phase %s)", p.Status.Phase)
+		w.fell = fmt.Sprintf("its pod went not Ready (phase %s)", p.Status.Phase)
 	case containerRestarts(p) > w.restarts:
 		w.fell = fmt.Sprintf("its container restarted (%d restarts, %d before)", containerRestarts(p), w.restarts)
 	case !since.Equal(w.readySince):

@@ -364,6 +364,9 @@ func (r *run) planOrHold(ctx context.Context, st ClusterState) (plan Plan, ready
 		return plan, true, nil
 	}
 	if hopeless := unfixableByWaiting(st); hopeless != nil {
+		if errors.As(err, new(*MemberProblemError)) {
+			return plan, false, fmt.Errorf("rolling %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err) // says it already
+		}
 		return plan, false, fmt.Errorf("rolling %s/%s: %w (not waiting: %w)", e.cfg.Namespace, e.cfg.StatefulSet, err, hopeless)
 	}
 	limit, what := e.cfg.HealthTimeout, "health timeout"
@@ -690,12 +693,18 @@ func (r *run) gateRestarted(ctx context.Context, st ClusterState, ordinal int, w
 	if err != nil {
 		return fmt.Errorf("rolling %s: %w", pod, err)
 	}
+	r.reportRolled(ctx, st, ordinal, pass, oneLook, start)
+	return nil
+}
+
+// reportRolled reports a member this run restarted (or replaced) since start rolled, once it passed its gates.
+func (r *run) reportRolled(ctx context.Context, st ClusterState, ordinal int, pass passage, oneLook bool, start time.Time) {
+	e, pod := r.e, st.Members[ordinal].Pod
 	down := time.Since(start)
 	r.passed[ordinal] = r.newPassed(ctx, pod, pass, oneLook)
 	r.res.reportRolled(MemberTiming{Pod: pod, Down: down, Finished: time.Now(), Process: pass.incarnation.Name()})
 	e.announce(Event{Kind: EventMemberRolled, Step: Step{Kind: StepWaitMember, Ordinal: ordinal}, Pod: pod, Elapsed: down}, "%s rolled in %s", pod, down.Round(10*time.Millisecond))
 	e.record(ctx, r.uid, corev1.EventTypeNormal, ReasonMemberRolled, fmt.Sprintf("Rolled %s to revision %s; etcd healthy after %s", pod, st.UpdateRevision, down.Round(10*time.Millisecond)))
-	return nil
 }
 
 // checkTrustAhead refuses, before the run acts, the restarts its plan leads to when the members' peers would

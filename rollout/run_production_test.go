@@ -476,8 +476,11 @@ func TestTheConfigFileSaysWhereTheDataLives(t *testing.T) {
 		wantDetail string
 	}{
 		{"its data dir on an emptyDir",
-			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "etcd-conf"}, Data: map[string]string{"etcd.yaml": "data-dir: /scratch/etcd\n"}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "etcd-conf"}, Data: map[string]string{"etcd.yaml": "data-dir: /scratch/etcd\ninitial-cluster-state: existing\n"}},
 			`etcd-0: replace (data DiesWithPod: the data dir /scratch/etcd is on emptyDir volume "scratch" mounted at /scratch (from /etc/etcd/etcd.yaml))`},
+		{"its data dir on an emptyDir, and no initial cluster state: refused",
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "etcd-conf"}, Data: map[string]string{"etcd.yaml": "data-dir: /scratch/etcd\n"}},
+			"the template starts etcd without --initial-cluster-state"},
 		{"its data dir on the claim",
 			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "etcd-conf"}, Data: map[string]string{"etcd.yaml": "data-dir: /var/lib/etcd/data\n"}},
 			`etcd-0: restart (data SurvivesPod: the data dir /var/lib/etcd/data is on volumeClaimTemplate "data" mounted at /var/lib/etcd (from /etc/etcd/etcd.yaml))`},
@@ -506,6 +509,11 @@ func TestTheConfigFileSaysWhereTheDataLives(t *testing.T) {
 				require.NoError(t, c.kube.Tracker().Add(tt.configMap))
 			}
 			_, plan, err := c.engine(t, nil).Plan(context.Background())
+			if strings.HasSuffix(tt.name, "refused") {
+				require.ErrorIs(t, err, ErrDataDiesWithPod)
+				assert.Contains(t, err.Error(), tt.wantDetail)
+				return
+			}
 			require.NoError(t, err)
 			assert.Contains(t, plan.Detail(), tt.wantDetail)
 		})
@@ -565,4 +573,46 @@ func TestV2Enabled(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) { assert.Equal(t, tt.want, V2Enabled(&tt.c)) })
 	}
+}
+
+// A replaced member whose pod someone else deletes after its promote (a drain, an eviction, `kubectl delete
+// pod`) comes back with an empty data dir under the ID that was just promoted. For the last member the
+// StatefulSet's current revision is the update revision by then, so the pod comes back on it, looking like a
+// finished replacement. It is a member whose data died, and it is replaced again, never gated as a finished replacement, reported rolled or forgotten (review
+// 3, item 1: the run verified it, reported it rolled and cleared its record).
+func TestAPromotedMemberWhosePodIsRecreatedIsReplacedAgain(t *testing.T) {
+	c := newFakeCluster(t, 3, 0)
+	emptyDirTemplate(t, c, "--initial-cluster-state=existing")
+	var firstID uint64
+	deleted := false
+	res, err := c.engine(t, func(_ *Config, o *Options) {
+		o.OnEvent = func(ev Event) {
+			if deleted || !strings.Contains(ev.Message, "promoted learner") || !strings.Contains(ev.Message, "(etcd-0)") {
+				return
+			}
+			deleted = true
+			c.etcd.mu.Lock()
+			firstID = c.etcd.ids["etcd-0"]
+			c.etcd.mu.Unlock()
+			// Every pod is at the update revision now: the controller has made it the current one too.
+			obj, err := c.kube.Tracker().Get(stsGVR, "db", "etcd")
+			require.NoError(t, err)
+			sts := obj.(*appsv1.StatefulSet).DeepCopy()
+			sts.Status.CurrentRevision = sts.Status.UpdateRevision
+			require.NoError(t, c.kube.Tracker().Update(stsGVR, sts, "db"))
+			require.NoError(t, c.kube.CoreV1().Pods("db").Delete(context.Background(), "etcd-0", metav1.DeleteOptions{}))
+		}
+	}).Run(context.Background())
+	require.NoError(t, err)
+	require.True(t, deleted)
+	assert.Equal(t, []string{"etcd-2", "etcd-1", "etcd-0"}, res.MembersRolled, "etcd-0 reported once, after its second replacement")
+	c.etcd.mu.Lock()
+	againID, learner := c.etcd.ids["etcd-0"], c.etcd.learner["etcd-0"]
+	c.etcd.mu.Unlock()
+	assert.NotEqual(t, firstID, againID, "etcd-0 votes under a third member ID, not the one whose data died with the deleted pod")
+	assert.False(t, learner)
+	assert.Equal(t, 3, c.partition())
+	records, err := replacerecord.New(c.kube, "db", "etcd", nil).Load(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, records)
 }

@@ -74,11 +74,36 @@ func (r *run) replaceMember(ctx context.Context, st ClusterState, step Step) err
 		return nil
 	}
 	e.emit(step, "%s votes under its new member ID; waiting for its gates", rp.pod)
-	if err := r.gateRestarted(ctx, now, step.Ordinal, expectedSpec{Partition: now.Replicas, Generation: r.gen, FullWindow: true}, false, rp.start); err != nil {
+	pass, err := e.waitMember(ctx, now, step.Ordinal, expectedSpec{Partition: now.Replicas, Generation: r.gen, FullWindow: true}, rp.start)
+	if err != nil {
+		return fmt.Errorf("rolling %s: %w", rp.pod, err)
+	}
+	if again, err := rp.podWentSincePromote(ctx); err != nil || again {
 		return err
 	}
+	r.reportRolled(ctx, now, step.Ordinal, pass, false, rp.start)
 	rp.forget(ctx)
 	return nil
+}
+
+// podWentSincePromote looks once more after the new voter's gates: a pod recreated since the promote (a drain,
+// an eviction, a delete during the gates) came back with an empty data dir under the voter's ID, and etcd's
+// health says nothing of that. The record stays, and the next plan replaces the member again.
+func (rp *replacement) podWentSincePromote(ctx context.Context) (bool, error) {
+	st, err := rp.r.observe(ctx)
+	if err != nil {
+		return false, err
+	}
+	rec, ok := st.Replacing[rp.step.Ordinal]
+	if !ok || !st.MembershipKnown {
+		return false, nil
+	}
+	next, err := replace.Next(replaceObserved(st, rp.step.Ordinal, rec))
+	if err != nil || next.Action != replace.ReplaceAgain {
+		return false, err
+	}
+	rp.r.e.emit(rp.step, "%s: not reported rolled", next.Why)
+	return true, nil
 }
 
 // forget deletes the record of the replacement just finished. Best effort: a record left behind says its
@@ -136,7 +161,10 @@ func (rp *replacement) pass(ctx context.Context) (string, bool, error) {
 	case replace.MoveLeader:
 		r.e.emit(rp.step, "%s: planning a leader transfer first", next.Why)
 		return next.Why, false, errRePlan
-	case replace.Remove:
+	case replace.Remove, replace.ReplaceAgain:
+		if next.Action == replace.ReplaceAgain {
+			r.e.emit(rp.step, "%s", next.Why)
+		}
 		err = rp.remove(ctx, st, o, next.ID)
 	case replace.LetPodGo:
 		err = rp.letPodGo(ctx, st)
@@ -144,7 +172,7 @@ func (rp *replacement) pass(ctx context.Context) (string, bool, error) {
 		err = rp.addLearner(ctx, st, *o.Record)
 	case replace.Promote:
 		var behind string
-		if behind, err = rp.promote(ctx, st, next.ID); behind != "" {
+		if behind, err = rp.promote(ctx, st, o, next.ID); behind != "" {
 			return behind, false, err
 		}
 	}
@@ -159,15 +187,17 @@ func (rp *replacement) observed(st ClusterState) (replace.Observed, error) {
 		return replaceObserved(st, ordinal, rec), nil
 	}
 	id := rp.r.memberIDs[ordinal]
-	for _, m := range st.Membership {
-		if (id != 0 && m.ID == id) || (id == 0 && m.Name == rp.pod) {
-			if len(m.PeerURLs) != 1 {
-				return replace.Observed{}, fmt.Errorf("member %x has %d peer URLs; a replacement adds back exactly one: replace it by hand", m.ID, len(m.PeerURLs))
-			}
-			o := replaceObserved(st, ordinal, replace.Record{PeerURL: m.PeerURLs[0]})
-			o.Record = nil // none yet
-			return o, nil
+	seen := st.Members[ordinal]
+	if id != 0 {
+		seen.MemberID = id // the ID it answered with before, should it not answer now
+	}
+	if m, ok := listedAs(st, seen); ok && (id == 0 || m.ID == id) {
+		if len(m.PeerURLs) != 1 {
+			return replace.Observed{}, fmt.Errorf("member %x has %d peer URLs; a replacement adds back exactly one: replace it by hand", m.ID, len(m.PeerURLs))
 		}
+		o := replaceObserved(st, ordinal, replace.Record{PeerURL: m.PeerURLs[0]})
+		o.Record = nil // none yet
+		return o, nil
 	}
 	return replace.Observed{}, fmt.Errorf("%w: etcd's member list names no member for %s (member ID %x), and no rollout recorded removing it: add it back as a learner by hand, or scale the StatefulSet to the members etcd lists, then run again",
 		replace.ErrUnexpectedMembership, rp.pod, id)
@@ -186,7 +216,7 @@ func (rp *replacement) remove(ctx context.Context, st ClusterState, o replace.Ob
 	if err := e.lease.confirm(ctx); err != nil {
 		return fmt.Errorf("not removing member %x: %w", id, err)
 	}
-	rec := replace.Record{PeerURL: o.PeerURL, OldID: id, OldPodUID: st.Members[ordinal].PodUID}
+	rec := o.AgainRecord(id) // the first remove of the member, or of a promoted one whose pod went since
 	if o.Record != nil && o.Record.OldID == id {
 		rec = *o.Record
 	}
@@ -300,7 +330,10 @@ func (rp *replacement) addLearner(ctx context.Context, st ClusterState, rec repl
 
 // promote makes the learner a voter once its applied index is within learnerCatchUp of the leader's; until
 // then it says how far behind the learner is, which is what a replacement that runs out of time reports.
-func (rp *replacement) promote(ctx context.Context, st ClusterState, id uint64) (string, error) {
+//
+// The pod whose etcd started the learner is recorded before the promote: the voter's data lives and dies with
+// it, and a voter found later on another pod is replaced again (replace.ReplaceAgain), never verified.
+func (rp *replacement) promote(ctx context.Context, st ClusterState, o replace.Observed, id uint64) (string, error) {
 	e, m := rp.r.e, st.Members[rp.step.Ordinal]
 	leader := leaderOf(st)
 	switch {
@@ -312,6 +345,12 @@ func (rp *replacement) promote(ctx context.Context, st ClusterState, id uint64) 
 	}
 	if err := e.lease.confirm(ctx); err != nil {
 		return "", fmt.Errorf("not promoting learner %x: %w", id, err)
+	}
+	if rec := *o.Record; rec.LearnerPodUID != m.PodUID {
+		rec.LearnerID, rec.LearnerPodUID = id, m.PodUID
+		if err := e.records.Save(ctx, rp.step.Ordinal, rec); err != nil {
+			return "", fmt.Errorf("not promoting learner %x before its pod is recorded: %w", id, err)
+		}
 	}
 	err := rp.call(ctx, st, func(ctx context.Context, via string) error { return e.etcd.MemberPromote(ctx, via, id) })
 	if err == nil {

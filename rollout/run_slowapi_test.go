@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 )
 
 // The tests of this file are the rules the schedule checker found once its API server could be slow: requests
@@ -72,19 +74,40 @@ func TestAGatePassesOnlyOnAPodTheAPIServerStillHas(t *testing.T) {
 	live, err := c.kube.CoreV1().Pods("db").Get(context.Background(), "etcd-2", metav1.GetOptions{})
 	require.NoError(t, err)
 
-	pending, err := e.confirmWitness(context.Background(), "etcd-2", &podWitness{uid: string(live.UID)})
+	broke, pending, err := e.confirmWitness(context.Background(), "etcd-2", &podWitness{uid: string(live.UID)})
 	assert.NoError(t, err)
 	assert.Empty(t, pending)
+	assert.Empty(t, broke)
 
-	_, err = e.confirmWitness(context.Background(), "etcd-2", &podWitness{uid: "a-pod-replaced-since"})
+	_, _, err = e.confirmWitness(context.Background(), "etcd-2", &podWitness{uid: "a-pod-replaced-since"})
 	assert.ErrorIs(t, err, ErrReplacedMidGate)
 
 	c.kube.PrependReactor("get", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewServiceUnavailable("away")
 	})
-	pending, err = e.confirmWitness(context.Background(), "etcd-2", &podWitness{uid: "a-pod-replaced-since"})
+	_, pending, err = e.confirmWitness(context.Background(), "etcd-2", &podWitness{uid: "a-pod-replaced-since"})
 	assert.NoError(t, err, "an unanswered read is no verdict")
 	assert.Contains(t, pending, "confirming its pod with the API server")
+}
+
+// A gate passes only on a process the kubelet did not restart since the gate saw the pod Ready: etcd's process
+// start time cannot tell a restart exactly a second after the last start from its own jitter, so two
+// incarnations a second apart read as one (review 3, item 11), but the container's restart count, read from
+// the API server at the pass, does not lie. Here the watch has not seen the restart yet.
+func TestAGatePassesOnlyOnAContainerThatDidNotRestart(t *testing.T) {
+	c := newFakeCluster(t, 3, 0)
+	e := c.engine(t, nil)
+	live, err := c.kube.CoreV1().Pods("db").Get(context.Background(), "etcd-2", metav1.GetOptions{})
+	require.NoError(t, err)
+	witness := &podWitness{seen: true, uid: string(live.UID), restarts: containerRestarts(live)}
+	c.containerRestarted("etcd-2")
+	broke, pending, err := e.confirmWitness(context.Background(), "etcd-2", witness)
+	require.NoError(t, err)
+	assert.Empty(t, pending)
+	assert.Equal(t, "its container restarted (1 restarts, 0 before)", broke)
+
+	one, other := member.IncarnationStartedAt(time.Unix(100, 0)), member.IncarnationStartedAt(time.Unix(101, 0))
+	assert.True(t, one.Same(other), "what etcd says of its process cannot tell these two apart: the kubelet must")
 }
 
 // A run whose context ends while it asks whether someone else replaced a member's pod does not fail the member:

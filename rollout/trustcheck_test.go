@@ -103,6 +103,37 @@ func TestARestartOntoPeerMaterialItsPeersRefuseIsRefused(t *testing.T) {
 	}
 }
 
+// Members whose etcd names differ from their pods' (--name from something else) are found in etcd's member
+// list by their member ID or peer URL: the trust check probes them all the same (review 3, item 2: it matched
+// names alone, probed nobody, and every restart onto material the peers refuse passed).
+func TestTheTrustCheckFindsMembersWhoseNamesAreNotTheirPods(t *testing.T) {
+	oldCA, newCA := testpki.CA(t, "peer-ca-2025", nil), testpki.CA(t, "peer-ca-2026", nil)
+	hosts := []string{"etcd-0.etcd.db.svc", "etcd-1.etcd.db.svc", "etcd-2.etcd.db.svc"}
+	for _, tt := range []struct {
+		name      string
+		answering bool // the members answer the Status RPC: they are found by member ID, else by peer URL
+	}{{"found by member ID", true}, {"found by peer URL", false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newFakeCluster(t, 3, 0)
+			c.etcd.namePrefix = "infra-etcd-"
+			peerTLSTemplate(t, c, append(append([]byte{}, oldCA.CertPEM...), newCA.CertPEM...), newCA.Leaf(t, "etcd", testpki.Options{DNS: hosts}))
+			probing := &probingEtcd{fakeEtcd: c.etcd, verdict: trust.Refused, served: oldCA.Leaf(t, "etcd", testpki.Options{DNS: hosts}).Cert}
+			e := c.engine(t, func(_ *Config, o *Options) { o.etcd = probing })
+			st, err := e.Observe(context.Background())
+			require.NoError(t, err)
+			if !tt.answering {
+				for i := range st.Members {
+					st.Members[i].MemberID = 0
+				}
+			}
+			err = e.CheckTrust(context.Background(), st, []int{2})
+			require.ErrorIs(t, err, ErrPeerTrust)
+			assert.Contains(t, err.Error(), "etcd-2 (peer): etcd-0 refuses its new certificate")
+			assert.Equal(t, 2, probing.probes, "both other members probed")
+		})
+	}
+}
+
 // peerTLSTemplate gives the fake StatefulSet a template whose etcd takes its peer TLS from Secret
 // etcd-peer-tls, holding the trust file ca and the leaf.
 func peerTLSTemplate(t *testing.T, c *fakeCluster, ca []byte, leaf testpki.Cert) {

@@ -136,11 +136,8 @@ func (c *channelForward) serve(local net.Conn) {
 	if ws == nil {
 		// With a deadline: an API server that accepts and then does not answer would hold the connection, and
 		// the look on it, neither served nor failed.
-		dctx, cancel := context.WithTimeout(c.ctx, dialTimeout)
 		var err error
-		ws, err = c.dial(dctx)
-		cancel()
-		if err != nil {
+		if ws, err = c.dialCounted(); err != nil {
 			c.end(fmt.Errorf("opening a forwarded connection: %w", err))
 			return
 		}
@@ -173,9 +170,7 @@ func (c *channelForward) serve(local net.Conn) {
 // working path. It returns the forward's error when it does not, nil when it does (the new websocket is kept for
 // the next connection).
 func (c *channelForward) pathBroken(lost *lostWebsocketError) error {
-	dctx, cancel := context.WithTimeout(c.ctx, dialTimeout)
-	ws, err := c.dial(dctx)
-	cancel()
+	ws, err := c.dialCounted()
 	if err != nil {
 		return fmt.Errorf("%w, and a new one cannot be opened: %w", lost, err)
 	}
@@ -189,6 +184,16 @@ func (c *channelForward) pathBroken(lost *lostWebsocketError) error {
 		closeWebsocket(ws)
 	}
 	return nil
+}
+
+// dialCounted opens a websocket within dialTimeout, counted in opening meanwhile (Opening): a look waiting on
+// it has not reached the member.
+func (c *channelForward) dialCounted() (*gwebsocket.Conn, error) {
+	c.opening.Add(1)
+	defer c.opening.Add(-1)
+	dctx, cancel := context.WithTimeout(c.ctx, dialTimeout)
+	defer cancel()
+	return c.dial(dctx)
 }
 
 // copyToPod sends what the local connection writes as data-channel messages until it closes.

@@ -232,6 +232,24 @@ func TestChannelForwardDialsWithADeadline(t *testing.T) {
 	assert.ErrorContains(t, waitEnded(t, f, "a dial was not answered"), "opening a forwarded connection")
 }
 
+// While a new connection waits for its websocket from an API server that accepted and does not answer, the
+// forward says so (opening): a look on it has not reached the member (review 2, item 5). Once the dial gives
+// up, the forward ends and nothing waits any more.
+func TestChannelForwardSaysAConnectionWaitsForItsPath(t *testing.T) {
+	defer func(d time.Duration) { dialTimeout = d }(dialTimeout)
+	dialTimeout = 500 * time.Millisecond
+	kubelet, f, _ := openFakeChannelForward(t)
+	first := connect(t, f)
+	assert.Equal(t, "one\n", echo(t, first, "one"))
+	assert.Zero(t, f.opening.Load(), "nothing waits for a path")
+
+	kubelet.hang.Store(true)
+	connect(t, f)
+	assert.Eventually(t, func() bool { return f.opening.Load() == 1 }, time.Second, 5*time.Millisecond, "the second connection waits for its websocket")
+	require.Error(t, waitEnded(t, f, "the dial gave up"))
+	assert.Zero(t, f.opening.Load())
+}
+
 // A connection the client closes ends its websocket cleanly, and the forward serves on.
 func TestChannelForwardOutlivesAConnectionTheClientCloses(t *testing.T) {
 	_, f, _ := openFakeChannelForward(t)

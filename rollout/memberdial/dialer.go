@@ -33,6 +33,16 @@ type Ending interface {
 	Ended(endpoint string) <-chan struct{}
 }
 
+// Opening is implemented by Dialers whose addresses carry each connection over a path of their own that is
+// opened when the connection is made: a port-forward opens a websocket through the API server for it. While
+// one is being opened, nothing the caller sends reaches the member: an API server that accepts the request
+// and then hangs (as after it dropped every forward on a restart) leaves the caller's call waiting out its
+// deadline with no answer from the member, and that says nothing of the member.
+type Opening interface {
+	// Opening says a connection to endpoint is waiting for its path to the pod right now.
+	Opening(endpoint string) bool
+}
+
 // Direct reaches members by their stable StatefulSet DNS name, <pod>.<service>.<namespace>.svc; it is for
 // callers running inside the cluster, where that name resolves and no forward is needed.
 type Direct struct {

@@ -84,6 +84,9 @@ type forward struct {
 	done    chan struct{}
 	errMu   sync.Mutex
 	err     error
+	// opening counts the connections waiting for their path to the pod (channelForward's websocket dials);
+	// SPDY's forwarder multiplexes every connection over one stream and keeps it zero.
+	opening atomic.Int32
 }
 
 func (f *forward) alive() bool {
@@ -310,6 +313,18 @@ func (p *PortForward) Ended(endpoint string) <-chan struct{} {
 		}
 	}
 	return alreadyEnded
+}
+
+// Opening implements Opening: a connection of the forward serving endpoint waits for its websocket now.
+func (p *PortForward) Opening(endpoint string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, f := range p.forwards {
+		if f.addr == endpoint {
+			return f.opening.Load() > 0
+		}
+	}
+	return false
 }
 
 var alreadyEnded = func() chan struct{} {

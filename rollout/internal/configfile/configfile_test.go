@@ -21,7 +21,7 @@ func TestParse(t *testing.T) {
 		wantErr bool
 	}{
 		{"etcd's sample file", "name: 'etcd-0'\ndata-dir: /var/lib/etcd\nwal-dir:\nsnapshot-count: 10000\ninitial-cluster-state: 'existing'\n",
-			Settings{Name: "etcd-0", DataDir: "/var/lib/etcd"}, false},
+			Settings{Name: "etcd-0", DataDir: "/var/lib/etcd", InitialClusterState: "existing"}, false},
 		{"a WAL dir", "data-dir: /data\nwal-dir: /wal\n", Settings{DataDir: "/data", WALDir: "/wal"}, false},
 		{"no data dir", "name: etcd-1\n", Settings{Name: "etcd-1"}, false},
 		{"not YAML", "data-dir: [unclosed\nclient-transport-security: {key-file: hunter2", Settings{}, true},

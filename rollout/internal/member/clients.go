@@ -87,6 +87,9 @@ type memberClient struct {
 	http   *memberHTTP
 	// ended closes when the address stops serving (memberdial.Ending); nil when the dialer cannot tell.
 	ended <-chan struct{}
+	// opening says a connection to the address waits for its path to the member (memberdial.Opening); nil
+	// when the dialer has no such path.
+	opening func() bool
 	// answered says a call through this address succeeded: its end is then the forward's, not the member's
 	// refusal (see read).
 	answered atomic.Bool
@@ -182,6 +185,9 @@ func (m *Clients) client(ctx context.Context, pod string) (*memberClient, error)
 		status: clientv3.NewMaintenanceFromMaintenanceClient(clientv3.RetryMaintenanceClient(cli, cli.ActiveConnection()), cli)}
 	if ending, ok := m.dialer.(memberdial.Ending); ok {
 		c.ended = ending.Ended(endpoint)
+	}
+	if opening, ok := m.dialer.(memberdial.Opening); ok {
+		c.opening = func() bool { return opening.Opening(endpoint) }
 	}
 	m.clients[pod] = c
 	return c, nil

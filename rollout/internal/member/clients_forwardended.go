@@ -46,6 +46,11 @@ func (m *Clients) read(ctx context.Context, pod string, call func(context.Contex
 	switch {
 	case err == nil:
 		c.answered.Store(true)
+	case noAnswerInTime(err) && c.opening != nil && c.opening():
+		// The call's time ran out while its connection still waited for a path to the member (an API server
+		// that dropped the forwards and hangs): it never reached etcd (review 2, item 5: a healthy member in
+		// its cool-down was reverted for an API server outage).
+		return fmt.Errorf("%w: the port-forward was still opening its path through the API server when the call's time ran out: %w", ErrNoLook, err)
 	case c.answered.Load() && errors.Is(err, ErrForwardEnded):
 		return fmt.Errorf("%w: %w", ErrNoLook, err)
 	case errors.Is(err, ErrForwardEnded):

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
 )
 
 // A call bound to a forward ends with the forward, and says so; a call that finished leaves nothing behind.
@@ -180,6 +183,49 @@ func TestAForwardThatNeverAnsweredIsDroppedAfterATimeout(t *testing.T) {
 				assert.Equal(t, 2, dialer.opened, "forwards opened: the look after the timeout opens a new one")
 				assert.Contains(t, err.Error(), "never answered, is dropped")
 			}
+		})
+	}
+}
+
+// openingDialer hands out an address whose every connection waits for a path to the member that never opens,
+// as a port-forward's websocket dial to an API server that dropped every forward and then hangs.
+type openingDialer struct{ addrDialer }
+
+func (openingDialer) Opening(string) bool { return true }
+
+// A look whose time runs out while its connection still waits for a path to the member never reached etcd: it
+// is "could not look", never the member's own failure (review 2, item 5: a healthy member in its cool-down was
+// reverted because the API server hung after dropping its forwards). A dialer without such paths leaves the
+// timeout the member's.
+func TestALookStuckOpeningItsPathIsNoLook(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = lis.Close() })
+	go func() {
+		for {
+			conn, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = conn.Close() }) // accepted, never answered
+		}
+	}()
+	for _, tt := range []struct {
+		name   string
+		dialer memberdial.Dialer
+		noLook bool
+	}{
+		{"a path still opening", openingDialer{addrDialer{lis.Addr().String()}}, true},
+		{"a plain address", addrDialer{lis.Addr().String()}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := NewClients(tt.dialer, "db", "etcd-headless", 2379, nil)
+			defer m.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			_, err := m.Status(ctx, "etcd-0")
+			require.Error(t, err)
+			assert.Equal(t, tt.noLook, CouldNotLook(err), "%v", err)
 		})
 	}
 }

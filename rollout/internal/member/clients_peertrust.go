@@ -19,7 +19,8 @@ import (
 type PeerTrustProbe struct {
 	Served  []*x509.Certificate
 	Verdict trust.Verdict
-	// Alert is the TLS alert the member refused the certificate with.
+	// Alert is the TLS alert the member refused the certificate with; for trust.Undecided, what ended the
+	// connection instead of a verdict.
 	Alert string
 }
 
@@ -95,7 +96,9 @@ func peerHandshake(ctx context.Context, endpoint string, cfg *tls.Config) (PeerT
 	if err != nil {
 		// Closed without an alert: etcd's SAN check of a client certificate closes the connection after the
 		// handshake when the certificate does not name the address it came from, as through a port-forward.
-		return probe, fmt.Errorf("the peer port closed the connection without answering (%v)", err)
+		// No verdict, but the chain it served is known.
+		probe.Verdict, probe.Alert = trust.Undecided, fmt.Sprintf("the peer port closed the connection without answering (%v)", err)
+		return probe, nil
 	}
 	probe.Verdict = trust.Accepted
 	return probe, nil

@@ -80,3 +80,38 @@ func TestProbePeerTrust(t *testing.T) {
 		})
 	}
 }
+
+// etcd's peer listener checks a client certificate's SANs against the address the connection came from, after
+// the handshake, and closes the connection without an alert when they do not match: through a port-forward
+// every DNS-only leaf ends that way. Such a probe has no verdict, never an acceptance, and keeps the chain the
+// member served (review 3, item 3: it was dropped as an error, and the new trust was never judged against it).
+func TestAProbeTheMemberClosesWithoutAnswerHasNoVerdictAndKeepsTheChain(t *testing.T) {
+	ca := newTestCA(t)
+	served := ca.issueFor(t, x509.ExtKeyUsageServerAuth, nil, "etcd-0.etcd-headless.db.svc")
+	trusted := x509.NewCertPool()
+	trusted.AddCert(ca.cert)
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{served}, ClientCAs: trusted, ClientAuth: tls.RequireAndVerifyClientCert})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = conn.(*tls.Conn).Handshake() // then the SAN check fails: closed, no alert
+			_ = conn.Close()
+		}
+	}()
+	leaf := ca.sign(t, func(c *x509.Certificate) {
+		c.DNSNames = []string{"etcd-2.etcd-headless.db.svc"}
+		c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
+	})
+	m := NewClients(addrDialer{ln.Addr().String()}, "db", "etcd-headless", 2379, nil)
+	got, err := m.ProbePeerTrust(context.Background(), "etcd-0", 2380, leaf, trusted, "etcd-0.etcd-headless.db.svc")
+	require.NoError(t, err)
+	assert.Equal(t, trust.Undecided, got.Verdict)
+	assert.Contains(t, got.Alert, "closed the connection without answering")
+	require.NotEmpty(t, got.Served, "the chain the member served in the handshake")
+	assert.Equal(t, served.Certificate[0], got.Served[0].Raw)
+}

@@ -170,6 +170,22 @@ func (e *MemberCertError) Error() string {
 
 func (e *MemberCertError) Unwrap() error { return e.chain }
 
+// SharedCause is the refusal without the member, for a message that says it once for every member that met
+// it: the certificate's issuer and what tls.caFile trusts, and for a CA swapped in one step, the passes of a
+// rotation. It is "" for a refusal of one member's own (a certificate valid for another member's names).
+func (e *MemberCertError) SharedCause() string {
+	switch {
+	case e.leaf == nil:
+		return "each presented no TLS certificate"
+	case errors.As(e.chain, new(x509.UnknownAuthorityError)):
+		return fmt.Sprintf("each serves a certificate issued by %s, which tls.caFile refuses (it trusts %s): a CA swapped in one step; rotate in passes: widen every trust file (old+new CA) and roll, swap the leaves and roll, then drop the old CA",
+			trust.IssuerOf(e.leaf), e.trustedText())
+	case e.chain != nil:
+		return fmt.Sprintf("each serves a certificate issued by %s that is refused: %s", trust.IssuerOf(e.leaf), chainReason(e.chain))
+	}
+	return ""
+}
+
 // reason is the refusal in a few words, for a message that names the member and the certificate itself.
 func (e *MemberCertError) reason() string {
 	switch {

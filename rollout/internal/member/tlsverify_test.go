@@ -281,3 +281,29 @@ func TestMemberTLSVerification(t *testing.T) {
 		})
 	}
 }
+
+// Members refused alike share one cause, said without the member: a CA swapped in one step in the Secret the
+// engine reads too is refused on every member, and a message per member made a first line of 2,403
+// characters (review 3). A certificate valid for another member's names is that member's own refusal.
+func TestSharedCauseSaysARefusalOnceForEveryMember(t *testing.T) {
+	oldCA, newCA := newTestCA(t), newTestCA(t)
+	roots := x509.NewCertPool()
+	roots.AddCert(newCA.cert)
+	refusal := func(pod string, ca testCA, dns string) *MemberCertError {
+		leaf := ca.issueFor(t, x509.ExtKeyUsageServerAuth, nil, dns)
+		parsed, err := x509.ParseCertificate(leaf.Certificate[0])
+		require.NoError(t, err)
+		err = verifyMemberCertificate(newMemberIdentity(pod, "etcd-headless", "db"), roots, nil)(tls.ConnectionState{PeerCertificates: []*x509.Certificate{parsed}})
+		var refused *MemberCertError
+		require.ErrorAs(t, err, &refused)
+		return refused
+	}
+	zero, two := refusal("etcd-0", oldCA, "etcd-0.etcd-headless.db.svc"), refusal("etcd-2", oldCA, "etcd-2.etcd-headless.db.svc")
+	assert.Equal(t, zero.SharedCause(), two.SharedCause(), "the same CA refused on two members reads the same")
+	assert.NotContains(t, zero.SharedCause(), "etcd-0")
+	assert.Contains(t, zero.SharedCause(), "widen every trust file (old+new CA) and roll, swap the leaves and roll, then drop the old CA")
+	assert.LessOrEqual(t, len("rolling db/etcd: rollout blocked: no etcd member answered: etcd-0, etcd-1, etcd-2: "+zero.SharedCause()), 400)
+
+	misnamed := refusal("etcd-1", newCA, "etcd-2.etcd-headless.db.svc")
+	assert.Empty(t, misnamed.SharedCause(), "a certificate for another member's names is this member's own problem")
+}

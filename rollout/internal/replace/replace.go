@@ -52,6 +52,9 @@ type Record struct {
 	OldPodUID string `json:"oldPodUID"`
 	// LearnerID is the ID etcd gave the learner added for the peer URL (0 until the add's answer was recorded).
 	LearnerID uint64 `json:"learnerID,omitempty"`
+	// LearnerPodUID is the pod whose etcd started the learner and holds its data, recorded before the promote:
+	// the new voter's data lives and dies with that pod.
+	LearnerPodUID string `json:"learnerPodUID,omitempty"`
 }
 
 // Observed is one look at the member being replaced.
@@ -89,6 +92,10 @@ const (
 	Promote Action = "promote"
 	// Verify runs the usual gates on the new voter: the replacement itself is done.
 	Verify Action = "verify"
+	// ReplaceAgain removes the new voter, whose pod went after its promote (a drain, an eviction, a delete):
+	// its data died with that pod, and a pod that comes back would run an empty log under an ID that voted.
+	// The run writes a new Record (AgainRecord) before the remove, and the procedure starts over.
+	ReplaceAgain Action = "replace-again"
 )
 
 // Step is what Next decides: the action and the member ID it concerns.
@@ -134,6 +141,9 @@ func Next(o Observed) (Step, error) {
 func (o Observed) voter(m Member) (Step, error) {
 	r := o.Record
 	switch {
+	case r != nil && r.LearnerID != 0 && m.ID == r.LearnerID && r.LearnerPodUID != "" && o.Pod.UID != r.LearnerPodUID:
+		return Step{Action: ReplaceAgain, ID: m.ID, Why: fmt.Sprintf("member %x, promoted from the learner pod %s started, is on %s now: its data died with that pod, so it is replaced again",
+			m.ID, r.LearnerPodUID, o.podName())}, nil
 	case r != nil && r.LearnerID != 0 && m.ID == r.LearnerID:
 		return Step{Action: Verify, ID: m.ID, Why: fmt.Sprintf("member %x, added as a learner for %s, is a voter", m.ID, o.PeerURL)}, nil
 	case r != nil && r.OldID != 0 && m.ID != r.OldID:
@@ -189,6 +199,24 @@ func (o Observed) missing() (Step, error) {
 		return Step{Action: AwaitPod, ID: r.OldID, Why: "waiting for the controller to recreate the pod"}, nil
 	}
 	return Step{Action: AddLearner, ID: r.OldID, Why: fmt.Sprintf("member %x is removed and its pod is new: %s is free", r.OldID, o.PeerURL)}, nil
+}
+
+// AgainRecord is the Record a run writes before ReplaceAgain's remove: the promoted member is the old one now,
+// and the pod that holds what is left of its data (none, or an empty log) is the one that must go.
+func (o Observed) AgainRecord(id uint64) Record {
+	rec := Record{PeerURL: o.PeerURL, OldID: id}
+	if o.Pod.Exists {
+		rec.OldPodUID = o.Pod.UID
+	}
+	return rec
+}
+
+// podName says which pod the member is on, for a person.
+func (o Observed) podName() string {
+	if !o.Pod.Exists {
+		return "no pod (deleted, not yet recreated)"
+	}
+	return "pod " + o.Pod.UID
 }
 
 func (o Observed) unsafeRejoin(id uint64) error {

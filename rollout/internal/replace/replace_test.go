@@ -28,6 +28,8 @@ func TestNext(t *testing.T) {
 	recAdded := &Record{OldID: 0xb, OldPodUID: "uid-old", LearnerID: 0xd}
 	learner := Member{ID: 0xd, PeerURLs: []string{url}, Learner: true}
 	startedLearner := Member{ID: 0xd, Name: "etcd-1", PeerURLs: []string{url}, Learner: true}
+	recPromoted := &Record{OldID: 0xb, OldPodUID: "uid-old", LearnerID: 0xd, LearnerPodUID: "uid-new"}
+	recreated := Pod{Exists: true, UID: "uid-recreated", AtUpdateRevision: true}
 
 	tests := []struct {
 		name    string
@@ -54,6 +56,9 @@ func TestNext(t *testing.T) {
 		{"a learner nobody recorded adding", Observed{Members: with(learner), Pod: newPod}, "", 0, ErrUnexpectedMembership},
 		{"a learner other than the one this run added", Observed{Members: with(Member{ID: 0xe, PeerURLs: []string{url}, Learner: true}), Pod: newPod, Record: recAdded}, "", 0, ErrUnexpectedMembership},
 		{"a member missing that nobody recorded removing (a preStop hook)", Observed{Members: others(), Pod: oldPod}, "", 0, ErrUnexpectedMembership},
+		{"promoted, on the pod that started it: verified", Observed{Members: with(voter(0xd, "etcd-1", url)), Pod: newPod, Record: recPromoted}, Verify, 0xd, nil},
+		{"promoted, its pod recreated since: its data died, replaced again", Observed{Members: with(voter(0xd, "etcd-1", url)), Pod: recreated, Record: recPromoted}, ReplaceAgain, 0xd, nil},
+		{"promoted, its pod deleted and not back yet: replaced again, membership first", Observed{Members: with(voter(0xd, "etcd-1", url)), Pod: Pod{}, Record: recPromoted}, ReplaceAgain, 0xd, nil},
 		{"the URL listed twice", Observed{Members: with(voter(0xb, "etcd-1", url), learner), Pod: oldPod, Record: rec}, "", 0, ErrUnexpectedMembership},
 	}
 	for _, tt := range tests {
@@ -106,4 +111,26 @@ func TestTheProcedureEndsWithANewIDOnANewPod(t *testing.T) {
 		}
 	}
 	t.Fatalf("no Verify after %v", seen)
+}
+
+// The record written before ReplaceAgain's remove names the promoted member as the old one, and the pod it is on
+// now (if any) as the pod that must go before its learner is added (review 3, item 1).
+func TestAgainRecordStartsTheProcedureOver(t *testing.T) {
+	recPromoted := &Record{PeerURL: url, OldID: 0xb, OldPodUID: "uid-old", LearnerID: 0xd, LearnerPodUID: "uid-new"}
+	recreated := Pod{Exists: true, UID: "uid-recreated", AtUpdateRevision: true}
+	o := Observed{PeerURL: url, Members: with(voter(0xd, "etcd-1", url)), Leader: 0xa, Pod: recreated, Record: recPromoted}
+	again := o.AgainRecord(0xd)
+	assert.Equal(t, Record{PeerURL: url, OldID: 0xd, OldPodUID: "uid-recreated"}, again)
+
+	o.Record = &again
+	next, err := Next(o)
+	require.NoError(t, err)
+	assert.Equal(t, Remove, next.Action, "with the new record, the promoted member is the one to remove")
+	o.Members = others()
+	next, err = Next(o)
+	require.NoError(t, err)
+	assert.Equal(t, LetPodGo, next.Action, "the recreated pod runs under the removed ID: it goes before the learner is added")
+
+	gone := Observed{PeerURL: url, Members: with(voter(0xd, "etcd-1", url)), Pod: Pod{}, Record: recPromoted}
+	assert.Equal(t, Record{PeerURL: url, OldID: 0xd}, gone.AgainRecord(0xd), "no pod: the next one to exist is new")
 }

@@ -188,4 +188,3 @@ func compareStored(ctx context.Context, bucket *blob.Bucket, key string, want Fa
 	}
 	return nil
 }
-

@@ -86,6 +86,11 @@ const (
 	Accepted Verdict = "accepted"
 	// Refused: the member ended the handshake with a TLS alert (bad certificate, unknown CA).
 	Refused Verdict = "refused"
+	// Undecided: the handshake was made but the member gave no verdict: it closed the connection without an
+	// alert or an answer, as etcd does when a client certificate does not name the address the connection
+	// came from (a port-forward's). Its trust of the new leaf could not be checked: never counted as
+	// accepted. The chain it served in the handshake is judged all the same.
+	Undecided Verdict = "undecided"
 )
 
 // Other is another member as it runs now.
@@ -109,8 +114,9 @@ type Restart struct {
 }
 
 // Check returns every reason the restart would leave the member unable to talk to its peers; none means it
-// may restart as far as trust goes. A peer that was not probed adds no reason: its trust is unknown, and the
-// quorum rules of the restart already count it.
+// may restart as far as trust goes. A peer that was not probed, or gave no verdict, adds no reason of its
+// verdict: its trust is unknown (the caller says so), and the quorum rules of the restart already count it.
+// Whatever chain a peer served is judged against the new trust.
 func Check(r Restart) []Refusal {
 	var out []Refusal
 	out = append(out, r.checkOwn()...)

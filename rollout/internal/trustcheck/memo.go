@@ -3,6 +3,7 @@ package trustcheck
 import (
 	"crypto/sha256"
 	"crypto/x509"
+	"fmt"
 	"sync"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
@@ -10,9 +11,10 @@ import (
 )
 
 // Memo keeps what a run's probes found, for its later checks: a running member answers a probe of the same
-// new material the same way for as long as it runs in the same pod, since etcd loads its trust only when its
-// process starts, and a process restarted in the same pod loads the same files unless the Secret changed,
-// which changes the material. What the member serves can still change under it while the kubelet delivers a
+// new material the same way for as long as the same process runs, since etcd loads its trust only when its
+// process starts. A process is named by its pod and the kubelet's count of container restarts there: a
+// container restarted in the same pod may have loaded other trust material (a Secret the kubelet delivered
+// since), so its answers are not the last process's. What the member serves can still change under it while the kubelet delivers a
 // Secret changed before (up to a minute), but only towards the material being judged, which its own check
 // already covers. So a run probes a member once per pod and material instead of before every leader move and
 // restart: each probe is a connection through the API server (make bench mtls: 8.7 probes per member rolled,
@@ -43,8 +45,8 @@ func fingerprint(m trust.Material) [32]byte {
 	return out
 }
 
-// key is a member in the pod it runs in now.
-func (m Member) key() string { return m.Pod + "/" + m.UID }
+// key is a member's process: the pod it runs in now, and how many times its container restarted there.
+func (m Member) key() string { return fmt.Sprintf("%s/%s/%d", m.Pod, m.UID, m.Restarts) }
 
 // use makes side's entries those of material, forgetting what other material found.
 func (memo *Memo) use(side trust.Side, material trust.Material) {

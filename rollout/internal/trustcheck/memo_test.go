@@ -38,6 +38,12 @@ func TestAMemoProbesAMemberOncePerPodAndMaterial(t *testing.T) {
 			{Pod: "etcd-1", PeerURL: "https://" + hosts[1] + ":2380", Reachable: true, UID: uid1},
 			{Pod: "etcd-2", PeerURL: "https://" + hosts[2] + ":2380", Reachable: true, UID: "c"}}
 	}
+	// restarted is ms with etcd-1's container restarted once in its pod: a new process, which may have loaded
+	// other trust material (review 3, item 4: the Memo kept the old process's verdict).
+	restarted := func(ms []Member) []Member {
+		ms[1].Restarts++
+		return ms
+	}
 	tests := []struct {
 		name       string
 		memo       bool
@@ -47,6 +53,7 @@ func TestAMemoProbesAMemberOncePerPodAndMaterial(t *testing.T) {
 	}{
 		{"the same pods and material: answered from the memo", true, members("a", "b"), leaf, 0},
 		{"etcd-1 in a new pod: it alone probed again", true, members("a", "b2"), leaf, 2},
+		{"etcd-1's container restarted in the same pod: it alone probed again", true, restarted(members("a", "b")), leaf, 2},
 		{"new material: every member probed again", true, members("a", "b"), other, 4},
 		{"pods not known: never memoized", true, members("", ""), leaf, 4},
 		{"no memo: every member probed every time", false, members("a", "b"), leaf, 4},

@@ -66,8 +66,10 @@ type Member struct {
 	Pod       string
 	PeerURL   string
 	Reachable bool
-	// UID is the pod's: a Memo keeps what a member answered only for the pod it answered from.
-	UID string
+	// UID is the pod's, Restarts the kubelet's count of its container restarts: a Memo keeps what a member
+	// answered only for the process that answered, the same container in the same pod.
+	UID      string
+	Restarts int32
 }
 
 // Template is the pod template the restarted members start from.
@@ -141,6 +143,9 @@ var ErrUnreadable = errors.New("the template's peer TLS material cannot be read 
 type Report struct {
 	Refusals []trust.Refusal
 	Probes   int
+	// Undecided names the members whose running peer trust gave no verdict on the new leaf (trust.Undecided):
+	// their trust of it was not checked, only the chain they serve.
+	Undecided []string
 }
 
 // Check judges restarting each pod of restart onto t's TLS material, peer side then client side, against every
@@ -209,6 +214,11 @@ func (c Checker) checkPeer(ctx context.Context, t Template, restart []string, me
 		if p, err := c.Prober.ProbePeerTrust(ctx, m.Pod, port, pair, roots, host); err == nil {
 			probes[m.Pod] = p
 			c.Probes.keepPeerProbe(material, m, p)
+		}
+	}
+	for _, m := range members {
+		if p, ok := probes[m.Pod]; ok && p.Verdict == trust.Undecided {
+			report.Undecided = append(report.Undecided, m.Pod)
 		}
 	}
 	for _, pod := range restart {

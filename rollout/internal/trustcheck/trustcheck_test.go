@@ -80,6 +80,10 @@ func TestCheckerCheck(t *testing.T) {
 			[]trust.Kind{trust.LeafNotTrustedByPeer}, "", nil},
 		{"a trust file without the CA of the leaves served now", fromSecret, secret(newPEM), trust.Accepted,
 			[]trust.Kind{trust.PeerLeafNotTrusted}, "", nil},
+		{"no verdict (a DNS-only leaf through a port-forward): the served chain is judged", fromSecret, secret(newPEM), trust.Undecided,
+			[]trust.Kind{trust.PeerLeafNotTrusted}, "", nil},
+		{"no verdict, and a widened trust file: nothing refused", fromSecret, secret(append(append([]byte{}, oldPEM...), newPEM...)), trust.Undecided,
+			nil, "", nil},
 		{"a key missing from the Secret", fromSecret, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "etcd-peer-tls"},
 			Data: map[string][]byte{"ca.crt": oldPEM, "tls.crt": newLeaf}}, trust.Accepted, nil, `no such key in db/Secret etcd-peer-tls (key "tls.key")`, nil},
 		{"material no API object holds", template(corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/etc/pki"}}), nil, trust.Accepted,
@@ -108,6 +112,9 @@ func TestCheckerCheck(t *testing.T) {
 				assert.Equal(t, "etcd-0", r.By, "the unreachable etcd-1 is not judged, the restarted etcd-2 not against itself")
 			}
 			assert.Equal(t, tt.want, kinds, "%v", got)
+			if tt.verdict == trust.Undecided {
+				assert.Equal(t, []string{"etcd-0"}, report.Undecided, "a probe without a verdict is said, never taken for one")
+			}
 			if tt.wantProbe != nil {
 				assert.Equal(t, tt.wantProbe, prober.probed, "every reachable member but the one restarted probed once, at its peer host")
 				assert.Equal(t, len(prober.probed), report.Probes, "the probes counted")
