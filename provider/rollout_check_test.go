@@ -163,6 +163,8 @@ func TestCheckRefusesARollTheEngineRefuses(t *testing.T) {
 	}{
 		{"members whose data dies with their pod", fmt.Errorf("%w: the template starts etcd with --initial-cluster-state=new", rollout.ErrDataDiesWithPod)},
 		{"pods that remove their own member", fmt.Errorf("%w: etcd-2's pod runs prestop.sh; set acceptPreStopMemberRemoval", rollout.ErrPreStopRemovesMember)},
+		{"a peer URL built from the pod's IP", fmt.Errorf("%w: the template advertises etcd's peer URL from the pod's IP", rollout.ErrPeerURLFollowsPod)},
+		{"an update strategy that takes several members down", fmt.Errorf("%w: rollingUpdate.maxUnavailable 2", rollout.ErrUnsafeStrategy)},
 	}
 	for _, refusal := range []error{
 		fmt.Errorf("%w: etcd-2 (peer): etcd-0 refuses its new certificate", rollout.ErrPeerTrust),

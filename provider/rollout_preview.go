@@ -146,7 +146,8 @@ func (r *Rollout) planLive(ctx context.Context, restConfig *rest.Config, in Roll
 		log.Warningf("a rollout of %s could not start now: %v", target, err)
 		return blockedLines(plan, state, pv.facts, err), nil
 	case errors.Is(err, rollout.ErrDataDiesWithPod) || errors.Is(err, rollout.ErrPreStopRemovesMember) ||
-		errors.Is(err, rollout.ErrPeerTrust) || errors.Is(err, rollout.ErrClientTrust):
+		errors.Is(err, rollout.ErrPeerTrust) || errors.Is(err, rollout.ErrClientTrust) ||
+		errors.Is(err, rollout.ErrPeerURLFollowsPod) || errors.Is(err, rollout.ErrUnsafeStrategy):
 		// The run refuses these before it touches anything, and waiting changes nothing: so does the preview.
 		return nil, []p.CheckFailure{{Property: "stsName", Reason: fmt.Sprintf("StatefulSet %s: %v", target, err)}}
 	case err != nil:

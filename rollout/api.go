@@ -224,6 +224,9 @@ type ClusterState struct {
 	// and a replaced member cannot join as its learner. False where a script or a variable from elsewhere
 	// may set it.
 	TemplateInitialClusterStateOmitted bool
+	// PeerURLFromPodIP is how the template builds etcd's advertised peer URL from the pod's IP ("" when it does
+	// not): a variable of the downward API's status.podIP, or the shell's hostname -i.
+	PeerURLFromPodIP string
 	// Membership is etcd's member list as the leader (else any member that answered) gave it; MembershipKnown
 	// says one did (an empty list read from nobody is not "nobody is a member").
 	Membership      []member.Info

@@ -147,6 +147,7 @@ func stsState(sts *appsv1.StatefulSet) ClusterState {
 		st.TemplateSettings = EtcdSettings(c)
 		st.TemplateInitialClusterState = EtcdFlagValues(c)["initial-cluster-state"]
 		st.TemplateInitialClusterStateOmitted = st.TemplateInitialClusterState == "" && startsEtcdVisibly(c)
+		st.PeerURLFromPodIP = peerURLFromPodIP(c)
 		st.ProbeWarnings = probes.Judge(c)
 	}
 	st.SelfRemoval = selfremoval.Find(&sts.Spec.Template.Spec)

@@ -221,3 +221,29 @@ func eventKindsInto(kinds *[]EventKind) func(Event) {
 		}
 	}
 }
+
+// Once a member runs 3.6, etcd's member list must be the one the run began with: a member back from the v2
+// store (etcd-io/etcd#20967) stops the run at once, with the partition locked, rather than a hold that counts
+// quorum over a member nobody runs (review 3).
+func TestAMemberListThatGrowsOnceAMemberRunsTheNewMinorStopsTheRun(t *testing.T) {
+	c := newFakeCluster(t, 3, 1)
+	minorUpgrade(t, c)
+	zombie := false
+	res, err := c.engine(t, func(cfg *Config, o *Options) {
+		cfg.SnapshotTo = t.TempDir()
+		o.OnEvent = func(ev Event) {
+			if ev.Kind == EventMemberRolled && !zombie {
+				zombie = true
+				c.etcd.mu.Lock()
+				c.etcd.ids["etcd-zombie"] = 0xdead
+				c.etcd.down["etcd-zombie"] = true
+				c.etcd.mu.Unlock()
+			}
+		}
+	}).Run(context.Background())
+	require.True(t, zombie)
+	require.ErrorIs(t, err, ErrMembershipChanged)
+	assert.Contains(t, err.Error(), "member dead (etcd-zombie, peer URL https://etcd-zombie.etcd.db.svc:2380) is listed since a member runs etcd 3.6")
+	assert.Equal(t, []string{"etcd-2"}, res.MembersRolled, "nothing restarted after the first member")
+	assert.Equal(t, 3, c.partition())
+}

@@ -126,6 +126,30 @@ func startsEtcdVisibly(c *corev1.Container) bool {
 	return len(c.EnvFrom) == 0
 }
 
+// peerURLFromPodIP says how the container builds etcd's advertised peer URL from the pod's IP: a reference,
+// $(VAR), $VAR or ${VAR}, to a variable the downward API sets from status.podIP (or podIPs), or the shell's
+// `hostname -i`; "" when it does not.
+func peerURLFromPodIP(c *corev1.Container) string {
+	value := EtcdFlagValues(c)["initial-advertise-peer-urls"]
+	script := strings.Join(append(append([]string{}, c.Command...), c.Args...), " ")
+	for _, e := range c.Env {
+		if e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || !strings.HasPrefix(e.ValueFrom.FieldRef.FieldPath, "status.podIP") {
+			continue
+		}
+		for _, ref := range []string{"$(" + e.Name + ")", "${" + e.Name + "}", "$" + e.Name} {
+			if strings.Contains(value, ref) {
+				return fmt.Sprintf("--initial-advertise-peer-urls=%s, %s from %s", value, e.Name, e.ValueFrom.FieldRef.FieldPath)
+			}
+		}
+	}
+	for _, ip := range []string{"hostname -i", "hostname -I", "hostname --ip-address"} {
+		if strings.Contains(value, "$(") && strings.Contains(script, ip) {
+			return fmt.Sprintf("--initial-advertise-peer-urls=%s, from `%s`", value, ip)
+		}
+	}
+	return ""
+}
+
 // etcdWords is what etcd is started with: the container's command and args, or, for a `sh -c` script, the
 // script's words after the word naming etcd, up to "--".
 func etcdWords(c *corev1.Container) []string {

@@ -292,3 +292,42 @@ func TestATemplateThatOmitsTheInitialClusterStateIsRefusedForAReplacement(t *tes
 		})
 	}
 }
+
+// A peer URL built from the pod's IP strands a restarted member (rancher/k3k#1168): the plan refuses it before
+// anything is touched, whatever shape the template writes it in; a stable DNS name rolls (review 3).
+func TestAPeerURLBuiltFromThePodIPIsRefused(t *testing.T) {
+	podIP := corev1.EnvVar{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}
+	podName := corev1.EnvVar{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}
+	for _, tt := range []struct {
+		name string
+		c    corev1.Container
+		want string
+	}{
+		{"a downward-API variable in the flag", corev1.Container{Command: []string{"etcd", "--initial-advertise-peer-urls=https://$(POD_IP):2380"}, Env: []corev1.EnvVar{podIP}},
+			"--initial-advertise-peer-urls=https://$(POD_IP):2380, POD_IP from status.podIP"},
+		{"a shell variable", corev1.Container{Command: []string{"/bin/sh", "-c", "exec etcd --initial-advertise-peer-urls=https://${POD_IP}:2380"}, Env: []corev1.EnvVar{podIP}},
+			"POD_IP from status.podIP"},
+		{"the variable etcd reads", corev1.Container{Command: []string{"etcd"}, Env: []corev1.EnvVar{podIP, {Name: "ETCD_INITIAL_ADVERTISE_PEER_URLS", Value: "https://$(POD_IP):2380"}}},
+			"POD_IP from status.podIP"},
+		{"hostname -i", corev1.Container{Command: []string{"/bin/sh", "-c", "exec etcd --initial-advertise-peer-urls=https://$(hostname -i):2380"}},
+			"from `hostname -i`"},
+		{"the pod's DNS name", corev1.Container{Command: []string{"etcd", "--initial-advertise-peer-urls=https://$(POD_NAME).etcd.db.svc:2380"}, Env: []corev1.EnvVar{podIP, podName}}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.c.Name = "etcd"
+			sts := &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{tt.c}}}}}
+			s := healthyState(3, 0)
+			s.PeerURLFromPodIP = stsState(sts).PeerURLFromPodIP
+			assert.Contains(t, s.PeerURLFromPodIP, tt.want)
+			_, err := PlanRollout(s, LeaderLazy)
+			if tt.want == "" {
+				assert.Empty(t, s.PeerURLFromPodIP)
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrPeerURLFollowsPod)
+			assert.NotErrorIs(t, err, ErrBlocked, "waiting does not fix it")
+			assert.Contains(t, err.Error(), "advertise the pod's stable DNS name")
+		})
+	}
+}

@@ -198,6 +198,11 @@ func selfRemovalError(who string, h selfremoval.Hook, how string) error {
 // member at a time: no waiting fixes it, so preview and the run refuse at once, before anything is touched.
 var ErrUnsafeStrategy = errors.New("the StatefulSet's update strategy is unsafe for etcd")
 
+// ErrPeerURLFollowsPod is returned, before anything is touched, for a template whose etcd advertises a peer URL
+// built from the pod's IP: a restarted pod comes back on another IP while etcd's member list keeps the old one,
+// and the member is stranded (rancher/k3k#1168). Waiting does not fix it; the template must change.
+var ErrPeerURLFollowsPod = errors.New("etcd's peer URL changes with the pod")
+
 func blocked(format string, args ...any) error {
 	return &BlockedError{Reason: fmt.Sprintf(format, args...)}
 }
@@ -319,6 +324,9 @@ func checkRollable(s ClusterState, needsRoll map[int]bool) error {
 	switch {
 	case len(needsRoll) == 0:
 		return nil
+	case s.PeerURLFromPodIP != "":
+		return fmt.Errorf("%w: the template advertises etcd's peer URL from the pod's IP (%s), which a restarted pod does not keep: etcd lists the old address, and the member can no longer reach or be reached by its peers; advertise the pod's stable DNS name, https://$(POD_NAME).<service>.$(POD_NAMESPACE).svc:2380, then run again",
+			ErrPeerURLFollowsPod, s.PeerURLFromPodIP)
 	case s.MaxUnavailable > 1:
 		return fmt.Errorf("%w: the StatefulSet's rollingUpdate.maxUnavailable lets the controller take %d members down at once (Kubernetes 1.35 and later honour it by default): a pod someone else deletes and the member the rollout restarts can go down in one sync, and the rollout can keep only its own restarts to one at a time; set spec.updateStrategy.rollingUpdate.maxUnavailable to 1, or remove it, then run again",
 			ErrUnsafeStrategy, s.MaxUnavailable)

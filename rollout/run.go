@@ -42,6 +42,9 @@ type run struct {
 	rolledFrom map[int]string
 	// versionMove is the first plan's minor-version change, if any: finish waits for the cluster version.
 	versionMove *VersionMove
+	// startPeers are the peer URLs of etcd's member list as this run first read it: a member list that grows
+	// once a member runs the new minor is not this run's doing (checkNoNewMembers).
+	startPeers map[string]bool
 	// downgrade is set once this run enabled etcd's downgrade API: an exit before any restart cancels it.
 	downgrade *downgradeRun
 	// requestsBefore is the engine's API request count when the run started.
@@ -214,6 +217,9 @@ func (r *run) execute(ctx context.Context) error {
 		}
 		st = r.withProven(st)
 		r.last = st
+		if err := r.checkNoNewMembers(st); err != nil {
+			return err
+		}
 		again, err := r.refusedAfterPassing(ctx, st)
 		if err != nil {
 			return r.onMemberFailure(ctx, err)

@@ -4,6 +4,7 @@ package rollout
 // and the restart of a one-member etcd's only member, measured.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -195,4 +196,51 @@ func (r *run) termOf(ctx context.Context, pod string) (uint64, bool) {
 		r.sawDown(pod)
 	}
 	return s.RaftTerm, err == nil
+}
+
+// ErrMembershipChanged is returned when etcd's member list lists a member this run did not start with once a
+// member runs the new minor version: etcd 3.6 rebuilds membership from its v3 store, and members removed
+// long ago can come back from a stale v2 store (etcd-io/etcd#20967, open and critical). Going on would count
+// quorum over members nobody runs; no step of the rollout's fixes it.
+var ErrMembershipChanged = errors.New("etcd's member list changed during a minor version change")
+
+// checkNoNewMembers compares etcd's member list, once a member runs the new minor by its own word, with the one
+// this run first read: a peer URL it did not list then is refused. A replacement keeps its member's peer URL
+// (a new ID on the same URL), so only a member nobody rolled can add one.
+func (r *run) checkNoNewMembers(st ClusterState) error {
+	if !st.MembershipKnown {
+		return nil
+	}
+	if r.startPeers == nil {
+		r.startPeers = map[string]bool{}
+		for _, m := range st.Membership {
+			for _, u := range m.PeerURLs {
+				r.startPeers[u] = true
+			}
+		}
+		return nil
+	}
+	mv := r.versionMove
+	if mv == nil || !anyRunsMinor(st, mv.To) {
+		return nil
+	}
+	for _, m := range st.Membership {
+		for _, u := range m.PeerURLs {
+			if !r.startPeers[u] {
+				return fmt.Errorf("%w: member %x (%s, peer URL %s) is listed since a member runs etcd %s, and was not when this run began: a member back from the v2 store (etcd-io/etcd#20967)? Nothing else restarts and the partition is locked: check `etcdctl member list` on every member, remove a member nobody runs (etcdctl member remove), then run again",
+					ErrMembershipChanged, m.ID, cmp.Or(m.Name, "no name"), u, mv.To.minor())
+			}
+		}
+	}
+	return nil
+}
+
+// anyRunsMinor says a member runs to's minor by its own word.
+func anyRunsMinor(st ClusterState, to EtcdVersion) bool {
+	for _, m := range st.Members {
+		if v, ok := ParseVersion(m.ServerVersion); ok && v.minor() == to.minor() {
+			return true
+		}
+	}
+	return false
 }
