@@ -40,6 +40,8 @@ type fakeEtcd struct {
 	snapshot      []byte
 	snapshotsFrom []string
 	ids           map[string]uint64
+	// slowList makes the next MemberList answer this long (a time.Duration) after it is asked.
+	slowList atomic.Int64
 	// namePrefix makes etcd's member names other than the pods' (--name set from something else): the
 	// member list names pod p's member namePrefix+p.
 	namePrefix string
@@ -156,6 +158,9 @@ func (f *fakeEtcd) Status(_ context.Context, pod string) (member.Status, error) 
 }
 
 func (f *fakeEtcd) MemberList(_ context.Context, pod string) ([]member.Info, error) {
+	if d := time.Duration(f.slowList.Swap(0)); d > 0 {
+		time.Sleep(d) // a member list that takes its time, once (virtual time in a synctest bubble)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.isDown(pod) {

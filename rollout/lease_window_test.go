@@ -145,3 +145,39 @@ func TestAPodDeleteConfirmsTheLeaseFirst(t *testing.T) {
 		assert.Empty(t, c.deletedPods(), "etcd-2's pod is not deleted on a lease another run holds")
 	})
 }
+
+// Every member remove of a replacement confirms the lease first: a lease the run cannot renew any more is not
+// confirmed, and the remove is not sent (review 3's mutation: without the confirmation the remove went out on a lease
+// another run held, and no test failed).
+func TestAMemberRemoveConfirmsTheLeaseFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newFakeCluster(t, 3, 0)
+		emptyDirTemplate(t, c, "--initial-cluster-state=existing")
+		var refuseLeases atomic.Bool
+		c.kube.PrependReactor("*", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+			if refuseLeases.Load() {
+				return true, nil, apierrors.NewServiceUnavailable("the API server is restarting")
+			}
+			return false, nil, nil
+		})
+		began := false
+		e := c.engine(t, func(_ *Config, o *Options) {
+			o.LeaseDuration = 4 * time.Second
+			o.OnEvent = func(ev Event) {
+				if ev.Kind == EventMemberRestarting && ev.Pod == "etcd-2" && !began {
+					// The lease cannot be renewed from now on, and the look before the remove takes 3 s: past half
+					// the lease, so only a confirmation can say it is still this run's.
+					refuseLeases.Store(true)
+					c.etcd.slowList.Store(int64(3 * time.Second))
+					began = true
+				}
+			}
+		})
+		_, err := e.Run(context.Background())
+		require.True(t, began, "the replacement began")
+		require.ErrorIs(t, err, ErrLeaseLost)
+		c.etcd.mu.Lock()
+		defer c.etcd.mu.Unlock()
+		assert.Empty(t, c.etcd.membership.removed, "no member removed on a lease the run could not confirm")
+	})
+}

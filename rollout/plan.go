@@ -249,6 +249,12 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 	if err != nil {
 		return p, err
 	}
+	if needsRoll[work[0]] && replaced(s, work[0]) {
+		if m := anotherRolledMemberDown(s, work[0]); m != nil {
+			// One member out at a time: a replacement's remove waits for it (a hold, with its timeout).
+			return p, blocked("%s, on %s, is down (%s): %s stays a member until it is back", m.Pod, m.Revision, cmp.Or(m.Problem, "not healthy"), s.Members[work[0]].Pod)
+		}
+	}
 	if needsRoll[work[0]] {
 		if k := reviveFirst(s, work, needsRoll); k >= 0 {
 			// A member down on an older revision below the next one to roll: bring it back at the current

@@ -661,3 +661,20 @@ func TestARefusalEveryMemberMetIsSaidOnce(t *testing.T) {
 	_, err = PlanRollout(s, LeaderLazy)
 	assert.Contains(t, err.Error(), "no etcd member answered (etcd-0 unhealthy: member etcd-0 presented no TLS certificate; etcd-1", "different problems are each said")
 }
+
+// A learner is no healthy voter: it answers, reads linearizably and keeps up, but it has no vote, so a restart
+// or a remove that counts it toward the quorum leaves too few voters (review 3's mutation: observeMember's
+// learner case could go and no test failed).
+func TestALearnerIsNoHealthyVoter(t *testing.T) {
+	c := newFakeCluster(t, 3, 0)
+	c.etcd.learner["etcd-1"] = true
+	st, err := c.engine(t, nil).Observe(context.Background())
+	require.NoError(t, err)
+	m := st.Members[1]
+	assert.True(t, m.Reachable, "it answers")
+	assert.False(t, m.Healthy, "but it does not vote")
+	assert.Equal(t, ProblemNotVoting, m.Reason)
+	err = checkQuorum(st, 2, false)
+	require.ErrorIs(t, err, ErrBlocked, "etcd-0 alone is no quorum of 3")
+	assert.Contains(t, err.Error(), "would leave 1 healthy member(s), quorum is 2 of 3")
+}
