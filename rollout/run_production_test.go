@@ -645,4 +645,3 @@ func TestAReplacementRemovesNoMemberWhileAnotherRolledMemberIsDown(t *testing.T)
 		})
 	}
 }
-
