@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
@@ -28,8 +29,10 @@ type membership struct {
 	// slow names pods whose learner never catches up: its applied index stays at 0 and etcd refuses to promote
 	// it (ErrLearnerNotReady).
 	slow map[string]bool
-	// adopted names, in order, pods that came back with an empty data dir under the ID that voted before.
-	adopted []string
+	// adopted names, in order, pods that came back with an empty data dir under the ID that voted before;
+	// adoptedID the ID each last did so under.
+	adopted   []string
+	adoptedID map[string]uint64
 	// addedIDs counts learners added, for their IDs.
 	addedIDs uint64
 }
@@ -156,6 +159,10 @@ func (f *fakeEtcd) startsEmpty(pod string) {
 		f.startLearner(pod)
 	default:
 		m.adopted = append(m.adopted, pod) // the old voter's ID, with an empty log
+		if m.adoptedID == nil {
+			m.adoptedID = map[string]uint64{}
+		}
+		m.adoptedID[pod] = f.ids[pod]
 	}
 }
 
@@ -179,4 +186,16 @@ func (f *fakeEtcd) adoptedPods() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.membership.adopted...)
+}
+
+// emptyVoters are the pods whose member votes now under the ID it adopted with an empty log; f.mu is held.
+func (f *fakeEtcd) emptyVoters() []string {
+	var out []string
+	for pod, id := range f.membership.adoptedID {
+		if f.ids[pod] == id && !f.membership.removed[pod] && !f.learner[pod] {
+			out = append(out, pod)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

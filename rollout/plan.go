@@ -225,15 +225,18 @@ func PlanRollout(s ClusterState, policy LeaderPolicy) (Plan, error) {
 	p.Pods = pods
 	p.Members = memberPlans(s)
 	work, needsRoll := workOrder(s)
+	for _, i := range replacedAgain(s) {
+		// On the update revision, but its pod went since its promote (or since a run saw it pass): its health
+		// says nothing of its lost log, and it is replaced again like a member still to roll.
+		if !needsRoll[i] {
+			needsRoll[i] = true
+			work = append(slices.DeleteFunc(work, func(k int) bool { return k == i }), i)
+		}
+	}
 	if s.Partition < s.Replicas {
 		p.Steps = append(p.Steps, Step{Kind: StepLock, Ordinal: s.Replicas})
 	}
 	if len(work) == 0 {
-		// Every member is on the update revision and healthy; a replaced member whose pod went since its
-		// promote is not done all the same (replace.ReplaceAgain): its health says nothing of its lost log.
-		if resumed, ok, err := resumeReplacement(s, p); s.MembershipKnown && (ok || err != nil) {
-			return resumed, err
-		}
 		return p, nil
 	}
 	if err := checkRollable(s, needsRoll); err != nil {
@@ -370,14 +373,33 @@ func resumeReplacement(s ClusterState, p Plan) (Plan, bool, error) {
 			return p, false, fmt.Errorf("%s: %w", s.Members[i].Pod, err)
 		}
 		switch next.Action {
-		case replace.Verify, replace.MoveLeader, replace.Remove:
-			continue
+		case replace.Verify, replace.MoveLeader, replace.Remove, replace.ReplaceAgain:
+			continue // the plan's own steps: a transfer first, the quorum and one-at-a-time rules (replacedAgain)
 		}
 		p.Steps = append(p.Steps, Step{Kind: StepReplace, Ordinal: i}, Step{Kind: StepWaitMember, Ordinal: i}, Step{Kind: StepRelock, Ordinal: s.Replicas})
 		p.Roll, p.Replace = []int{i}, []int{i}
 		return p, true, nil
 	}
 	return p, false, nil
+}
+
+// replacedAgain are the members on the update revision whose record says they are to be replaced again
+// (replace.ReplaceAgain, or its remove not made yet): a member the planner would otherwise take for done.
+func replacedAgain(s ClusterState) []int {
+	if !s.MembershipKnown {
+		return nil
+	}
+	var out []int
+	for _, i := range slices.Sorted(maps.Keys(s.Replacing)) {
+		if i >= len(s.Members) || s.Members[i].Revision != s.UpdateRevision {
+			continue
+		}
+		next, err := replace.Next(replaceObserved(s, i, s.Replacing[i]))
+		if err == nil && (next.Action == replace.ReplaceAgain || next.Action == replace.Remove || next.Action == replace.MoveLeader) {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // replaceObserved is what replace.Next reads of member i in s, with its record (nil for none yet).

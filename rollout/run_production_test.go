@@ -581,40 +581,52 @@ func TestV2Enabled(t *testing.T) {
 // finished replacement. It is a member whose data died, and it is replaced again, never gated as a finished replacement, reported rolled or forgotten (review
 // 3, item 1: the run verified it, reported it rolled and cleared its record).
 func TestAPromotedMemberWhosePodIsRecreatedIsReplacedAgain(t *testing.T) {
-	c := newFakeCluster(t, 3, 0)
-	emptyDirTemplate(t, c, "--initial-cluster-state=existing")
-	var firstID uint64
-	deleted := false
-	res, err := c.engine(t, func(_ *Config, o *Options) {
-		o.OnEvent = func(ev Event) {
-			if deleted || !strings.Contains(ev.Message, "promoted learner") || !strings.Contains(ev.Message, "(etcd-0)") {
-				return
-			}
-			deleted = true
-			c.etcd.mu.Lock()
-			firstID = c.etcd.ids["etcd-0"]
-			c.etcd.mu.Unlock()
-			// Every pod is at the update revision now: the controller has made it the current one too.
-			obj, err := c.kube.Tracker().Get(stsGVR, "db", "etcd")
+	for _, tt := range []struct {
+		name     string
+		deleteOn func(Event) bool
+	}{
+		{"right after its promote (the record still names the pod)", func(ev Event) bool {
+			return strings.Contains(ev.Message, "promoted learner") && strings.Contains(ev.Message, "(etcd-0)")
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newFakeCluster(t, 3, 0)
+			emptyDirTemplate(t, c, "--initial-cluster-state=existing")
+			var firstID uint64
+			deleted := false
+			res, err := c.engine(t, func(_ *Config, o *Options) {
+				o.OnEvent = func(ev Event) {
+					if deleted || !tt.deleteOn(ev) {
+						return
+					}
+					deleted = true
+					c.etcd.mu.Lock()
+					firstID = c.etcd.ids["etcd-0"]
+					c.etcd.mu.Unlock()
+					// Every pod is at the update revision now: the controller has made it the current one too.
+					obj, err := c.kube.Tracker().Get(stsGVR, "db", "etcd")
+					require.NoError(t, err)
+					sts := obj.(*appsv1.StatefulSet).DeepCopy()
+					sts.Status.CurrentRevision = sts.Status.UpdateRevision
+					require.NoError(t, c.kube.Tracker().Update(stsGVR, sts, "db"))
+					require.NoError(t, c.kube.CoreV1().Pods("db").Delete(context.Background(), "etcd-0", metav1.DeleteOptions{}))
+				}
+			}).Run(context.Background())
 			require.NoError(t, err)
-			sts := obj.(*appsv1.StatefulSet).DeepCopy()
-			sts.Status.CurrentRevision = sts.Status.UpdateRevision
-			require.NoError(t, c.kube.Tracker().Update(stsGVR, sts, "db"))
-			require.NoError(t, c.kube.CoreV1().Pods("db").Delete(context.Background(), "etcd-0", metav1.DeleteOptions{}))
-		}
-	}).Run(context.Background())
-	require.NoError(t, err)
-	require.True(t, deleted)
-	assert.Equal(t, []string{"etcd-2", "etcd-1", "etcd-0"}, res.MembersRolled, "etcd-0 reported once, after its second replacement")
-	c.etcd.mu.Lock()
-	againID, learner := c.etcd.ids["etcd-0"], c.etcd.learner["etcd-0"]
-	c.etcd.mu.Unlock()
-	assert.NotEqual(t, firstID, againID, "etcd-0 votes under a third member ID, not the one whose data died with the deleted pod")
-	assert.False(t, learner)
-	assert.Equal(t, 3, c.partition())
-	records, err := replacerecord.New(c.kube, "db", "etcd", nil).Load(context.Background())
-	require.NoError(t, err)
-	assert.Empty(t, records)
+			require.True(t, deleted)
+			assert.Equal(t, []string{"etcd-2", "etcd-1", "etcd-0"}, res.MembersRolled, "etcd-0 reported once, after its second replacement")
+			c.etcd.mu.Lock()
+			againID, learner, empty := c.etcd.ids["etcd-0"], c.etcd.learner["etcd-0"], c.etcd.emptyVoters()
+			c.etcd.mu.Unlock()
+			assert.NotEqual(t, firstID, againID, "etcd-0 votes under a third member ID, not the one whose data died with the deleted pod")
+			assert.False(t, learner)
+			assert.Empty(t, empty, "no member votes with an empty log under an ID that voted before")
+			assert.Equal(t, 3, c.partition())
+			records, err := replacerecord.New(c.kube, "db", "etcd", nil).Load(context.Background())
+			require.NoError(t, err)
+			assert.Empty(t, records)
+		})
+	}
 }
 
 // A replacement removes no member while another member a rollout put on a revision is down: five members

@@ -8,6 +8,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/replace"
 )
 
 // A member that passed its gates whose pod someone else deleted since (kubectl, a node drain, or the
@@ -46,6 +48,7 @@ func (r *run) forgetReplaced(ctx context.Context, ordinal int, p *passedMember) 
 	}
 	delete(r.passed, ordinal)
 	delete(r.downAfterPass, pod)
+	r.recordDataLost(ctx, ordinal, p)
 	r.takeBack(ordinal,
 		"%s passed its gates %s ago, but someone else replaced its pod since (%s): not this run's doing and no failure of the revision; it is no longer counted rolled, and the run looks again before it rolls or proves it again",
 		pod, time.Since(p.at).Round(100*time.Millisecond), now)
@@ -73,5 +76,37 @@ func (r *run) withoutReplaced(ctx context.Context, st ClusterState) {
 		if p, ok := r.passed[m.Ordinal]; ok && !m.Unseen && (!m.PodExists || m.PodUID != p.witness.uid) {
 			r.forgetReplaced(ctx, m.Ordinal, p)
 		}
+	}
+}
+
+// recordDataLost notes, for a member whose data dies with its pod, that the pod which held its data since it
+// passed is gone: the pod that replaced it came back with an empty data dir, and etcd lets it vote under the
+// member's ID. The replacement record it writes (the member's ID and the pod that held its data, as after a
+// promote) makes the next plan replace the member again (replace.ReplaceAgain) rather than take it for done
+// (the schedule checker's seed 637 of 10,000, once it judged a run's end by the members voting with an empty
+// log). A record of another replacement in flight says more, and stays. Best effort: a record that cannot be written is said.
+func (r *run) recordDataLost(ctx context.Context, ordinal int, p *passedMember) {
+	if ordinal >= len(r.last.Members) || !replaced(r.last, ordinal) {
+		return
+	}
+	st, err := r.e.Observe(ctx) // the member list as it is now: the run's last look may predate the member's ID
+	if err != nil || !st.MembershipKnown {
+		r.e.emit(Step{Kind: StepWaitMember, Ordinal: ordinal}, "%s's data died with its pod, but etcd's member list could not be read to record it: the next look may take it for done", podName(r.e.cfg.StatefulSet, ordinal))
+		return
+	}
+	m := st.Members[ordinal]
+	if id := r.memberIDs[ordinal]; id != 0 {
+		m.MemberID = id
+	}
+	info, ok := listedAs(st, m)
+	if !ok || len(info.PeerURLs) != 1 || m.MemberID == 0 || info.ID != m.MemberID {
+		return
+	}
+	if rec, ok := st.Replacing[ordinal]; ok && rec.LearnerID != info.ID {
+		return // a replacement of another member ID is in flight: its record says more
+	}
+	rec := replace.Record{PeerURL: info.PeerURLs[0], LearnerID: info.ID, LearnerPodUID: p.witness.uid}
+	if err := r.e.records.Save(ctx, ordinal, rec); err != nil {
+		r.e.emit(Step{Kind: StepWaitMember, Ordinal: ordinal}, "%s's data died with its pod, but that could not be recorded (%v): the next look may take it for done", m.Pod, err)
 	}
 }

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -34,8 +35,9 @@ type schedEngine struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	killed bool
-	// outageUntil cuts only this engine's path to the API server.
+	// outageUntil cuts only this engine's path to the API server; outageHangs makes its new forwards hang.
 	outageUntil time.Time
+	outageHangs bool
 	counts      map[injectionPoint]int
 	// events counts what it said (its events): its step boundaries.
 	events int
@@ -231,6 +233,10 @@ func (s *scheduledEtcd) call(ctx context.Context, point injectionPoint, method, 
 			err = fmt.Errorf("%s of %s: %w", method, pod, cerr) // reached the member, its answer lost
 		}
 	})
+	var hang *hangingForward
+	if errors.As(err, &hang) {
+		err = hang.wait(ctx)
+	}
 	return err
 }
 
@@ -315,6 +321,9 @@ func (s *scheduledEtcd) MemberPromote(ctx context.Context, pod string, id uint64
 		err := s.w.f.MemberPromote(ctx, pod, id)
 		if err == nil {
 			s.w.judgeMembership(s.se, pre, fmt.Sprintf("promoted learner %x", id), "")
+			if promoted, ok := s.w.memberOfID(id); ok {
+				s.w.fireAt(s.se, atPromoted, promoted)
+			}
 		}
 		return err
 	})

@@ -95,6 +95,9 @@ const (
 	// atPassed is the engine's own step boundary "a member passed its gates" (its event saying so): a crash
 	// loop injected there is the member that passed restarting at once and flapping from then on.
 	atPassed injectionPoint = "report of a member that passed"
+	// atPromoted is right after a replacement's promote landed: someone else deleting the pod there recreates
+	// the new voter's pod with an empty data dir under the ID just promoted (review 3, item 1).
+	atPromoted injectionPoint = "answer of a promote"
 )
 
 // pointChoices are the boundaries events are drawn on.
@@ -127,6 +130,9 @@ type schedEvent struct {
 	// WithSecond (outage) starts a second engine as the outage begins: its run overlaps the outage, which
 	// is what a takeover of a live run's lease takes.
 	WithSecond bool
+	// Hangs (outage) makes the API server drop every port-forward and then accept new ones without answering:
+	// an etcd look waits out its deadline (or the outage) and reaches nobody (drawHangingOutages).
+	Hangs bool
 	// ThenCrash (unreachable) crashes another member, for good, at the ThenAfter-th etcd Status call after the
 	// unreachability began: a second fault while the first one hides a member.
 	ThenCrash               bool
@@ -187,6 +193,9 @@ func (ev schedEvent) what() string {
 		if ev.RunOnly {
 			what = "this run's path to the API server is cut" + lasting()
 		}
+		if ev.Hangs {
+			what += " (forwards dropped; new ones hang unanswered)"
+		}
 		if ev.WithSecond {
 			what += ", and a second engine starts a run meanwhile"
 		}
@@ -198,6 +207,9 @@ func (ev schedEvent) what() string {
 	case evKill:
 		return "the run is SIGKILLed; a fresh engine resumes"
 	case evDelete:
+		if ev.At == atPromoted {
+			return fmt.Sprintf("someone else deletes the promoted member's pod; the controller recreates it, its etcd back after %s", ev.For)
+		}
 		return fmt.Sprintf("someone else deletes etcd-%d's pod; the controller recreates it, its etcd back after %s", ev.Pod, ev.For)
 	}
 	return string(ev.Kind)
@@ -254,6 +266,11 @@ type schedule struct {
 	// MinorUpgrade makes the template move the members from etcd 3.5 to 3.6: a snapshot comes before the first
 	// disruption (drawMinorUpgrade).
 	MinorUpgrade bool
+	// MemberNames makes etcd's member names other than the pods' (--name from something else): members are
+	// found by ID and peer URL (drawShapes). DigestImages (with MinorUpgrade) pins both revisions' images by
+	// tag and digest. OmitsInitialState (with Ephemeral) gives the template an etcd command without
+	// --initial-cluster-state: every run must refuse it before it touches anything (invariant r).
+	MemberNames, DigestImages, OmitsInitialState bool
 	// OneMember makes the StatefulSet a one-member etcd (drawOneMember); AcceptOutage gives the engines
 	// Config.AcceptWriteOutage: only then may its member restart, after a verified snapshot.
 	OneMember, AcceptOutage bool
@@ -270,6 +287,9 @@ func (s schedule) String() string {
 	}
 	if s.OneMember {
 		fmt.Fprintf(&b, "one-member etcd, write outage accepted: %v; ", s.AcceptOutage)
+	}
+	if s.MemberNames || s.DigestImages || s.OmitsInitialState {
+		fmt.Fprintf(&b, "member names other than the pods': %v, images pinned by tag@digest: %v, template without --initial-cluster-state: %v; ", s.MemberNames, s.DigestImages, s.OmitsInitialState)
 	}
 	fmt.Fprintf(&b, "seed %d: %d members, leader etcd-%d, updated already %v, update revision crash-loops from the start: %v, crash loops %s, cool-down %s, process starts jitter by a second: %v, first leader move's answer lost: %v, first moved leadership lost at once: %v, data dies with the pod: %v, learner that never catches up: %q, requests late by up to %s: %v, watches lag by %s, pods recreated after %s, 3.5 → 3.6: %v, up to %d runs\n",
 		s.Seed, s.Members, s.Leader, podNames(s.Updated), s.BadRevision, loop, s.Cooldown, s.StartJitter, s.MoveAnswerLost, s.LeadershipLost, s.Ephemeral, s.SlowLearner, maxLatency, s.APILatency, s.WatchLag, s.SlowRecreate, s.MinorUpgrade, s.Runs)
@@ -338,7 +358,49 @@ func generateSchedule(seed uint64, enabled []eventKind) schedule {
 	drawSlowController(seed, &s)
 	drawMinorUpgrade(seed, &s)
 	drawOneMember(seed, &s)
+	drawShapes(seed, &s)
+	drawHangingOutages(seed, s.Events)
+	drawDeleteAfterPromote(seed, &s)
 	return s
+}
+
+// shapesStream seeds drawShapes, hangStream drawHangingOutages, promotedDeleteStream drawDeleteAfterPromote.
+const shapesStream, hangStream, promotedDeleteStream = 0x9a3, 0x4a9, 0xa9a
+
+// drawShapes draws review 3's shapes (issue 43), each from a stream of its own: member names other than the
+// pods' in one schedule in four; with a minor upgrade, images pinned by tag@digest in one in two, and data
+// that dies with the pod in one in three of the ephemeral ones; with ephemeral members, a template without
+// --initial-cluster-state in one in six.
+func drawShapes(seed uint64, s *schedule) {
+	rng := rand.New(rand.NewPCG(seed, shapesStream))
+	s.MemberNames = rng.IntN(4) == 0
+	if s.Ephemeral && !s.OneMember && rng.IntN(3) == 0 {
+		s.MinorUpgrade = true
+	}
+	s.DigestImages = s.MinorUpgrade && rng.IntN(2) == 0
+	s.OmitsInitialState = s.Ephemeral && rng.IntN(6) == 0
+}
+
+// drawHangingOutages makes one outage in two one whose API server drops every port-forward and leaves new ones
+// hanging (review 2, item 5): an etcd look then waits out its deadline instead of failing at once.
+func drawHangingOutages(seed uint64, events []schedEvent) {
+	rng := rand.New(rand.NewPCG(seed, hangStream))
+	for i := range events {
+		if events[i].Kind == evOutage {
+			events[i].Hangs = rng.IntN(2) == 0
+		}
+	}
+}
+
+// drawDeleteAfterPromote gives one ephemeral schedule in three someone else's delete of a replaced member's pod
+// right after its promote landed (review 3, item 1): the pod comes back empty under the ID just promoted.
+func drawDeleteAfterPromote(seed uint64, s *schedule) {
+	rng := rand.New(rand.NewPCG(seed, promotedDeleteStream))
+	if !s.Ephemeral || rng.IntN(3) > 0 {
+		return
+	}
+	s.Events = append(s.Events, schedEvent{Kind: evDelete, Run: 1, At: atPromoted, AfterEvent: rng.IntN(maxAfterEvent),
+		For: time.Duration(100+rng.IntN(600)) * time.Millisecond})
 }
 
 // drawSlowAPI makes one schedule in four one whose requests are late (APILatency), and one in four (drawn

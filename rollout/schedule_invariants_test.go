@@ -158,6 +158,11 @@ func (w *world) disruption(se *schedEngine, pre, post worldSnapshot, what string
 		w.violate("c", se, "%s before locking the partition that the SIGKILLed %s left lowered", what, w.killedLowered)
 	}
 	w.judgeSnapshotFirst(se, what)
+	if w.s.OmitsInitialState && len(targets) > 0 {
+		// (r): a shape every run must refuse before it touches anything (a replacement onto a template whose etcd
+		// starts as "new" removes a voter that never comes back).
+		w.violate("r", se, "%s, though the template starts etcd without --initial-cluster-state: no replaced member can join", what)
+	}
 	if len(targets) == 0 {
 		return
 	}
@@ -192,9 +197,13 @@ func (w *world) checkQuorum(se *schedEngine, what string, isTarget map[int]bool)
 	if w.s.OneMember && w.s.AcceptOutage {
 		return // the consent to the write outage (invariant s wants a verified snapshot first)
 	}
-	up, blamed := 0, []string{}
+	up, blamed, voters := 0, []string{}, 0
 	for i := 0; i < w.s.Members; i++ {
 		pod := podName("etcd", i)
+		if !w.votes(pod) {
+			continue // a removed member or a learner has no vote: the quorum is judged over the voters that exist
+		}
+		voters++
 		if isTarget[i] {
 			continue
 		}
@@ -209,13 +218,21 @@ func (w *world) checkQuorum(se *schedEngine, what string, isTarget map[int]bool)
 		}
 		blamed = append(blamed, why)
 	}
-	if majority := w.s.Members/2 + 1; up < majority {
+	if majority := voters/2 + 1; up < majority {
 		down := "the others are the members it disrupts"
 		if len(blamed) > 0 {
 			down = strings.Join(blamed, "; ")
 		}
-		w.violate("b", se, "%s while only %d other member(s) are up, %d of %d needed: %s", what, up, majority, w.s.Members, down)
+		w.violate("b", se, "%s while only %d other voter(s) are up, %d of %d needed: %s", what, up, majority, voters, down)
 	}
+}
+
+// votes says pod's member is a voter now (listed, not removed, not a learner); w.mu is held.
+func (w *world) votes(pod string) bool {
+	w.f.mu.Lock()
+	defer w.f.mu.Unlock()
+	_, listed := w.f.ids[pod]
+	return listed && !w.f.membership.removed[pod] && !w.f.learner[pod]
 }
 
 // healthy says whether pod's etcd is truly up and not crash-looping; w.mu is held.
@@ -338,12 +355,34 @@ func (w *world) checkExit(se *schedEngine, res Result, err error) {
 	case post.partition < post.replicas && w.lowerer == se.name:
 		w.violate("c", se, "returned with the partition at %d, lowered by its own write (%d replicas)", post.partition, post.replicas)
 	}
+	if err == nil {
+		w.checkNoEmptyVoter(se)
+	}
+	if w.s.DigestImages && errors.Is(err, ErrVersionUnknown) {
+		// (v): an image pinned by tag and digest has the tag's version (review 3, item 5).
+		w.violate("v", se, "refused an image pinned by tag@digest as one whose version cannot be told: %v", err)
+	}
 	if other := w.disruptedMeanwhile(se); other != "" {
 		w.logf(se.name, "its report is not judged: %s disrupted members during its run", other)
 		return
 	}
 	w.checkReportedElections(se, res, post)
 	w.checkReportedMembers(se, res, post)
+}
+
+// checkNoEmptyVoter is (g) at a run's successful return: no member votes with an empty log under an ID that
+// voted before (a replaced member whose pod someone else recreated after its promote must be replaced again,
+// review 3's item 1). A pod replaced after se's last look at it is not held against se; w.mu is held.
+func (w *world) checkNoEmptyVoter(se *schedEngine) {
+	w.f.mu.Lock()
+	pods := w.f.emptyVoters()
+	w.f.mu.Unlock()
+	for _, pod := range pods {
+		if w.replacedUnknownTo(se, pod) {
+			continue
+		}
+		w.violate("g", se, "returned done while %s votes with an empty log under the member ID that voted before", pod)
+	}
 }
 
 // checkBlame is (f): a run that fails a member as its own failure (a gate it did not pass or did not stay

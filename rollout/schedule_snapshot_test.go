@@ -40,7 +40,13 @@ func drawMinorUpgrade(seed uint64, s *schedule) {
 // reports: 3.5.35 on the current revision, 3.6.8 on the update revision, cluster version 3.5 until every
 // member runs 3.6. Engines store their snapshots in snapshotDir.
 func (w *world) makeMinorUpgrade() {
-	w.c.withImages(w.t, map[string]string{oldRev: "registry.k8s.io/etcd:3.5.35-0", newRev: "registry.k8s.io/etcd:3.6.8-0"})
+	images := map[string]string{oldRev: "registry.k8s.io/etcd:3.5.35-0", newRev: "registry.k8s.io/etcd:3.6.8-0"}
+	if w.s.DigestImages {
+		// Pinned by tag and digest: the version is the tag's (review 3, item 5: it was unknown, and the upgrade
+		// took no snapshot).
+		images = map[string]string{oldRev: "registry.k8s.io/etcd:3.5.35-0@sha256:35", newRev: "registry.k8s.io/etcd:3.6.8-0@sha256:36"}
+	}
+	w.c.withImages(w.t, images)
 	w.f.clusterVersion, w.f.clusterVersionOnceAllRestarted = "3.5.0", "3.6.0"
 	w.f.serverVersions, w.f.storageVersions = map[string]string{}, map[string]string{}
 	for i := 0; i < w.s.Members; i++ {

@@ -98,6 +98,8 @@ type world struct {
 	// unreachable are members no engine can reach while they run on.
 	unreachable map[string]unreach
 	outageUntil time.Time
+	// outageHangs makes the outage one whose new port-forwards hang unanswered (schedEvent.Hangs).
+	outageHangs bool
 	templates   int
 	// touched are the members the world did something to (a crash, a crash loop, unreachability), and
 	// touchedAll says it did something that may reach any member (a revision that crash-loops, an outage, a
@@ -179,14 +181,17 @@ func newWorld(t *testing.T, s schedule) *world {
 	if s.LeadershipLost {
 		w.f.leadershipLostAfterMove = 1
 	}
+	if s.MinorUpgrade {
+		w.makeMinorUpgrade()
+	}
 	if s.Ephemeral {
 		w.keepDataOnEmptyDir()
 	}
 	if s.SlowLearner != "" {
 		w.f.membership.mark(&w.f.membership.slow, s.SlowLearner)
 	}
-	if s.MinorUpgrade {
-		w.makeMinorUpgrade()
+	if s.MemberNames {
+		w.f.namePrefix = "infra-"
 	}
 	if s.OneMember && w.snapshotDir == "" {
 		w.snapshotDir = t.TempDir()
@@ -209,10 +214,20 @@ func (w *world) keepDataOnEmptyDir() {
 		w.t.Fatal(err)
 	}
 	sts := obj.(*appsv1.StatefulSet).DeepCopy()
+	image := "registry.k8s.io/etcd:3.6.8-0"
+	if cs := sts.Spec.Template.Spec.Containers; len(cs) > 0 && cs[0].Image != "" {
+		image = cs[0].Image // a minor upgrade's (makeMinorUpgrade comes first)
+	}
+	etcd := corev1.Container{Name: "etcd", Image: image, Args: []string{"--data-dir=/var/lib/etcd/data"},
+		VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/etcd"}}}
+	if w.s.OmitsInitialState {
+		// etcd's own command line, without --initial-cluster-state: it starts as "new", and no replaced member
+		// can join as its learner. Every run must refuse it before it touches anything (invariant r).
+		etcd.Command, etcd.Args = []string{"etcd", "--data-dir=/var/lib/etcd/data"}, nil
+	}
 	sts.Spec.Template.Spec = corev1.PodSpec{
-		Containers: []corev1.Container{{Name: "etcd", Image: "registry.k8s.io/etcd:3.6.8-0", Args: []string{"--data-dir=/var/lib/etcd/data"},
-			VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/etcd"}}}},
-		Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		Containers: []corev1.Container{etcd},
+		Volumes:    []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 	}
 	if err := w.c.kube.Tracker().Update(stsGVR, sts, "db"); err != nil {
 		w.t.Fatal(err)
@@ -304,9 +319,9 @@ func (w *world) apply(se *schedEngine, ev schedEvent, member string) {
 		w.touchedAll = true
 		until := time.Now().Add(ev.For)
 		if ev.RunOnly {
-			se.outageUntil = until
+			se.outageUntil, se.outageHangs = until, ev.Hangs
 		} else {
-			w.outageUntil = until
+			w.outageUntil, w.outageHangs = until, ev.Hangs
 		}
 		if ev.WithSecond {
 			w.startSecond()
@@ -315,6 +330,9 @@ func (w *world) apply(se *schedEngine, ev schedEvent, member string) {
 		w.touchedAll = true
 		w.startSecond()
 	case evDelete:
+		if member != "" {
+			pod = member // the member the boundary is about (atPromoted: the one just promoted)
+		}
 		w.deleteByOther(pod, ev.For)
 	case evCancel:
 		se.cancel()
@@ -527,6 +545,10 @@ func (w *world) refusedEtcd(se *schedEngine, pod string) error {
 	switch {
 	case se.killed:
 		return fmt.Errorf("etcd call to %s: process killed", pod)
+	case time.Now().Before(w.outageUntil) && w.outageHangs:
+		return &hangingForward{pod: pod, until: w.outageUntil}
+	case time.Now().Before(se.outageUntil) && se.outageHangs:
+		return &hangingForward{pod: pod, until: se.outageUntil}
 	case time.Now().Before(w.outageUntil) || time.Now().Before(se.outageUntil):
 		return fmt.Errorf("%w: port-forward to db/%s: the API server is away", member.ErrNoLook, pod)
 	}
@@ -599,4 +621,27 @@ func replayCommand(seed uint64, kinds []eventKind) string {
 	}
 	return fmt.Sprintf("ROLLOUT_SCHEDULE_SEED=%d ROLLOUT_SCHEDULE_EVENTS=%s go test ./rollout/ -run 'TestSchedules$' -count=1 -v",
 		seed, strings.Join(names, ","))
+}
+
+// hangingForward is an etcd call on a port-forward that an API server dropped and whose new one it accepts
+// without answering: the call waits out its deadline, or the outage, and reaches nobody (member.ErrNoLook, as
+// the member layer says of a call whose path was still opening: memberdial.Opening).
+type hangingForward struct {
+	pod   string
+	until time.Time
+}
+
+func (h *hangingForward) Error() string {
+	return fmt.Sprintf("port-forward to db/%s: the API server dropped the forward and does not answer a new one", h.pod)
+}
+
+// wait holds the call until ctx ends or the outage does, outside the world's lock, and says what it came to.
+func (h *hangingForward) wait(ctx context.Context) error {
+	t := time.NewTimer(time.Until(h.until))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return fmt.Errorf("%w: %v: %w", member.ErrNoLook, h, context.DeadlineExceeded)
 }
