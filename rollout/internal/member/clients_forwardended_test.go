@@ -200,16 +200,7 @@ func (openingDialer) Opening(string) bool { return true }
 func TestALookStuckOpeningItsPathIsNoLook(t *testing.T) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = lis.Close() })
-	go func() {
-		for {
-			conn, err := lis.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { _ = conn.Close() }) // accepted, never answered
-		}
-	}()
+	serveEach(t, lis, func(conn net.Conn) { t.Cleanup(func() { _ = conn.Close() }) }) // accepted, never answered
 	for _, tt := range []struct {
 		name   string
 		dialer memberdial.Dialer
@@ -228,4 +219,18 @@ func TestALookStuckOpeningItsPathIsNoLook(t *testing.T) {
 			assert.Equal(t, tt.noLook, CouldNotLook(err), "%v", err)
 		})
 	}
+}
+
+// serveEach accepts every connection on lis and hands it to handle, until the test ends and closes lis.
+func serveEach(t *testing.T, lis net.Listener, handle func(net.Conn)) {
+	t.Cleanup(func() { _ = lis.Close() })
+	go func() {
+		for {
+			conn, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			handle(conn)
+		}
+	}()
 }

@@ -92,17 +92,10 @@ func TestAProbeTheMemberClosesWithoutAnswerHasNoVerdictAndKeepsTheChain(t *testi
 	trusted.AddCert(ca.cert)
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{served}, ClientCAs: trusted, ClientAuth: tls.RequireAndVerifyClientCert})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_ = conn.(*tls.Conn).Handshake() // then the SAN check fails: closed, no alert
-			_ = conn.Close()
-		}
-	}()
+	serveEach(t, ln, func(conn net.Conn) {
+		_ = conn.(*tls.Conn).Handshake() // then the SAN check fails: closed, no alert
+		_ = conn.Close()
+	})
 	leaf := ca.sign(t, func(c *x509.Certificate) {
 		c.DNSNames = []string{"etcd-2.etcd-headless.db.svc"}
 		c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}

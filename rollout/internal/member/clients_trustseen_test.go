@@ -45,17 +45,10 @@ func TestSeeTrustReadsTheCAsAMemberAnnounces(t *testing.T) {
 	t.Run("no client certificates asked", func(t *testing.T) {
 		ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{served}})
 		require.NoError(t, err)
-		t.Cleanup(func() { _ = ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				_ = c.(*tls.Conn).Handshake()
-				_ = c.Close()
-			}
-		}()
+		serveEach(t, ln, func(c net.Conn) {
+			_ = c.(*tls.Conn).Handshake()
+			_ = c.Close()
+		})
 		seen, err := NewClients(addrDialer{ln.Addr().String()}, "db", "etcd-headless", 2379, nil).SeeTrust(context.Background(), "etcd-0", 2379)
 		require.NoError(t, err)
 		assert.False(t, seen.AsksClientCert)
