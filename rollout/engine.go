@@ -359,9 +359,10 @@ func (e *Engine) checkTrust(ctx context.Context, st ClusterState, ordinals []int
 	report, err := checker.Check(ctx, t, restart, members)
 	e.trustCost.add(TrustCheckCost{Checks: 1, Probes: report.Probes, Duration: time.Since(began),
 		APIRequests: int(e.requests.count() - requestsBefore)})
-	if _, said := e.undecidedSaid.LoadOrStore(strings.Join(report.Undecided, ", "), true); len(report.Undecided) > 0 && !said {
-		e.emit(Step{}, "%s gave no verdict on the new peer certificate (closed without an answer, as etcd does when a certificate does not name the address a port-forward connects from): its trust of it is not known; the chain it serves was judged against the new trust",
-			strings.Join(report.Undecided, ", "))
+	if undecided := strings.Join(report.Undecided, ", "); undecided != "" {
+		if _, said := e.undecidedSaid.LoadOrStore(undecided, true); !said {
+			e.emit(Step{}, "%s gave no verdict on the new peer certificate (closed without an answer, as etcd does when a certificate does not name the address a port-forward connects from): its trust of it is not known; the chain it serves was judged against the new trust", undecided)
+		}
 	}
 	var side *trustcheck.SideError
 	switch {

@@ -163,10 +163,13 @@ var ErrSingleMember = errors.New("a one-member etcd cannot restart without stopp
 var ErrLearnerLeftBehind = errors.New("a learner nobody will promote")
 
 // waitingCannotFix says err is a block (ErrBlocked) that no waiting lifts: a version path etcd refuses, a
-// one-member etcd without consent, a learner nobody will promote. The run returns it at once instead of
+// one-member etcd without consent, a learner nobody will promote, a member problem named in the block itself
+// (a certificate every member's met alike). The run returns it at once instead of
 // holding for its ready timeout.
 func waitingCannotFix(err error) bool {
-	return errors.Is(err, ErrVersionPath) || errors.Is(err, ErrSingleMember) || errors.Is(err, ErrLearnerLeftBehind)
+	var named *MemberProblemError // a block that is itself a member's problem no holding cures (sharedCertRefusal)
+	return errors.Is(err, ErrVersionPath) || errors.Is(err, ErrSingleMember) || errors.Is(err, ErrLearnerLeftBehind) ||
+		errors.As(err, &named) && named.Reason.WaitingCannotFix()
 }
 
 // TrustError lists the reasons, peer and client side. Its first line is the first reason (member, side, whose

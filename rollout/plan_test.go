@@ -656,6 +656,7 @@ func TestARefusalEveryMemberMetIsSaidOnce(t *testing.T) {
 	var shared *MemberProblemError
 	require.ErrorAs(t, err, &shared)
 	assert.True(t, shared.Reason.WaitingCannotFix())
+	assert.True(t, waitingCannotFix(err), "the run returns it at once, said once, without holding for its timeout")
 
 	s.Members[1].certRefusal = nil
 	_, err = PlanRollout(s, LeaderLazy)

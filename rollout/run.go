@@ -370,9 +370,6 @@ func (r *run) planOrHold(ctx context.Context, st ClusterState) (plan Plan, ready
 		return plan, true, nil
 	}
 	if hopeless := unfixableByWaiting(st); hopeless != nil {
-		if errors.As(err, new(*MemberProblemError)) {
-			return plan, false, fmt.Errorf("rolling %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err) // says it already
-		}
 		return plan, false, fmt.Errorf("rolling %s/%s: %w (not waiting: %w)", e.cfg.Namespace, e.cfg.StatefulSet, err, hopeless)
 	}
 	limit, what := e.cfg.HealthTimeout, "health timeout"
