@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -96,50 +97,32 @@ func preflightFailures(in RolloutArgs, f clusterFacts, mustExist bool) []p.Check
 			target, partition, replicas, rollout.LeaseName(in.StsName), replicas)
 	}
 	failures = append(failures, tlsFailures(in, target, rollout.EtcdContainer(sts.Spec.Template.Spec.Containers))...)
-	failures = append(failures, versionPathFailures(target, sts, f.MemberImages, f.MemberV2)...)
-	failures = append(failures, flagFailures(target, sts)...)
+	failures = append(failures, versionFailures(target, sts, f.MemberImages, f.MemberV2)...)
 	return failures
 }
 
-// flagFailures refuses etcd flags (and ETCD_* variables) of the template's etcd container that the version
-// it runs does not accept, such as --feature-gates for 3.5 or --enable-v2 for 3.6: a member restarted with
-// one would not start (or, for a variable, start without the setting). The version is the template image's
-// tag; an untagged image is left to the engine, which asks a member on that image. Like versionPathFailures it
-// judges the live template: in the drop-in shape that is the new one from `pulumi up`'s Check on, and the
-// engine checks again before its first disruption.
-func flagFailures(target string, sts *appsv1.StatefulSet) []p.CheckFailure {
+// versionFailures asks the rollout's gate (rollout.GatePreflight) about the template's etcd container before
+// any member is contacted: an image etcd cannot roll to from what a member runs now (say 3.5.21 -> 3.6: the
+// members would fail to join after the first restart), the v2 store before 3.6, and etcd flags (and ETCD_*
+// variables) that the version its tag names does not accept, such as --feature-gates for 3.5 or --enable-v2
+// for 3.6 (a member restarted with one would not start). An untagged image is left to the engine, which asks a
+// member on that image. The preview of a template change still sees the old template; the check bites at
+// `pulumi up`, whose Check runs after the StatefulSet is applied (locked, so nothing has rolled), in any later
+// preview, and in the engine itself before its first disruption.
+func versionFailures(target string, sts *appsv1.StatefulSet, memberImages map[string]string, v2Members []string) []p.CheckFailure {
 	c := rollout.EtcdContainer(sts.Spec.Template.Spec.Containers)
 	if c == nil {
 		return nil
 	}
-	to, ok := rollout.ImageVersion(c.Image)
-	if !ok {
+	err := rollout.GatePreflight(c, memberImages, v2Members)
+	var flags *rollout.FlagsError
+	switch {
+	case err == nil:
 		return nil
+	case errors.As(err, &flags):
+		return []p.CheckFailure{{Property: "stsName", Reason: fmt.Sprintf("StatefulSet %s, container %s: %v", target, c.Name, flags)}}
 	}
-	if err := rollout.CheckContainerFlags(c, to); err != nil {
-		return []p.CheckFailure{{Property: "stsName", Reason: fmt.Sprintf("StatefulSet %s, container %s: %v", target, c.Name, err)}}
-	}
-	return nil
-}
-
-// versionPathFailures refuses a template whose etcd image is a version etcd cannot roll to from what a
-// member runs now (say 3.5.21 -> 3.6): the members would fail to join after the first restart. The preview
-// of a template change still sees the old template; the check bites at `pulumi up`, whose Check runs after
-// the StatefulSet is applied (locked, so nothing has rolled), in any later preview, and in the engine itself
-// before its first disruption.
-func versionPathFailures(target string, sts *appsv1.StatefulSet, memberImages map[string]string, v2Members []string) []p.CheckFailure {
-	c := rollout.EtcdContainer(sts.Spec.Template.Spec.Containers)
-	if c == nil {
-		return nil
-	}
-	err := rollout.CheckImagePath(c.Image, memberImages)
-	if err == nil {
-		err = rollout.CheckV2Store(c.Image, v2Members)
-	}
-	if err != nil {
-		return []p.CheckFailure{{Property: "stsName", Reason: fmt.Sprintf("StatefulSet %s: %v", target, err)}}
-	}
-	return nil
+	return []p.CheckFailure{{Property: "stsName", Reason: fmt.Sprintf("StatefulSet %s: %v", target, err)}}
 }
 
 // tlsFailures compares the tls input with how the etcd container serves clients: TLS for a plain cluster,

@@ -126,20 +126,15 @@ func (r *Rollout) planLive(ctx context.Context, restConfig *rest.Config, in Roll
 	if plan.Snapshot != nil {
 		plan.Snapshot.To = engineConfig(in, "").SnapshotDestination()
 	}
-	if err == nil || errors.Is(err, rollout.ErrBlocked) {
-		// A hold is waited out; a missing consent is not: it is refused first, as the run does.
-		if refused := rollout.CheckConsents(state, plan, engineConfig(in, "")); refused != nil {
-			err = refused
-		}
-	}
-	if err == nil {
-		err = eng.CheckTrust(ctx, state, plan.Roll)
-	}
+	// The gate's Preview sequence, as the run's Start: a hold is waited out; a missing consent is not, it is
+	// refused first; the version path, etcd's validation of a downgrade and the members' trust.
+	err = rollout.GatePreview(ctx, eng, engineConfig(in, ""), state, &plan, err)
 	switch {
 	case errors.Is(err, rollout.ErrSingleMember):
 		// Waiting changes nothing: consent does, and the run refuses without it before anything is touched.
 		return nil, []p.CheckFailure{{Property: "acceptWriteOutage", Reason: fmt.Sprintf("StatefulSet %s: %v", target, err)}}
-	case errors.Is(err, rollout.ErrLearnerLeftBehind):
+	case errors.Is(err, rollout.ErrLearnerLeftBehind) || errors.Is(err, rollout.ErrVersionPath) ||
+		errors.As(err, new(*rollout.DowngradeNotValidatedError)):
 		// Blocked, but not for waiting: the run refuses it at once too.
 		return nil, []p.CheckFailure{{Property: "stsName", Reason: fmt.Sprintf("StatefulSet %s: %v", target, err)}}
 	case errors.Is(err, rollout.ErrBlocked):
@@ -155,13 +150,6 @@ func (r *Rollout) planLive(ctx context.Context, restConfig *rest.Config, in Roll
 		return nil, nil
 	case !needsRun(plan):
 		return nil, nil
-	}
-	if d := plan.Downgrade; d != nil && !d.Enabled {
-		// etcd's own word on the downgrade, before `pulumi up` enables it: validate changes nothing.
-		if err := eng.ValidateDowngrade(ctx, state, d.Target); err != nil {
-			return nil, []p.CheckFailure{{Property: "stsName", Reason: fmt.Sprintf("StatefulSet %s: %v", target, err)}}
-		}
-		d.Validated = true
 	}
 	for _, w := range state.ProbeWarnings {
 		// The roll goes on (the engine gates on etcd's word), but a person should know before it does.

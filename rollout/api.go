@@ -609,6 +609,13 @@ type Failure struct {
 //	func CheckVersionPath(from, to EtcdVersion) error; func CheckImagePath(template string, members map[string]string) error
 //	func CheckV2Store(template string, v2Members []string) error; func V2Enabled(c *corev1.Container) bool
 //	func CheckFlags(settings []EtcdSetting, target EtcdVersion) error; func CheckContainerFlags(c *corev1.Container, target EtcdVersion) error
+//	func GatePreview(ctx context.Context, live LiveChecks, cfg Config, st ClusterState, plan *Plan, planErr error) error // the gate's Preview sequence
+//	func GatePreflight(c *corev1.Container, memberImages map[string]string, v2Members []string) error // the gate's Preflight sequence
+//
+// The checks above are the gate's parts, public for callers that judge one thing on its own; a caller about to
+// show or start a rollout asks the gate (GatePreview, GatePreflight), which runs them all in the one order every
+// procedure of the engine keeps (rollout/internal/gate). Its refusals keep the checks' typed errors; a preview's
+// downgrade that etcd did not validate is a *DowngradeNotValidatedError.
 //
 // Options carries the cluster access (RestConfig, or Kube), the member Dialer (memberdial.NewPortForward by
 // default; memberdial.NewDirect for callers inside the cluster), the OnEvent progress callback, the lease

@@ -21,6 +21,7 @@ import (
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
 
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/podfile"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/replacerecord"
@@ -79,6 +80,8 @@ type Engine struct {
 	// leaderSeenDown, set by a run, hears of a leader that a gate's look found down by its own answer: a member
 	// the run saw pass that did so did not stay up, though the gate goes on.
 	leaderSeenDown func(pod string)
+	// permitted, set by tests, hears of every permit the gate gives a run (the schedule checker's invariant p).
+	permitted func(gate.Permit)
 
 	// watch caches the StatefulSet and its pods while a run holds the lease (memberwatch.go).
 	watch *memberWatch
@@ -179,27 +182,12 @@ func (e *Engine) Plan(ctx context.Context) (ClusterState, Plan, error) {
 	p, err := PlanRollout(st, e.cfg.LeaderPolicy)
 	p.Cooldown = e.cfg.Cooldown
 	e.fillSnapshot(&p)
-	if err == nil || errors.Is(err, ErrBlocked) {
-		// A hold is waited out; a missing consent is not: it is refused first.
-		if refused := CheckConsents(st, p, e.cfg); refused != nil {
-			err = refused
-		}
-	}
-	if err != nil {
-		if hopeless := unfixableByWaiting(st); hopeless != nil && !errors.As(err, new(*MemberProblemError)) {
+	if err = GatePreview(ctx, e, e.cfg, st, &p, err); err != nil {
+		if hopeless := unfixableByWaiting(st); hopeless != nil && !errors.As(err, new(*MemberProblemError)) &&
+			(refusedBy(err) == gate.Shape || refusedBy(err) == gate.Consent) {
 			err = fmt.Errorf("%w (%w)", err, hopeless)
 		}
 		return st, p, explainForbidden(fmt.Errorf("planning %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err))
-	}
-	if err := e.CheckTrust(ctx, st, p.Roll); err != nil {
-		return st, p, fmt.Errorf("planning %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err)
-	}
-	if d := p.Downgrade; d != nil && !d.Enabled {
-		// etcd's own word on the downgrade: validate changes nothing.
-		if err := e.ValidateDowngrade(ctx, st, d.Target); err != nil {
-			return st, p, fmt.Errorf("planning %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err)
-		}
-		d.Validated = true
 	}
 	return st, p, nil
 }

@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
 )
 
 // metav1PatchOptions names the engine as the field manager of its partition writes, which is how another run
@@ -38,7 +40,7 @@ func (e *Engine) setPartition(ctx context.Context, partition int) (int64, error)
 // would make the controller restart the highest outdated member at once, which is where the run may just have
 // parked the leader. A failed precondition is interference (ErrInterference, naming the writer from
 // managedFields); nothing was written then. Locking never needs this: partition = replicas is always safe.
-func (e *Engine) lowerPartition(ctx context.Context, partition int, generation int64) (int64, error) {
+func (e *Engine) lowerPartition(ctx context.Context, permit gate.Permit, partition int, generation int64) (int64, error) {
 	patch, err := json.Marshal([]map[string]any{
 		{"op": "test", "path": "/metadata/generation", "value": generation},
 		{"op": "replace", "path": "/spec/updateStrategy/rollingUpdate/partition", "value": partition},
@@ -47,7 +49,7 @@ func (e *Engine) lowerPartition(ctx context.Context, partition int, generation i
 		return 0, err
 	}
 	var written *appsv1.StatefulSet
-	wctx, cancel := e.lease.withinLease(ctx)
+	wctx, cancel := permit.Within(ctx)
 	defer cancel()
 	err = withAPIRetry(wctx, func(ctx context.Context) (err error) {
 		written, err = e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Patch(ctx, e.cfg.StatefulSet, types.JSONPatchType, patch, metav1PatchOptions)

@@ -7,28 +7,22 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
 )
 
 // The pods the engine looks at and deletes itself, outside the StatefulSet controller.
 
 // deleteMemberPod deletes the member's pod with the given UID, and only that one (a UID precondition): a pod
-// the controller has already replaced is left alone. Gone already is fine. It is a disruption like any other:
-// the others must keep a quorum by etcd's word in st, a fresh look (podDeleteSafety), and this run must still
-// hold the lease.
-func (e *Engine) deleteMemberPod(ctx context.Context, st ClusterState, ordinal int, uid string) error {
-	pod := st.Members[ordinal].Pod
-	if err := podDeleteSafety(st, ordinal, e.cfg.AcceptWriteOutage); err != nil {
-		return fmt.Errorf("not deleting pod %s/%s: %w", e.cfg.Namespace, pod, err)
-	}
-	if err := e.lease.confirm(ctx); err != nil {
-		return fmt.Errorf("not deleting pod %s/%s: %w", e.cfg.Namespace, pod, err)
-	}
+// the controller has already replaced is left alone. Gone already is fine. It is a disruption like any other,
+// made only with the gate's DeletePod permit (run.deleteOnAFreshLook), within the lease that permit confirmed.
+func (e *Engine) deleteMemberPod(ctx context.Context, permit gate.Permit, pod, uid string) error {
 	opts := metav1.DeleteOptions{}
 	if uid != "" {
 		u := types.UID(uid)
 		opts.Preconditions = &metav1.Preconditions{UID: &u}
 	}
-	wctx, cancel := e.lease.withinLease(ctx)
+	wctx, cancel := permit.Within(ctx)
 	defer cancel()
 	err := withAPIRetry(wctx, func(ctx context.Context) error {
 		return e.kube.CoreV1().Pods(e.cfg.Namespace).Delete(ctx, pod, opts)

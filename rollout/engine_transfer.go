@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 )
 
@@ -18,7 +19,7 @@ const moveLeaderTimeout = 10 * time.Second
 // by our hand), even when err then says the target was not seen leading: etcd answers MoveLeader only once the
 // transferee leads, and a transferee that loses the leadership right after (it stalls, the others elect) still
 // cost one term by the transfer, which the run counts as its own and not as an unplanned election.
-func (e *Engine) transferLeader(ctx context.Context, st ClusterState, step Step) (moved bool, err error) {
+func (e *Engine) transferLeader(ctx context.Context, permit gate.Permit, st ClusterState, step Step) (moved bool, err error) {
 	from, to := st.Members[step.From], st.Members[step.To]
 	if !to.Healthy || to.MemberID == 0 {
 		return false, fmt.Errorf("moving leader %s → %s: target is not a healthy voter (%s)", from.Pod, to.Pod, to.Problem)
@@ -27,7 +28,7 @@ func (e *Engine) transferLeader(ctx context.Context, st ClusterState, step Step)
 	defer cancel()
 	// The move is a disruption like a restart: it runs only while this run surely holds the lease (a move that
 	// lands after another run took over would shift the leader under that run's plan).
-	mctx, mcancel := e.lease.withinLease(cctx)
+	mctx, mcancel := permit.Within(cctx)
 	defer mcancel()
 	if err := e.etcd.MoveLeader(mctx, from.Pod, to.MemberID); err != nil {
 		// The answer can be lost while the transfer itself went through (seen on a loaded machine: Raft moved

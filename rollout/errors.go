@@ -207,3 +207,13 @@ func sideError(s trust.Side) error {
 	}
 	return ErrPeerTrust
 }
+
+// DowngradeNotValidatedError is a preview's downgrade that etcd did not validate (it refused, or could not be
+// asked): the preview fails on it rather than show a plan whose point of no return etcd may refuse. Its text
+// is etcd's answer, as ValidateDowngrade gives it.
+type DowngradeNotValidatedError struct {
+	Err error
+}
+
+func (e *DowngradeNotValidatedError) Error() string { return e.Err.Error() }
+func (e *DowngradeNotValidatedError) Unwrap() error { return e.Err }

@@ -43,6 +43,8 @@ func TestLayersKeepToTheirImports(t *testing.T) {
 		// Kubernetes, no engine; bbolt (to check the file) and gocloud.dev's blob (to store it) are its own.
 		{pkg: "./internal/snapshot", forbidden: []string{"github.com/pulumi/", "go.etcd.io/etcd/", "k8s.io/", module + "/rollout"}},
 		{pkg: "./internal/probes", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/client-go", module + "/rollout"}},
+		// The gate sequences the rules and judges none: it knows neither the cluster nor the engine.
+		{pkg: "./internal/gate", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/", module + "/rollout"}},
 		{pkg: "./internal/outage", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/", module + "/rollout"}},
 		{pkg: "./internal/replacerecord", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", module + "/rollout/memberdial", module + "/rollout/internal/member"}},
 	}

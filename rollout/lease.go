@@ -301,6 +301,14 @@ func (l *rolloutLease) confirm(ctx context.Context) error {
 	return nil
 }
 
+// surelyUntil is the end of the time this run surely still holds the lease: three quarters of its duration
+// from the last renewal, by this process's clock (withinLease says why).
+func (l *rolloutLease) surelyUntil() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.renewed.Add(l.duration * 3 / 4)
+}
+
 // takenBy names the run that holds the lease now when it is not this one ("" when this run holds it, nobody
 // does, or the lease cannot be read): a run that lost its lease writes nothing more, not even a re-lock, which
 // would break the new holder's roll. It reads afresh and briefly, on a context of its own.
@@ -339,10 +347,7 @@ func (l *rolloutLease) takenOver() bool {
 // watched it unrenewed for a whole duration, so a write retried past that point (an API server that answers
 // again late) could land while that run rolls; this one gives up instead.
 func (l *rolloutLease) withinLease(ctx context.Context) (context.Context, context.CancelFunc) {
-	l.mu.Lock()
-	until := l.renewed.Add(l.duration * 3 / 4)
-	l.mu.Unlock()
-	return context.WithDeadline(ctx, until)
+	return context.WithDeadline(ctx, l.surelyUntil())
 }
 
 // release clears the holder so the next run starts at once and knows this one ended cleanly.

@@ -13,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
 )
 
 // The Lease records a duration no shorter than the one this run bounds its writes by: another run takes it
@@ -91,7 +93,8 @@ func TestLocksAndLeaderMovesStayWithinTheLease(t *testing.T) {
 
 		st, err := e.Observe(context.Background())
 		require.NoError(t, err)
-		moved, err := e.transferLeader(context.Background(), st, Step{Kind: StepTransferLeader, From: 0, To: 1})
+		permit := gate.Permit{Kind: gate.MoveLeader, LeaseUntil: e.lease.surelyUntil()}
+		moved, err := e.transferLeader(context.Background(), permit, st, Step{Kind: StepTransferLeader, From: 0, To: 1})
 		require.NoError(t, err)
 		require.True(t, moved)
 		require.Len(t, c.etcd.moveDeadlines, 1)

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/trustcheck"
 )
 
@@ -62,6 +63,8 @@ type run struct {
 	// unproven are the passes onMemberFailure stopped counting (members that passed on one look on a revision
 	// that then failed): still reported rolled, so the exit checks them against the process that passed.
 	unproven map[int]*passedMember
+	// plan is the plan of the step being made: what the gate's snapshot rule reads.
+	plan Plan
 	// planned is set once the plan has been reported.
 	planned     bool
 	cooldownDue bool
@@ -234,6 +237,7 @@ func (r *run) execute(ctx context.Context) error {
 		if !ready {
 			continue
 		}
+		r.plan = plan
 		if len(plan.Roll) == 0 && len(plan.Wait) == 0 {
 			if !r.finalCheck && len(r.passed) > 0 {
 				// Done is a claim like any disruption: the members that passed must still run the etcd
@@ -336,21 +340,8 @@ func (r *run) planOrHold(ctx context.Context, st ClusterState) (plan Plan, ready
 	plan, err = PlanRollout(st, e.cfg.LeaderPolicy)
 	plan.Cooldown = e.cfg.Cooldown
 	e.fillSnapshot(&plan)
-	if err == nil && !r.disrupted && (len(plan.Roll) > 0 || len(plan.Wait) > 0) {
-		err = checkVersionPaths(st)
-	}
-	if err == nil || errors.Is(err, ErrBlocked) {
-		// A hold is waited out; a missing consent is not: it is refused first.
-		if refused := CheckConsents(st, plan, e.cfg); refused != nil {
-			err = refused
-		}
-	}
-	if err == nil && len(plan.Steps) > 0 {
-		err = controllerWillAct(st, plan.Steps[0])
-	}
-	if err == nil {
-		err = r.checkTrustAhead(ctx, st, plan)
-	}
+	// The gate's Start sequence: a hold is waited out; a missing consent is not, it is refused first.
+	err = r.startPermit(ctx, st, &plan, err)
 	if !errors.Is(err, ErrBlocked) || waitingCannotFix(err) {
 		if err != nil {
 			return plan, false, fmt.Errorf("rolling %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err)
@@ -510,10 +501,11 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 		from, to := st.Members[step.From].Pod, st.Members[step.To].Pod
 		e.announce(Event{Kind: EventLeaderMoving, Step: step, From: from, To: to}, "moving leader %s → %s", from, to)
 		r.disrupted = true
-		if err := e.lease.confirm(ctx); err != nil {
+		permit, err := r.permit(ctx, gate.MoveLeader, st, step, step.From, nil)
+		if err != nil {
 			return fmt.Errorf("not moving the leader %s → %s: %w", from, to, err)
 		}
-		moved, err := e.transferLeader(ctx, st, step)
+		moved, err := e.transferLeader(ctx, permit, st, step)
 		if moved {
 			r.res.LeaderTransfers++
 		}
@@ -530,10 +522,11 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 			return err
 		}
 	case StepLowerPartition:
-		if clear, err := r.clearToDisrupt(ctx, st, step); err != nil || !clear {
+		permit, clear, err := r.clearToDisrupt(ctx, st, step)
+		if err != nil || !clear {
 			return err
 		}
-		if err := r.rollMember(ctx, st, step); err != nil {
+		if err := r.rollMember(ctx, st, step, permit); err != nil {
 			if errors.Is(err, ErrReplacedMidGate) {
 				return r.lookAgain(ctx, step, err)
 			}
@@ -634,14 +627,15 @@ func (r *run) finish(ctx context.Context) error {
 // rollMember lowers the partition to the member's ordinal and locks it again as soon as the StatefulSet
 // controller has recreated that pod at the update revision, before the pod is Ready or etcd healthy: from
 // then on a template written by someone else (another stack, kubectl) cannot make the controller take a
-// second member while this one is still catching up. Then it waits for the member's gates.
-func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) (err error) {
+// second member while this one is still catching up. Then it waits for the member's gates. It is made under the
+// gate's Restart permit for that member (clearToDisrupt), given right before.
+func (r *run) rollMember(ctx context.Context, st ClusterState, step Step, permit gate.Permit) (err error) {
 	e, pod := r.e, st.Members[step.Ordinal].Pod
+	if permit.Kind != gate.Restart || permit.Ordinal != step.Ordinal {
+		return fmt.Errorf("internal: restarting %s under %s", pod, permit)
+	}
 	e.announce(Event{Kind: EventMemberRestarting, Step: step, Pod: pod}, "restarting %s (partition %d)", pod, step.Ordinal)
 	start := time.Now()
-	if err := e.lease.confirm(ctx); err != nil {
-		return fmt.Errorf("rolling %s: not lowering the partition: %w", pod, err)
-	}
 	meter, err := r.meterOutage(ctx, st, step.Ordinal)
 	if err != nil {
 		return err
@@ -658,7 +652,7 @@ func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) (err e
 	r.rolledFrom[step.Ordinal] = st.Members[step.Ordinal].Image
 	// Conditional on the generation this run observed: a template written since would make the controller
 	// restart another member than the one planned.
-	gen, err := e.lowerPartition(ctx, step.Ordinal, r.gen)
+	gen, err := e.lowerPartition(ctx, permit, step.Ordinal, r.gen)
 	if err != nil {
 		return fmt.Errorf("rolling %s: %w", pod, err)
 	}
@@ -667,7 +661,7 @@ func (r *run) rollMember(ctx context.Context, st ClusterState, step Step) (err e
 		// Down on an older revision, it costs no quorum to restart; but under OrderedReady the controller
 		// never replaces a pod that is not Ready (kubernetes#67250), so the engine deletes it.
 		e.emit(step, "%s is already down: deleting its pod so the controller recreates it at %s", pod, st.UpdateRevision)
-		if err := r.deleteOnAFreshLook(ctx, st, step.Ordinal, nil); err != nil {
+		if err := r.deleteOnAFreshLook(ctx, st, step.Ordinal, nil, ""); err != nil {
 			return fmt.Errorf("rolling %s: %w", pod, err)
 		}
 	}
@@ -710,67 +704,22 @@ func (r *run) reportRolled(ctx context.Context, st ClusterState, ordinal int, pa
 	e.record(ctx, r.uid, corev1.EventTypeNormal, ReasonMemberRolled, fmt.Sprintf("Rolled %s to revision %s; etcd healthy after %s", pod, st.UpdateRevision, down.Round(10*time.Millisecond)))
 }
 
-// checkTrustAhead refuses, before the run acts, the restarts its plan leads to when the members' peers would
-// refuse them: every member to roll before the first step (what the preview checks), and the next member
-// before each leader move off it. Otherwise the refusal would come only right before the restart
-// (clearToDisrupt, which still checks, since a Secret can change meanwhile), after a leader move made for a
-// restart that will not happen: a write pause and a term for nothing (tests/faults' one-step swap, whenever
-// the first member to restart led).
-func (r *run) checkTrustAhead(ctx context.Context, st ClusterState, plan Plan) error {
-	if !r.planned {
-		return r.e.checkTrust(ctx, st, plan.Roll, r.trustProbes)
+// clearToDisrupt asks the gate right before a restart (the partition lowered) or a replacement's remove: the
+// member does not lead again, the quorum the plan counted on still answers from the etcd process that passed (a
+// member that passed and stops answering or restarted did not stay up: its failure; one no look reaches is held
+// for), its peers trust it, the others keep a quorum on a fresh look, and the lease is ours. Not clear (a hold)
+// means look again; the permit's lease covers the step that follows at once.
+func (r *run) clearToDisrupt(ctx context.Context, st ClusterState, step Step) (gate.Permit, bool, error) {
+	kind := gate.Restart
+	if step.Kind == StepReplace {
+		kind = gate.RemoveMember
 	}
-	if len(plan.Steps) == 0 || plan.Steps[0].Kind != StepTransferLeader {
-		return nil
+	permit, err := r.permit(ctx, kind, st, step, step.Ordinal, nil)
+	if err == nil {
+		return permit, true, nil
 	}
-	if next, ok := plan.firstDisruption(); ok {
-		return r.e.checkTrust(ctx, st, []int{next.Ordinal}, r.trustProbes)
-	}
-	return nil
-}
-
-// clearToDisrupt is what every disruption of a member (a restart, a replacement's remove) checks right before
-// it: the member does not lead again, the quorum the plan counted on still answers from the etcd process that
-// passed (a member that passed and stops answering or restarted did not stay up: its failure; one no look
-// reaches is held for), and the others keep a quorum on a fresh look. Not clear means look again.
-func (r *run) clearToDisrupt(ctx context.Context, st ClusterState, step Step) (bool, error) {
-	e, pod := r.e, st.Members[step.Ordinal].Pod
-	isLeader, err := e.leaderIs(ctx, st, step.Ordinal)
-	if err != nil {
-		return false, fmt.Errorf("rolling %s: %w", pod, err)
-	}
-	if isLeader && st.Replicas > 1 { // a one-member etcd's only member always leads (its restart is consented)
-		if r.retries++; r.retries > maxStepRetries {
-			return false, fmt.Errorf("rolling %s: it became leader again %d times; stopping", pod, r.retries)
-		}
-		e.emit(step, "%s leads again; planning a transfer first", pod)
-		return false, nil
-	}
-	holding, err := r.lookAtPassed(ctx, true)
-	if err != nil {
-		return false, err
-	}
-	if holding {
-		e.emit(step, "a member that passed cannot be seen right before %s restarts; looking again", pod)
-		return false, nil
-	}
-	if err := e.checkTrust(ctx, st, []int{step.Ordinal}, r.trustProbes); err != nil {
-		return false, fmt.Errorf("rolling %s: %w", pod, err)
-	}
-	if err := r.quorumOnAFreshLook(ctx, step.Ordinal); err != nil {
-		if !errors.Is(err, ErrBlocked) {
-			return false, err
-		}
-		e.emit(step, "%v, on a look right before disrupting it; looking again", err)
-		return false, sleep(ctx, e.pollEvery) // a member flapping between the two looks must not make this a busy loop
-	}
-	if step.Kind == StepLowerPartition {
-		if why := e.othersExposedBy(ctx, step.Ordinal, st.Replicas, st.UpdateRevision); why != "" {
-			e.emit(step, "not lowering the partition to %d: %s, so the controller would restart it too; looking again", step.Ordinal, why)
-			return false, sleep(ctx, e.pollEvery)
-		}
-	}
-	return true, nil
+	_, err = refusedFor(err)
+	return gate.Permit{}, false, err
 }
 
 // lock sets partition = replicas. It is always safe for the cluster, but not for another run: a run that lost

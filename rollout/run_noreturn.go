@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/outage"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/snapshot"
@@ -23,13 +24,19 @@ import (
 func (r *run) enableDowngrade(ctx context.Context, st ClusterState, step Step) error {
 	e, target := r.e, step.Version
 	if !downgradeEnabledFor(st, target) {
-		if err := e.ValidateDowngrade(ctx, st, target); err != nil {
+		// The gate's PointOfNoReturn sequence: etcd validates the downgrade, the snapshot the plan asks for is
+		// stored, and the lease is ours.
+		permit, err := r.permit(ctx, gate.PointOfNoReturn, st, step, -1, nil)
+		if err != nil {
 			return err
 		}
 		pod, _ := downgradeMember(st)
 		e.emit(step, "enabling etcd's downgrade to %s through %s (validate ok)", target, pod)
 		r.downgrade = &downgradeRun{target: target} // set first: a lost answer may still have enabled it
-		if pod, err := e.downgradeCall(ctx, st, member.DowngradeEnable, target); err != nil && !e.reportsDowngradeEnabled(ctx, st, target) {
+		pctx, cancel := permit.Within(ctx)
+		pod, err = e.downgradeCall(pctx, st, member.DowngradeEnable, target)
+		cancel()
+		if err != nil && !e.reportsDowngradeEnabled(ctx, st, target) {
 			return fmt.Errorf("enabling etcd's downgrade to %s through %s: %w", target, pod, err)
 		}
 		e.record(ctx, r.uid, corev1.EventTypeNormal, ReasonDowngradeEnabled, fmt.Sprintf("Enabled etcd's downgrade to %s before restarting members on %s", target, target))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/replace"
 )
@@ -206,14 +207,7 @@ func (rp *replacement) observed(st ClusterState) (replace.Observed, error) {
 // remove removes the old member, after the checks of every disruption and once its record is written.
 func (rp *replacement) remove(ctx context.Context, st ClusterState, o replace.Observed, id uint64) error {
 	r, e, ordinal := rp.r, rp.r.e, rp.step.Ordinal
-	if down := anotherRolledMemberDown(st, ordinal); down != nil {
-		e.emit(rp.step, "%s, on %s, is down (%s): %s stays a member until it is back", down.Pod, down.Revision, down.Problem, rp.pod)
-		if err := sleep(ctx, e.pollEvery); err != nil {
-			return err
-		}
-		return errRePlan
-	}
-	if err := e.lease.confirm(ctx); err != nil {
+	if err := e.lease.confirm(ctx); err != nil { // the record is a write of this run's
 		return fmt.Errorf("not removing member %x: %w", id, err)
 	}
 	rec := o.AgainRecord(id) // the first remove of the member, or of a promoted one whose pod went since
@@ -223,12 +217,12 @@ func (rp *replacement) remove(ctx context.Context, st ClusterState, o replace.Ob
 	if err := e.records.Save(ctx, ordinal, rec); err != nil {
 		return err
 	}
-	// The checks of every disruption, on looks taken after the record was written, right before each try of
-	// the remove: a try etcd refused (not ready) changed nothing, and the next one is a disruption like the
+	// The gate's checks of a remove (another member a rollout rolled down holds it, as every disruption's), on
+	// looks taken after the record was written, right before each try of the remove: a try etcd refused (not ready) changed nothing, and the next one is a disruption like the
 	// first (the schedule checker's seeds 37476 and 45914 of the long mode: a retry went out without them
 	// while a member that passed crash-looped). A record whose remove never follows says the old member is
 	// still listed: the next pass, or run, removes it after the same checks.
-	clear, err := r.clearToDisrupt(ctx, st, rp.step)
+	permit, clear, err := r.clearToDisrupt(ctx, st, rp.step)
 	if err != nil {
 		return err
 	}
@@ -236,7 +230,7 @@ func (rp *replacement) remove(ctx context.Context, st ClusterState, o replace.Ob
 		return errRePlan
 	}
 	r.touched, r.disrupted = true, true
-	err = rp.call(ctx, st, func(ctx context.Context, via string) error { return e.etcd.MemberRemove(ctx, via, id) })
+	err = rp.call(ctx, permit, st, func(ctx context.Context, via string) error { return e.etcd.MemberRemove(ctx, via, id) })
 	if err == nil {
 		e.etcd.Forget(rp.pod)
 		e.emit(rp.step, "removed member %x (%s) from etcd", id, rp.pod)
@@ -249,48 +243,26 @@ func (rp *replacement) remove(ctx context.Context, st ClusterState, o replace.Ob
 // locked (it comes back on the current revision, a replacement all the same).
 func (rp *replacement) letPodGo(ctx context.Context, st ClusterState) error {
 	r, e, ordinal := rp.r, rp.r.e, rp.step.Ordinal
-	if err := e.lease.confirm(ctx); err != nil {
-		return fmt.Errorf("not letting %s's pod go: %w", rp.pod, err)
-	}
 	// The removed member's data may be the last copy if the others lose their quorum: it goes only while they
 	// keep one, on a look right before (the schedule checker's seed 751 of 2,000 with members whose data dies
 	// with their pod: the partition was lowered for a removed member while another had crashed), and while
 	// every member this run saw pass still runs the process that passed: one that did not stay up is that
 	// member's failure, and ends the run with this replacement left for the next (seed 2143 of 10,000: the
-	// partition was lowered between two crashes of a member that passed on a crash-looping revision).
-	holding, err := r.lookAtPassed(ctx, true)
-	if err != nil || holding {
-		return err
-	}
-	if m := anotherRolledMemberDown(st, ordinal); m != nil {
-		e.emit(rp.step, "%s, on %s, is down (%s): %s's pod, with the removed member's data, stays until it is back", m.Pod, m.Revision, m.Problem, rp.pod)
-		return nil
-	}
-	up, err := r.othersOnTheFailedRevisionStayUp(ctx, st, ordinal, rp.step, "letting "+rp.pod+"'s pod go")
+	// partition was lowered between two crashes of a member that passed on a crash-looping revision). The
+	// gate's ReleaseData sequence judges all of it.
+	lowering := !(st.Members[ordinal].Revision == st.UpdateRevision || !aboveAtUpdateRevision(st, ordinal) || st.Partition <= ordinal)
+	g := &gateChecks{lowering: lowering}
+	permit, err := r.permit(ctx, gate.ReleaseData, st, rp.step, ordinal, g)
 	if err != nil {
-		return fmt.Errorf("not letting %s's pod go: %w", rp.pod, err)
-	}
-	stillUp := r.watchedStillUp(ctx, up, func(ClusterState, int) error { return nil })
-	if err := r.quorumOnAFreshLook(ctx, ordinal); err != nil {
-		if errors.Is(err, ErrBlocked) {
-			e.emit(rp.step, "%v: %s's pod, with the removed member's data, stays until they do", err, rp.pod)
-			return nil
-		}
+		_, err = refusedFor(err)
 		return err
 	}
 	r.touched, r.disrupted = true, true
-	if st.Members[ordinal].Revision == st.UpdateRevision || !aboveAtUpdateRevision(st, ordinal) || st.Partition <= ordinal {
+	if !lowering {
 		e.emit(rp.step, "deleting %s's pod, which holds the removed member's data", rp.pod)
-		return r.deleteOnAFreshLook(ctx, st, ordinal, stillUp)
+		return r.deleteOnAFreshLook(ctx, st, ordinal, g.othersStillUp(ctx), "")
 	}
-	if err := stillUp(st, ordinal); err != nil {
-		return fmt.Errorf("not letting %s's pod go: %w", rp.pod, err)
-	}
-	if why := e.othersExposedBy(ctx, ordinal, st.Replicas, st.UpdateRevision); why != "" {
-		e.emit(rp.step, "not lowering the partition to %d: %s, so the controller would restart it too; %s's pod stays until the next look", ordinal, why, rp.pod)
-		return sleep(ctx, e.pollEvery)
-	}
-	gen, err := e.lowerPartition(ctx, ordinal, r.gen)
+	gen, err := e.lowerPartition(ctx, permit, ordinal, r.gen)
 	if err != nil {
 		return err
 	}
@@ -311,11 +283,12 @@ func (rp *replacement) letPodGo(ctx context.Context, st ClusterState) error {
 // addLearner adds the member's peer URL back as a learner and records the ID etcd gave it.
 func (rp *replacement) addLearner(ctx context.Context, st ClusterState, rec replace.Record) error {
 	r, e, ordinal := rp.r, rp.r.e, rp.step.Ordinal
-	if err := e.lease.confirm(ctx); err != nil {
+	permit, err := r.permit(ctx, gate.ChangeMembership, st, rp.step, ordinal, nil)
+	if err != nil {
 		return fmt.Errorf("not adding a learner for %s: %w", rp.pod, err)
 	}
 	var added member.Info
-	err := rp.call(ctx, st, func(ctx context.Context, via string) (err error) {
+	err = rp.call(ctx, permit, st, func(ctx context.Context, via string) (err error) {
 		added, err = e.etcd.MemberAddAsLearner(ctx, via, rec.PeerURL)
 		return err
 	})
@@ -343,7 +316,8 @@ func (rp *replacement) promote(ctx context.Context, st ClusterState, o replace.O
 		return fmt.Sprintf("learner %x (%s) has applied up to index %d, %d entries behind the leader's %d; it is promoted within %d",
 			id, rp.pod, m.AppliedIndex, leader.AppliedIndex-m.AppliedIndex, leader.AppliedIndex, learnerCatchUp), nil
 	}
-	if err := e.lease.confirm(ctx); err != nil {
+	permit, err := rp.r.permit(ctx, gate.ChangeMembership, st, rp.step, rp.step.Ordinal, nil)
+	if err != nil {
 		return "", fmt.Errorf("not promoting learner %x: %w", id, err)
 	}
 	if rec := *o.Record; rec.LearnerPodUID != m.PodUID {
@@ -352,7 +326,7 @@ func (rp *replacement) promote(ctx context.Context, st ClusterState, o replace.O
 			return "", fmt.Errorf("not promoting learner %x before its pod is recorded: %w", id, err)
 		}
 	}
-	err := rp.call(ctx, st, func(ctx context.Context, via string) error { return e.etcd.MemberPromote(ctx, via, id) })
+	err = rp.call(ctx, permit, st, func(ctx context.Context, via string) error { return e.etcd.MemberPromote(ctx, via, id) })
 	if err == nil {
 		e.emit(rp.step, "promoted learner %x (%s) to a voter", id, rp.pod)
 	}
@@ -360,8 +334,8 @@ func (rp *replacement) promote(ctx context.Context, st ClusterState, o replace.O
 }
 
 // call sends a membership change through a healthy member other than the one replaced (the leader first),
-// within the lease.
-func (rp *replacement) call(ctx context.Context, st ClusterState, do func(ctx context.Context, via string) error) error {
+// within the lease of the gate's permit for it.
+func (rp *replacement) call(ctx context.Context, permit gate.Permit, st ClusterState, do func(ctx context.Context, via string) error) error {
 	via := ""
 	if l := leaderOf(st); l != nil && l.Ordinal != rp.step.Ordinal && l.Healthy {
 		via = l.Pod
@@ -374,7 +348,7 @@ func (rp *replacement) call(ctx context.Context, st ClusterState, do func(ctx co
 	if via == "" {
 		return blocked("no healthy member other than %s to change etcd's membership through (%s)", rp.pod, describeMembers(st))
 	}
-	wctx, cancel := rp.r.e.lease.withinLease(ctx)
+	wctx, cancel := permit.Within(ctx)
 	defer cancel()
 	cctx, ccancel := context.WithTimeout(wctx, memberCallTimeout)
 	defer ccancel()

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
-	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/trustcheck"
 )
 
 // onMemberFailure is where a member that did not pass its gates on the new revision ends up: the failure is
@@ -117,36 +116,21 @@ func (r *run) revert(ctx context.Context, ordinal int) (string, error) {
 		}
 	}
 	m, to := st.Members[ordinal], st.CurrentRevision
-	if err := anotherFailedMemberDown(st, ordinal); err != nil {
-		return "", err
-	}
-	if to == "" || to == st.UpdateRevision {
-		// The last member's pod turned Ready (a container started: there is no readinessProbe, or it passed)
-		// and the controller made the new revision current: a deleted pod would come back on it. Going back
-		// means the previous template, by hand: say first when etcd would refuse the image it had.
-		if before := r.rolledFrom[ordinal]; before != "" {
-			if err := e.checkPointOfNoReturn(ctx, st, ordinal, before); err != nil {
-				return "", err
-			}
-		}
-		return "", fmt.Errorf("the StatefulSet controller already made %s its current revision (every pod was updated and Ready), so a recreated pod would run it again; revert by applying the previous pod template, which the next rollout rolls like any other", st.UpdateRevision)
-	}
-	if err := e.checkPointOfNoReturn(ctx, st, ordinal, e.comingBackImage(ctx, st, ordinal)); err != nil {
-		return "", err
-	}
-	if err := r.revertRestoresRefusedTLS(ctx, st, ordinal, to); err != nil {
+	// The gate's Revert sequence: no other member a rollout restarted is down, there is a revision to go back
+	// to that etcd lets the member rejoin on, its peers trust the material it comes back with, and the others
+	// keep a quorum without it (and where the leader goes first).
+	g := &gateChecks{revertTo: to}
+	if _, err := r.permit(ctx, gate.Revert, st, Step{Kind: StepRecreate, Ordinal: ordinal}, ordinal, g); err != nil {
 		return "", err
 	}
 	if m.PodExists && m.Revision != to {
-		moveTo, err := revertSafety(st, ordinal, r.e.cfg.AcceptWriteOutage)
-		if err != nil {
-			return "", err
-		}
-		if moveTo >= 0 {
-			if err := e.lease.confirm(ctx); err != nil {
+		if moveTo := g.moveLeaderTo; moveTo >= 0 {
+			step := Step{Kind: StepTransferLeader, From: ordinal, To: moveTo}
+			permit, err := r.permit(ctx, gate.MoveLeader, st, step, ordinal, nil)
+			if err != nil {
 				return "", fmt.Errorf("not moving the leader off %s before reverting it: %w", m.Pod, err)
 			}
-			moved, err := e.transferLeader(ctx, st, Step{Kind: StepTransferLeader, From: ordinal, To: moveTo})
+			moved, err := e.transferLeader(ctx, permit, st, step)
 			if moved {
 				r.res.LeaderTransfers++
 			}
@@ -157,13 +141,9 @@ func (r *run) revert(ctx context.Context, ordinal int) (string, error) {
 				return "", fmt.Errorf("moving the leader off %s before reverting it: %w", m.Pod, err)
 			}
 		}
-		stayedUp, err := r.othersOnTheFailedRevisionStayUp(ctx, st, ordinal, Step{Kind: StepRecreate, Ordinal: ordinal}, "reverting "+m.Pod)
-		if err != nil {
-			return "", fmt.Errorf("not reverting %s: %w", m.Pod, err)
-		}
 		e.emit(Step{Kind: StepRecreate, Ordinal: ordinal}, "reverting %s: deleting its pod (revision %s) with the partition locked; the controller recreates it at %s", m.Pod, m.Revision, to)
 		e.etcd.Forget(m.Pod)
-		if err := r.deleteOnAFreshLook(ctx, st, ordinal, r.watchedStillUp(ctx, stayedUp, anotherFailedMemberDown)); err != nil {
+		if err := r.deleteOnAFreshLook(ctx, st, ordinal, anotherFailedMemberDown, "reverting "+m.Pod); err != nil {
 			return "", fmt.Errorf("not reverting %s: %w", m.Pod, err)
 		}
 	}
@@ -176,28 +156,6 @@ func (r *run) revert(ctx context.Context, ordinal int) (string, error) {
 		return "", fmt.Errorf("waiting for %s to pass its gates again at %s: %w", m.Pod, to, err)
 	}
 	return to, nil
-}
-
-// revertRestoresRefusedTLS refuses a revert that would bring the member back with TLS material its peers or
-// its clients refuse: a Secret is not part of a StatefulSet revision, so the pod the controller recreates at revision to
-// mounts what the member failed with again, and fails again (issue 33, item 3). The run holds instead, with
-// the partition locked, and names the objects to put trusted material back in. Without the revision's
-// template (not allowed, or gone) nothing is said.
-func (r *run) revertRestoresRefusedTLS(ctx context.Context, st ClusterState, ordinal int, to string) error {
-	spec, err := r.e.revisionPodSpec(ctx, to)
-	if err != nil {
-		return nil
-	}
-	back := st
-	back.podTemplate = spec
-	err = r.e.CheckTrust(ctx, back, []int{ordinal})
-	if !isTrustRefusal(err) {
-		return nil
-	}
-	c := EtcdContainer(spec.Containers)
-	sources := trustcheck.Template{Spec: spec, Container: c, Flags: EtcdFlagValues(c)}.Sources()
-	return fmt.Errorf("%s would come back on revision %s with the TLS material that is refused (%s: not part of a revision), so deleting its pod again cannot help; the partition is locked: put trusted material back there (or widen the trust first), then run again: %w",
-		st.Members[ordinal].Pod, to, strings.Join(sources, ", "), err)
 }
 
 // revertSafety says whether the failed member's pod may be deleted now, and where the leader must go first
@@ -258,7 +216,7 @@ func (r *run) recreate(ctx context.Context, st ClusterState, ordinal int) error 
 	if st.Partition < st.Replicas || st.CurrentRevision == "" {
 		return fmt.Errorf("internal: bringing back %s needs the partition locked (at %d) and a current revision (%q)", m.Pod, st.Partition, st.CurrentRevision)
 	}
-	if err := e.checkPointOfNoReturn(ctx, st, ordinal, e.comingBackImage(ctx, st, ordinal)); err != nil {
+	if _, err := r.permit(ctx, gate.Recreate, st, Step{Kind: StepRecreate, Ordinal: ordinal}, ordinal, nil); err != nil {
 		return fmt.Errorf("not bringing back %s at %s: %w", m.Pod, st.CurrentRevision, err)
 	}
 	r.disrupted = true
@@ -267,7 +225,7 @@ func (r *run) recreate(ctx context.Context, st ClusterState, ordinal int) error 
 	// One member disrupted at a time, as for a revert: not while another member on a revision a rollout
 	// restarted it onto is down too (the schedule checker's seed 42335 of the long mode: etcd-1 was brought back
 	// while etcd-4, rolled by the run before, had crashed).
-	if err := r.deleteOnAFreshLook(ctx, st, ordinal, anotherFailedMemberDown); err != nil {
+	if err := r.deleteOnAFreshLook(ctx, st, ordinal, anotherFailedMemberDown, ""); err != nil {
 		return fmt.Errorf("bringing back %s at %s: %w", m.Pod, st.CurrentRevision, err)
 	}
 	want := expectedSpec{Partition: st.Replicas, Generation: r.gen, PodRevision: st.CurrentRevision}
@@ -303,24 +261,23 @@ func anotherFailedMemberDown(st ClusterState, ordinal int) error {
 	return nil
 }
 
-// deleteOnAFreshLook deletes the pod of the member that decided saw, judged on a look at the cluster taken
-// right before the delete: the observation the decision was made on may be seconds old by then (leader moves,
-// the ControllerRevision read, the point-of-no-return check), and a member that passed may have fallen
-// meanwhile. The schedule checker found a revert that deleted etcd-1 while etcd-2 crash-looped, on a look
-// taken before etcd-2 fell. rule is the caller's own rule on the fresh look, besides the quorum rule every
-// delete keeps (podDeleteSafety).
-func (r *run) deleteOnAFreshLook(ctx context.Context, decided ClusterState, ordinal int, rule func(ClusterState, int) error) error {
-	now, err := r.observe(ctx)
+// deleteOnAFreshLook deletes the pod of the member that decided saw, under the gate's DeletePod permit, which
+// judges it on a look at the cluster taken right before the delete: the observation the decision was made on
+// may be seconds old by then (leader moves, the ControllerRevision read, the point-of-no-return check), and a
+// member that passed may have fallen meanwhile. The schedule checker found a revert that deleted etcd-1 while
+// etcd-2 crash-looped, on a look taken before etcd-2 fell. rule is the caller's own rule on the fresh look,
+// which the gate judges before the quorum rule every delete keeps (podDeleteSafety) and the lease. A
+// watchBefore that is not empty says what is about to happen ("reverting etcd-1"): the gate first watches
+// every other member on the failed revision stay up (othersOnTheFailedRevisionStayUp), and the fresh look
+// finds each still in the process it stayed up in.
+func (r *run) deleteOnAFreshLook(ctx context.Context, decided ClusterState, ordinal int, rule func(ClusterState, int) error, watchBefore string) error {
+	g := &gateChecks{onFreshLook: rule, watchBefore: watchBefore}
+	step := Step{Kind: StepRecreate, Ordinal: ordinal}
+	permit, err := r.permit(ctx, gate.DeletePod, decided, step, ordinal, g)
 	if err != nil {
-		return fmt.Errorf("observing right before deleting %s: %w", decided.Members[ordinal].Pod, err)
+		return err
 	}
-	now = r.provenInTheSameProcess(ctx, now, ordinal)
-	if rule != nil {
-		if err := rule(now, ordinal); err != nil {
-			return err
-		}
-	}
-	return r.e.deleteMemberPod(ctx, now, ordinal, decided.Members[ordinal].PodUID)
+	return r.e.deleteMemberPod(ctx, permit, g.st.Members[ordinal].Pod, decided.Members[ordinal].PodUID)
 }
 
 // quorumOnAFreshLook says whether the members other than ordinal keep a quorum on a look taken right before

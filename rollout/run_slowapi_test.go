@@ -22,7 +22,10 @@ import (
 
 // newSlowAPIRun is a run on c as the executor makes one, before its first look.
 func newSlowAPIRun(t *testing.T, c *fakeCluster) *run {
-	return &run{e: c.engine(t, nil), passed: map[int]*passedMember{}, unproven: map[int]*passedMember{},
+	e := c.engine(t, nil)
+	lease, err := e.lease.acquire(context.Background()) // the gate confirms it before every disruption
+	require.NoError(t, err)
+	return &run{e: e, lease: lease, passed: map[int]*passedMember{}, unproven: map[int]*passedMember{},
 		downAfterPass: map[string]bool{}, res: &Result{}}
 }
 
@@ -55,7 +58,7 @@ func TestALoweringIsRefusedWhenTheAPIServerHasAnotherPodToUpdate(t *testing.T) {
 			r.passed[2] = r.newPassed(context.Background(), "etcd-2", passage{incarnation: inc}, false) // rolled by this run
 			st := healthyState(3, 0, 2)                                                                 // the run's look: etcd-2 at the update revision
 			tt.setup(t, c)
-			clear, err := r.clearToDisrupt(context.Background(), st, Step{Kind: StepLowerPartition, Ordinal: 1})
+			_, clear, err := r.clearToDisrupt(context.Background(), st, Step{Kind: StepLowerPartition, Ordinal: 1})
 			require.NoError(t, err)
 			assert.Equal(t, tt.want == "", clear)
 			if tt.want != "" {

@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
 )
 
 func TestRunRollsEveryMemberWithoutElections(t *testing.T) {
@@ -815,7 +817,8 @@ func TestAMoveNobodyCanAnswerForHasAnUnknownOutcome(t *testing.T) {
 	c.etcd.moveLeaderAnswersLost = 1
 	c.etcd.unseen = map[string]bool{"etcd-0": true, "etcd-1": true, "etcd-2": true} // the path to every member goes
 
-	moved, err := e.transferLeader(context.Background(), st, Step{Kind: StepTransferLeader, From: 2, To: 0})
+	permit := gate.Permit{Kind: gate.MoveLeader, Ordinal: 2, LeaseUntil: time.Now().Add(time.Minute)}
+	moved, err := e.transferLeader(context.Background(), permit, st, Step{Kind: StepTransferLeader, From: 2, To: 0})
 	assert.False(t, moved)
 	require.ErrorIs(t, err, errMoveOutcomeUnknown)
 	assert.Equal(t, 1, c.etcd.moves, "the fake moved it")

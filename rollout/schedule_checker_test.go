@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
 )
 
 // The schedule checks judge writes by the fakes' truth and hold a fault against an engine only once it could
@@ -32,6 +34,32 @@ func TestScheduleChecksJudgeByTruth(t *testing.T) {
 		{
 			name:  "a lowering for one member while the others are up",
 			setup: func(w *world, se *schedEngine) {}, act: lowerTo(2),
+		},
+		{
+			name:  "a lowering without a gate permit",
+			setup: func(w *world, se *schedEngine) { se.permits = nil }, act: lowerTo(2),
+			want: []string{"p"},
+		},
+		{
+			name: "a delete under a permit for another member",
+			setup: func(w *world, se *schedEngine) {
+				se.permits = se.permits[:0]
+				se.notePermit(gate.Permit{Kind: gate.DeletePod, Ordinal: 1, LeaseUntil: time.Now().Add(time.Hour)})
+			},
+			act: deletePod("etcd-2"), want: []string{"p"},
+		},
+		{
+			name:  "a delete under a permit whose lease ran out",
+			setup: func(w *world, se *schedEngine) { permitEverything(se, 3, time.Now().Add(-time.Second)) },
+			act:   deletePod("etcd-2"), want: []string{"p"},
+		},
+		{
+			name: "a member removed under a restart's permit only",
+			setup: func(w *world, se *schedEngine) {
+				se.permits = se.permits[:0]
+				se.notePermit(gate.Permit{Kind: gate.Restart, Ordinal: 2, LeaseUntil: time.Now().Add(time.Hour)})
+			},
+			act: removeMember("etcd-2"), want: []string{"p"},
 		},
 		{
 			name:  "a lowering that exposes two members off the update revision",
@@ -203,6 +231,7 @@ func TestScheduleChecksJudgeByTruth(t *testing.T) {
 			w := newWorld(t, schedule{Members: cmp.Or(tt.members, 3), Leader: 0, Updated: tt.updated})
 			se := newSchedEngine(w, "run-1", 1)
 			holdLease(t, w, "run-1")
+			permitEverything(se, cmp.Or(tt.members, 3), time.Now().Add(time.Hour))
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			tt.setup(w, se)
@@ -213,6 +242,17 @@ func TestScheduleChecksJudgeByTruth(t *testing.T) {
 			}
 			assert.Equal(t, tt.want, got, "%v", w.violations)
 		})
+	}
+}
+
+// permitEverything gives se's run a gate permit of every kind for every member, with the lease until until: the
+// writes these cases make are judged by the other invariants, and (p)'s own cases take the permits away.
+func permitEverything(se *schedEngine, members int, until time.Time) {
+	se.permits = nil
+	for _, k := range gate.Kinds() {
+		for o := range members {
+			se.notePermit(gate.Permit{Kind: k, Ordinal: o, Pod: podName("etcd", o), LeaseUntil: until})
+		}
 	}
 }
 
@@ -247,7 +287,7 @@ func removeMember(pod string) func(w *world, se *schedEngine) {
 		w.f.membership.mark(&w.f.membership.removed, pod)
 		w.f.down[pod] = true
 		w.f.mu.Unlock()
-		w.judgeMembership(se, pre, "removed "+pod, pod)
+		w.judgeMembership(se, pre, "removed "+pod, pod, time.Now())
 	}
 }
 

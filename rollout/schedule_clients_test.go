@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 )
 
@@ -59,6 +62,32 @@ type schedEngine struct {
 	// elections of a one-member etcd's own restarts).
 	restarts  int
 	disrupted bool
+
+	// permits are the gate's permits to this engine's run, in the order given (invariant p); permitsMu guards
+	// them, since the engine gives them outside the world's lock.
+	permitsMu sync.Mutex
+	permits   []gate.Permit
+}
+
+// notePermit is the engine's permitted hook: it keeps every permit the gate gave this engine's run.
+func (se *schedEngine) notePermit(p gate.Permit) {
+	se.permitsMu.Lock()
+	defer se.permitsMu.Unlock()
+	se.permits = append(se.permits, p)
+}
+
+// permitFor is the latest permit of one of kinds that se's run got for member ordinal (any member for
+// ordinal -1).
+func (se *schedEngine) permitFor(ordinal int, kinds ...gate.Kind) (gate.Permit, bool) {
+	se.permitsMu.Lock()
+	defer se.permitsMu.Unlock()
+	for i := len(se.permits) - 1; i >= 0; i-- {
+		p := se.permits[i]
+		if slices.Contains(kinds, p.Kind) && (ordinal < 0 || p.Ordinal == ordinal) {
+			return p, true
+		}
+	}
+	return gate.Permit{}, false
 }
 
 type statusLook struct {
@@ -131,6 +160,7 @@ func (w *world) newEngine(name string, run int) *schedEngine {
 		w.t.Fatalf("new engine: %v", err)
 	}
 	se.e = e
+	e.permitted = se.notePermit
 	w.mu.Lock()
 	w.engines = append(w.engines, se)
 	w.mu.Unlock()
@@ -284,7 +314,7 @@ func (s *scheduledEtcd) MoveLeader(ctx context.Context, leaderPod string, to uin
 		pre := s.w.snapshot()
 		err := s.w.f.MoveLeader(ctx, leaderPod, to)
 		if to := s.w.f.leaderPod(); to != pre.leader {
-			s.w.judgeMoveLeader(s.se, pre, to)
+			s.w.judgeMoveLeader(s.se, pre, to, sentBy(ctx))
 		}
 		return err
 	})
@@ -298,7 +328,7 @@ func (s *scheduledEtcd) MemberRemove(ctx context.Context, pod string, id uint64)
 		target, listed := s.w.memberOfID(id)
 		err := s.w.f.MemberRemove(ctx, pod, id)
 		if err == nil && listed {
-			s.w.judgeMembership(s.se, pre, fmt.Sprintf("removed member %x (%s)", id, target), target)
+			s.w.judgeMembership(s.se, pre, fmt.Sprintf("removed member %x (%s)", id, target), target, sentBy(ctx))
 		}
 		return err
 	})
@@ -308,7 +338,7 @@ func (s *scheduledEtcd) MemberAddAsLearner(ctx context.Context, pod, url string)
 	err = s.call(ctx, atMemberAdd, "MemberAddAsLearner", pod, func() error {
 		pre := s.w.snapshot()
 		if info, err = s.w.f.MemberAddAsLearner(ctx, pod, url); err == nil {
-			s.w.judgeMembership(s.se, pre, "added a learner at "+url, "")
+			s.w.judgeMembership(s.se, pre, "added a learner at "+url, "", sentBy(ctx))
 		}
 		return err
 	})
@@ -320,7 +350,7 @@ func (s *scheduledEtcd) MemberPromote(ctx context.Context, pod string, id uint64
 		pre := s.w.snapshot()
 		err := s.w.f.MemberPromote(ctx, pod, id)
 		if err == nil {
-			s.w.judgeMembership(s.se, pre, fmt.Sprintf("promoted learner %x", id), "")
+			s.w.judgeMembership(s.se, pre, fmt.Sprintf("promoted learner %x", id), "", sentBy(ctx))
 			if promoted, ok := s.w.memberOfID(id); ok {
 				s.w.fireAt(s.se, atPromoted, promoted)
 			}

@@ -1,12 +1,16 @@
 package rollout
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
 )
 
 // The checks below judge the engine by the fakes' truth: which member's etcd really is up, which revision
@@ -86,7 +90,11 @@ func (w *world) judgePartition(se *schedEngine, pre, post worldSnapshot) {
 			}
 			targets = append(targets, i)
 		}
-		w.disruption(se, pre, post, fmt.Sprintf("lowered the partition %d → %d", pre.partition, post.partition), targets)
+		what := fmt.Sprintf("lowered the partition %d → %d", pre.partition, post.partition)
+		if len(targets) > 0 {
+			w.checkPermit(se, what, post.partition, time.Now(), gate.Restart, gate.ReleaseData)
+		}
+		w.disruption(se, pre, post, what, targets)
 		w.lowerer = se.name
 	case post.partition >= post.replicas:
 		if pre.holder != "" && pre.holder != se.name && w.lowerer != "" && w.lowerer != se.name {
@@ -111,18 +119,22 @@ func (w *world) judgeDelete(se *schedEngine, pre, post worldSnapshot, pod string
 	if !ok {
 		return
 	}
+	w.checkPermit(se, "deleted pod "+pod, ordinal, time.Now(), gate.DeletePod)
 	w.disruption(se, pre, post, "deleted pod "+pod, []int{ordinal})
 }
 
 // judgeMembership judges a membership change of se's: removing target's member is a disruption of it (one at a
 // time, the others keep quorum); adding or promoting a learner (target "") disrupts nobody but needs the lease.
-func (w *world) judgeMembership(se *schedEngine, pre worldSnapshot, what, target string) {
+func (w *world) judgeMembership(se *schedEngine, pre worldSnapshot, what, target string, sent time.Time) {
 	post := pre
 	post.elections = w.electionsNow()
 	var targets []int
 	if ordinal, ok := ordinalOf("etcd", target); ok {
 		targets = []int{ordinal}
 		w.disrupted[target] = true
+		w.checkPermit(se, what, ordinal, sent, gate.RemoveMember)
+	} else {
+		w.checkPermit(se, what, -1, sent, gate.ChangeMembership)
 	}
 	w.disruption(se, pre, post, what, targets)
 }
@@ -136,10 +148,38 @@ func (w *world) memberOfID(id uint64) (string, bool) {
 
 // judgeMoveLeader judges a leader transfer that moved the leader: a disruption of no member, but one only
 // the lease holder may make.
-func (w *world) judgeMoveLeader(se *schedEngine, pre worldSnapshot, to string) {
+func (w *world) judgeMoveLeader(se *schedEngine, pre worldSnapshot, to string, sent time.Time) {
 	post := pre
 	post.elections = w.electionsNow()
-	w.disruption(se, pre, post, fmt.Sprintf("moved the leader %s → %s", pre.leader, to), nil)
+	what := fmt.Sprintf("moved the leader %s → %s", pre.leader, to)
+	if from, ok := ordinalOf("etcd", pre.leader); ok {
+		w.checkPermit(se, what, from, sent, gate.MoveLeader)
+	}
+	w.disruption(se, pre, post, what, nil)
+}
+
+// checkPermit is (p): the gate is the one way to a disruption. Every one the fakes see was preceded, in the
+// same run, by a gate permit of one of kinds for that member (any member for ordinal -1) whose lease had not
+// run out when the write was sent: sent is when it landed, or, for an etcd call that can land late, the
+// deadline it was sent with, if earlier (it went out before it; when it lands is the network's doing).
+func (w *world) checkPermit(se *schedEngine, what string, ordinal int, sent time.Time, kinds ...gate.Kind) {
+	p, ok := se.permitFor(ordinal, kinds...)
+	switch {
+	case !ok:
+		w.violate("p", se, "%s without a gate permit (%v) for it", what, kinds)
+	case sent.After(p.LeaseUntil):
+		w.violate("p", se, "%s, sent %s after the lease of its permit (%s) ran out", what, sent.Sub(p.LeaseUntil).Round(time.Millisecond), p)
+	}
+}
+
+// sentBy is when a call made with ctx went out at the latest: now, or ctx's deadline when that is earlier (a
+// late call lands after it).
+func sentBy(ctx context.Context) time.Time {
+	now := time.Now()
+	if d, ok := ctx.Deadline(); ok && d.Before(now) {
+		return d
+	}
+	return now
 }
 
 // disruption checks one disruption by se of the members targets (ordinals), judged on the state before it:
