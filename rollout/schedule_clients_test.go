@@ -369,7 +369,13 @@ func (s *scheduledEtcd) ClusterVersion(ctx context.Context, pod string) (v strin
 }
 
 func (s *scheduledEtcd) Downgrade(ctx context.Context, pod string, action member.DowngradeAction, version string) (v string, err error) {
-	err = s.call(ctx, "", "Downgrade", pod, func() error { v, err = s.w.f.Downgrade(ctx, pod, action, version); return err })
+	err = s.call(ctx, "", "Downgrade", pod, func() error {
+		if v, err = s.w.f.Downgrade(ctx, pod, action, version); err == nil && action == member.DowngradeEnable {
+			// A point of no return: after it only a snapshot rolls back (invariant p wants its permit).
+			s.w.checkPermit(s.se, "enabled etcd's downgrade to "+version, -1, sentBy(ctx), gate.PointOfNoReturn)
+		}
+		return err
+	})
 	return v, err
 }
 
