@@ -18,6 +18,9 @@ const kubernetesSDKVersion = "4.25.0"
 // getResource.
 type component struct {
 	readKube KubeProviderReader
+	// readLive reads a StatefulSet the component owns as it stands, to refuse a change of a locked field
+	// before pulumi-kubernetes replaces it (nil: not compared).
+	readLive LiveStatefulSetReader
 }
 
 // construct registers the component, resolves cluster access, optionally creates the StatefulSet it owns,
@@ -68,7 +71,7 @@ func (c component) construct(ctx *pulumi.Context, name string, args EtcdRollingU
 	stsMustExist := pulumi.Bool(true).ToBoolOutput()
 	var etcdContainer pulumi.StringInput
 	if args.StatefulSet != nil {
-		owned, err := c.ownStatefulSet(ctx, name, args, comp, kubeProvider)
+		owned, err := c.ownStatefulSet(ctx, name, args, comp, kubeProvider, access)
 		if err != nil {
 			return nil, err
 		}

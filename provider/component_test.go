@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 )
 
 const componentURN = presource.URN("urn:pulumi:test::proj::etcd-rollout:index:EtcdRollingUpgrade::etcd")
@@ -42,8 +44,13 @@ func (r *registrations) has(typ string) bool {
 
 func constructServer(t *testing.T, readKube KubeProviderReader) (integration.Server, *registrations) {
 	t.Helper()
+	return constructServerWith(t, Deps{}, readKube)
+}
+
+func constructServerWith(t *testing.T, deps Deps, readKube KubeProviderReader) (integration.Server, *registrations) {
+	t.Helper()
 	regs := &registrations{byTy: map[string]integration.MockResourceArgs{}}
-	prov, err := newProvider(Deps{}, readKube)
+	prov, err := newProvider(deps, readKube)
 	require.NoError(t, err)
 	s, err := integration.NewServer(t.Context(), Name, semver.MustParse("0.1.0"), integration.WithProvider(prov),
 		integration.WithMocks(&integration.MockResourceMonitor{
@@ -204,5 +211,50 @@ func TestComponentUnderItsStatefulSetDoesNotDeadlock(t *testing.T) {
 		assert.True(t, regs.has(rolloutToken))
 	case <-time.After(30 * time.Second):
 		t.Fatal("Construct under a parent did not return")
+	}
+}
+
+// A StatefulSet the component owns is compared with the live one before it is applied: a change to a locked
+// field (here the claim templates the live one has and the manifest drops) fails Construct, in preview too,
+// with nothing registered that pulumi-kubernetes would replace; the same manifest as the live one goes through.
+func TestComponentRefusesALockedFieldChange(t *testing.T) {
+	live := liveStatefulSet()
+	live.Spec.ServiceName = "etcd"
+	for _, tt := range []struct {
+		name    string
+		claims  bool
+		wantErr string
+	}{
+		{name: "the manifest drops the live claim templates", claims: true,
+			wantErr: "StatefulSet db/etcd: spec.volumeClaimTemplates cannot change in place, and replacing the StatefulSet would delete every etcd member at once; nothing was changed"},
+		{name: "the manifest keeps every locked field"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l := live.DeepCopy()
+			l.Spec.Selector = nil
+			if !tt.claims {
+				l.Spec.VolumeClaimTemplates = nil
+			}
+			var asked ClusterAccess
+			readLive := func(_ context.Context, access ClusterAccess, namespace, name string) (*appsv1.StatefulSet, error) {
+				asked = access
+				assert.Equal(t, "db/etcd", namespace+"/"+name)
+				return l, nil
+			}
+			s, regs := constructServerWith(t, Deps{ReadLive: readLive}, nil)
+			_, err := s.Construct(p.ConstructRequest{Urn: componentURN, Inputs: componentInputs(map[string]property.Value{
+				"statefulSet": manifest(), "kubeconfig": property.New("/home/me/.kube/config"),
+			})})
+			assert.Equal(t, "/home/me/.kube/config", asked.Kubeconfig, "the live StatefulSet is read where the component applies it")
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				assert.True(t, regs.has("kubernetes:apps/v1:StatefulSet"))
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.wantErr)
+			assert.False(t, regs.has("kubernetes:apps/v1:StatefulSet"), "nothing pulumi-kubernetes would replace is registered")
+			assert.False(t, regs.has(rolloutToken))
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -21,6 +22,31 @@ func DefaultDeps() Deps {
 		LookupUID:  lookupUID,
 		RestConfig: ResolveRestConfig,
 		ReadFacts:  readFacts,
+		ReadLive:   readLiveStatefulSet(ResolveRestConfig),
+	}
+}
+
+// readLiveStatefulSet is the production LiveStatefulSetReader, reaching the cluster through resolve.
+func readLiveStatefulSet(resolve RestConfigResolver) LiveStatefulSetReader {
+	return func(ctx context.Context, access ClusterAccess, namespace, name string) (*appsv1.StatefulSet, error) {
+		restConfig, err := resolve(access)
+		if err != nil {
+			return nil, err
+		}
+		client, err := kubernetes.NewForConfig(restConfig)
+		if err != nil {
+			return nil, fmt.Errorf("kubernetes client: %w", err)
+		}
+		ctx, cancel := context.WithTimeout(ctx, observeTimeout)
+		defer cancel()
+		sts, err := client.AppsV1().StatefulSets(namespace).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading StatefulSet %s/%s: %w", namespace, name, err)
+		}
+		return sts, nil
 	}
 }
 

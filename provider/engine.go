@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout"
@@ -42,6 +43,10 @@ type UIDLookup func(ctx context.Context, restConfig *rest.Config, namespace, nam
 // who holds the rollout Lease), without contacting a member. A nil reader skips those checks.
 type FactsReader func(ctx context.Context, restConfig *rest.Config, namespace, name string) (clusterFacts, error)
 
+// LiveStatefulSetReader reads the StatefulSet as it stands on the cluster that access reaches; nil and no
+// error when there is none yet.
+type LiveStatefulSetReader func(ctx context.Context, access ClusterAccess, namespace, name string) (*appsv1.StatefulSet, error)
+
 // Deps are the provider's connections to the outside world. Production code uses DefaultDeps.
 type Deps struct {
 	NewEngine  EngineFactory
@@ -49,6 +54,9 @@ type Deps struct {
 	LookupUID  UIDLookup
 	RestConfig RestConfigResolver
 	ReadFacts  FactsReader
+	// ReadLive is what the component compares a StatefulSet it owns with before it applies it (locked
+	// fields); nil skips the comparison.
+	ReadLive LiveStatefulSetReader
 }
 
 // RestConfigResolver turns the resource's cluster-access inputs into a client-go config.

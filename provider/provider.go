@@ -41,7 +41,7 @@ func newProvider(deps Deps, readKube KubeProviderReader) (p.Provider, error) {
 		WithNamespace("etcd-rollout").
 		WithLanguageMap(languageMap()).
 		WithResources(infer.Resource(&Rollout{deps: deps})).
-		WithComponents(infer.ComponentF(component{readKube: readKube}.construct)).
+		WithComponents(infer.ComponentF(component{readKube: readKube, readLive: deps.ReadLive}.construct)).
 		Build()
 	if err != nil {
 		return p.Provider{}, err
