@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/kubeapi"
 )
 
 func TestRunRidesOutAnAPIServerOutage(t *testing.T) {
@@ -34,14 +36,14 @@ func TestRunRidesOutAnAPIServerOutage(t *testing.T) {
 func TestWithAPIRetryStopsOnPermanentErrors(t *testing.T) {
 	calls := 0
 	notFound := apierrors.NewNotFound(schema.GroupResource{Group: "apps", Resource: "statefulsets"}, "etcd")
-	err := withAPIRetry(context.Background(), func(context.Context) error { calls++; return notFound })
+	err := kubeapi.WithRetry(context.Background(), func(context.Context) error { calls++; return notFound })
 	assert.True(t, apierrors.IsNotFound(err))
 	assert.Equal(t, 1, calls)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	calls = 0
-	err = withAPIRetry(ctx, func(context.Context) error { calls++; return errors.New("connection refused") })
+	err = kubeapi.WithRetry(ctx, func(context.Context) error { calls++; return errors.New("connection refused") })
 	assert.ErrorContains(t, err, "connection refused", "what the API server said comes first")
 	assert.ErrorIs(t, err, context.Canceled, "and why the retries stopped: a cancelled run must read as cancelled")
 	assert.Equal(t, 1, calls)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/kubeapi"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
@@ -91,12 +92,16 @@ type Engine struct {
 
 	ownDialer bool
 	// requests counts the API requests made through RestConfig (none when the caller passed Kube).
-	requests requestCounter
+	requests kubeapi.Counter
 	// trustCost adds up what the trust checks cost (CheckTrust), for the runs' results.
 	trustCost trustCostMeter
 	// undecidedSaid keeps which members' missing trust verdicts were said already: once is enough per engine.
 	undecidedSaid sync.Map
 }
+
+// defaultPollInterval paces the gates. 500ms made the gate see a Ready pod 250ms late on average, once
+// per member: the largest share of what the engine added to a roll's wall time in make bench's easy scenario.
+const defaultPollInterval = 200 * time.Millisecond
 
 // New checks the Config and prepares cluster access; it contacts nothing yet.
 func New(cfg Config, opts Options) (*Engine, error) {
@@ -112,13 +117,13 @@ func New(cfg Config, opts Options) (*Engine, error) {
 		e.pollEvery = defaultPollInterval
 	}
 	if opts.RestConfig != nil {
-		e.rest = withRequestCounting(opts.RestConfig, &e.requests)
+		e.rest = kubeapi.WithCounting(opts.RestConfig, &e.requests)
 	}
 	if e.kube == nil {
 		if e.rest == nil {
 			return nil, errors.New("rollout options: RestConfig is required")
 		}
-		kube, err := kubernetes.NewForConfig(withRolloutRateLimits(e.rest))
+		kube, err := kubernetes.NewForConfig(kubeapi.WithRateLimits(e.rest))
 		if err != nil {
 			return nil, fmt.Errorf("kubernetes client: %w", err)
 		}
@@ -149,8 +154,8 @@ func New(cfg Config, opts Options) (*Engine, error) {
 	}
 	e.lease = &rolloutLease{kube: e.kube, namespace: cfg.Namespace, name: LeaseName(cfg.StatefulSet), holder: cfg.Holder, duration: d}
 	e.status = newStatusPublisher(e.kube, cfg, e.lease)
-	e.records = replacerecord.New(e.kube, cfg.Namespace, cfg.StatefulSet, withAPIRetry)
-	e.podFiles = podfile.NewReader(e.kube, cfg.Namespace, withAPIRetry)
+	e.records = replacerecord.New(e.kube, cfg.Namespace, cfg.StatefulSet, kubeapi.WithRetry)
+	e.podFiles = podfile.NewReader(e.kube, cfg.Namespace, kubeapi.WithRetry)
 	// A takeover waits a whole lease duration before anything happens: say why, so nobody thinks it hangs.
 	e.lease.watching = func(holder string, upTo time.Duration) {
 		e.emit(Step{}, "lease %s is held by %s: watching it for up to %s; it is taken over if nobody renews it, and the run is refused if someone does",
@@ -264,8 +269,8 @@ func (e *Engine) LeaseHolder(ctx context.Context) (holder string, expiresIn time
 func (e *Engine) Run(ctx context.Context) (res Result, err error) {
 	defer func() { err = explainForbidden(err) }() // runs last: after the re-lock and the lease release
 	res.StartedAt = time.Now()
-	requestsBefore := e.requests.count()
-	defer func() { res.APIRequests = int(e.requests.count() - requestsBefore) }() // the lease release included
+	requestsBefore := e.requests.Count()
+	defer func() { res.APIRequests = int(e.requests.Count() - requestsBefore) }() // the lease release included
 	trustBefore := e.trustCost.total()
 	defer func() { res.TrustChecks = e.trustCost.total().minus(trustBefore) }()
 	// A StatefulSet that is not there gets no Lease either: bad input leaves no trace.
@@ -343,10 +348,10 @@ func (e *Engine) checkTrust(ctx context.Context, st ClusterState, ordinals []int
 	}
 	checker := trustcheck.Checker{Files: e.podFiles.Memo(), Prober: prober, Probes: probes, ClientPort: e.cfg.ClientPort, Now: time.Now}
 	checker.Engine, _ = e.etcd.(trustcheck.Engine)
-	began, requestsBefore := time.Now(), e.requests.count()
+	began, requestsBefore := time.Now(), e.requests.Count()
 	report, err := checker.Check(ctx, t, restart, members)
 	e.trustCost.add(TrustCheckCost{Checks: 1, Probes: report.Probes, Duration: time.Since(began),
-		APIRequests: int(e.requests.count() - requestsBefore)})
+		APIRequests: int(e.requests.Count() - requestsBefore)})
 	if undecided := strings.Join(report.Undecided, ", "); undecided != "" {
 		if _, said := e.undecidedSaid.LoadOrStore(undecided, true); !said {
 			e.emit(Step{}, "%s gave no verdict on the new peer certificate (closed without an answer, as etcd does when a certificate does not name the address a port-forward connects from): its trust of it is not known; the chain it serves was judged against the new trust", undecided)

@@ -3,6 +3,8 @@ package rollout
 import (
 	"context"
 	"time"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/poll"
 )
 
 // awaitClusterVersion waits, after the last member of a minor-version change, for etcd to move the cluster
@@ -12,7 +14,7 @@ import (
 // moves it on its own; the operator is told what it still is.
 func (e *Engine) awaitClusterVersion(ctx context.Context, st ClusterState, to EtcdVersion) string {
 	start, seen, first := time.Now(), st.ClusterVersion, true
-	seen, err := waitFor(ctx, start.Add(e.cfg.HealthTimeout), every(e.pollEvery), func(ctx context.Context) (string, bool, error) {
+	seen, err := poll.Until(ctx, start.Add(e.cfg.HealthTimeout), poll.Every(e.pollEvery), func(ctx context.Context) (string, bool, error) {
 		if !first { // the first look is at the version the last observation read
 			if now := e.freshClusterVersion(ctx, st); now != "" {
 				seen = now

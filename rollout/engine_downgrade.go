@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/poll"
 )
 
 // ReasonDowngradeEnabled and ReasonDowngradeCancelled are the Events recorded on the StatefulSet when the
@@ -121,12 +122,12 @@ func downgradeEnabledFor(st ClusterState, target string) bool {
 // no member reports a newer storage version: the moment a member may restart on the older binary.
 func (e *Engine) awaitDowngradeReady(ctx context.Context, st ClusterState, step Step) error {
 	start := time.Now()
-	last, err := waitFor(ctx, start.Add(e.cfg.HealthTimeout), every(e.pollEvery), func(ctx context.Context) (string, bool, error) {
+	last, err := poll.Until(ctx, start.Add(e.cfg.HealthTimeout), poll.Every(e.pollEvery), func(ctx context.Context) (string, bool, error) {
 		seen, ok := e.downgradeReady(ctx, st, step.Version)
 		return seen, ok, nil
 	})
 	switch {
-	case errors.Is(err, errWaitedOut):
+	case errors.Is(err, poll.ErrWaitedOut):
 		return fmt.Errorf("etcd's downgrade to %s is enabled, but after %s (the health timeout) %s", step.Version, e.cfg.HealthTimeout, last)
 	case err != nil:
 		return fmt.Errorf("waiting for the cluster version to reach %s (last seen: %s): %w", step.Version, last, err)
@@ -172,7 +173,7 @@ func (e *Engine) clusterVersionAfterCancel(ctx context.Context, st ClusterState,
 // a cancel (it re-decides every few seconds). It returns the version seen last ("" when none was) and
 // whether it moved.
 func (e *Engine) versionAfterCancel(ctx context.Context, st ClusterState, target string) (seen string, raised bool) {
-	seen, err := waitFor(ctx, time.Time{}, every(e.pollEvery), func(ctx context.Context) (string, bool, error) {
+	seen, err := poll.Until(ctx, time.Time{}, poll.Every(e.pollEvery), func(ctx context.Context) (string, bool, error) {
 		if now := e.freshClusterVersion(ctx, st); now != "" {
 			seen = now
 			return seen, !isMinor(now, target), nil

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/poll"
 )
 
 // appliedIndexSlack is how far a member's applied index may trail the leader's committed index sampled
@@ -129,7 +130,7 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 func (e *Engine) staysUp(ctx context.Context, st ClusterState, ordinal int) (Incarnation, string, error) {
 	pod := st.Members[ordinal].Pod
 	stable := &stability{stableFor: e.stableFor, incarnationOf: func(ctx context.Context) (Incarnation, error) { return e.etcd.Incarnation(ctx, pod) }}
-	seen, err := waitFor(ctx, time.Now().Add(e.cfg.HealthTimeout), every(e.pollEvery), func(ctx context.Context) (string, bool, error) {
+	seen, err := poll.Until(ctx, time.Now().Add(e.cfg.HealthTimeout), poll.Every(e.pollEvery), func(ctx context.Context) (string, bool, error) {
 		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
 		defer cancel()
 		l := e.memberHealthy(cctx, st, ordinal)
@@ -284,7 +285,7 @@ func (e *Engine) poll(ctx context.Context, g gateWait, check func(context.Contex
 		checkFailed bool
 	)
 	report := e.stillWaiting(g)
-	_, err := waitFor(ctx, g.since.Add(g.timeout), func(ctx context.Context) error {
+	_, err := poll.Until(ctx, g.since.Add(g.timeout), func(ctx context.Context) error {
 		report(lastSeen)
 		return e.waitForChange(ctx, event)
 	}, func(ctx context.Context) (struct{}, bool, error) {
@@ -303,7 +304,7 @@ func (e *Engine) poll(ctx context.Context, g gateWait, check func(context.Contex
 	switch {
 	case err == nil || checkFailed:
 		return err
-	case errors.Is(err, errWaitedOut):
+	case errors.Is(err, poll.ErrWaitedOut):
 		return &GateTimeoutError{Pod: g.pod, Gate: g.gate, Timeout: g.timeout, LastSeen: lastSeen}
 	}
 	return fmt.Errorf("waiting for %s (%s gate, last seen: %s): %w", g.pod, g.gate, lastSeen, err)

@@ -16,8 +16,10 @@ import (
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/configfile"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/durability"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/kubeapi"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/podfile"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/poll"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/probes"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/selfremoval"
 )
@@ -89,9 +91,9 @@ func (e *Engine) settledStatefulSet(ctx context.Context) (*appsv1.StatefulSet, e
 		return sts, err
 	}
 	// Past the deadline the last read is the answer, settled or not: the look says done then.
-	sts, err := waitFor(ctx, time.Time{}, every(100*time.Millisecond), func(ctx context.Context) (*appsv1.StatefulSet, bool, error) {
+	sts, err := poll.Until(ctx, time.Time{}, poll.Every(100*time.Millisecond), func(ctx context.Context) (*appsv1.StatefulSet, bool, error) {
 		var sts *appsv1.StatefulSet
-		err := withAPIRetry(ctx, func(ctx context.Context) (err error) {
+		err := kubeapi.WithRetry(ctx, func(ctx context.Context) (err error) {
 			sts, err = e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Get(ctx, e.cfg.StatefulSet, metav1.GetOptions{})
 			return err
 		})
@@ -118,7 +120,7 @@ func (e *Engine) settledFromWatch(ctx context.Context, deadline time.Time) (*app
 	e.reportWatchRefusal()
 	lag := &watchLag{}
 	var event <-chan struct{}
-	sts, err := waitFor(ctx, time.Time{}, func(ctx context.Context) error { return e.waitForChange(ctx, event) },
+	sts, err := poll.Until(ctx, time.Time{}, func(ctx context.Context) error { return e.waitForChange(ctx, event) },
 		func(context.Context) (*appsv1.StatefulSet, bool, error) {
 			event = e.watch.changes() // taken before the look, so a change during it is not missed
 			sts, pending := e.statefulSetFromWatch(0, lag)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/kubeapi"
 )
 
 // metav1PatchOptions names the engine as the field manager of its partition writes, which is how another run
@@ -23,7 +24,7 @@ func (e *Engine) setPartition(ctx context.Context, partition int) (int64, error)
 	patch := fmt.Sprintf(`{"spec":{"updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"partition":%d}}}}`, partition)
 	var written *appsv1.StatefulSet
 	// The patch is idempotent, so it is safe to repeat while the API server is briefly away.
-	err := withAPIRetry(ctx, func(ctx context.Context) (err error) {
+	err := kubeapi.WithRetry(ctx, func(ctx context.Context) (err error) {
 		written, err = e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Patch(ctx, e.cfg.StatefulSet, types.MergePatchType, []byte(patch), metav1PatchOptions)
 		return err
 	})
@@ -51,7 +52,7 @@ func (e *Engine) lowerPartition(ctx context.Context, permit gate.Permit, partiti
 	var written *appsv1.StatefulSet
 	wctx, cancel := permit.Within(ctx)
 	defer cancel()
-	err = withAPIRetry(wctx, func(ctx context.Context) (err error) {
+	err = kubeapi.WithRetry(wctx, func(ctx context.Context) (err error) {
 		written, err = e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Patch(ctx, e.cfg.StatefulSet, types.JSONPatchType, patch, metav1PatchOptions)
 		return err
 	})
@@ -69,7 +70,7 @@ func (e *Engine) lowerPartition(ctx context.Context, permit gate.Permit, partiti
 // for), or the write failed for another reason.
 func (e *Engine) lowerRefused(ctx context.Context, partition int, generation int64, writeErr error) (int64, error) {
 	var sts *appsv1.StatefulSet
-	if err := withAPIRetry(ctx, func(ctx context.Context) (err error) {
+	if err := kubeapi.WithRetry(ctx, func(ctx context.Context) (err error) {
 		sts, err = e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Get(ctx, e.cfg.StatefulSet, metav1.GetOptions{})
 		return err
 	}); err != nil {

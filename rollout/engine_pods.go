@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/kubeapi"
 )
 
 // The pods the engine looks at and deletes itself, outside the StatefulSet controller.
@@ -24,7 +25,7 @@ func (e *Engine) deleteMemberPod(ctx context.Context, permit gate.Permit, pod, u
 	}
 	wctx, cancel := permit.Within(ctx)
 	defer cancel()
-	err := withAPIRetry(wctx, func(ctx context.Context) error {
+	err := kubeapi.WithRetry(wctx, func(ctx context.Context) error {
 		return e.kube.CoreV1().Pods(e.cfg.Namespace).Delete(ctx, pod, opts)
 	})
 	if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {

@@ -7,6 +7,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/kubeapi"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/poll"
 )
 
 // relockTimeout bounds the re-lock on the way out; it runs on a fresh context so a cancelled caller still
@@ -23,7 +26,7 @@ const relockTimeout = 30 * time.Second
 func (e *Engine) relock(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), relockTimeout)
 	defer cancel()
-	last, err := waitFor(rctx, time.Time{}, every(time.Second), func(ctx context.Context) (error, bool, error) {
+	last, err := poll.Until(rctx, time.Time{}, poll.Every(time.Second), func(ctx context.Context) (error, bool, error) {
 		if err := e.lease.confirm(ctx); err != nil {
 			if holder := e.lease.newHolder(); holder != "" {
 				err = fmt.Errorf("not re-locking it: %s holds lease %s now, so the StatefulSet is that run's to lock", holder, e.lease.id())
@@ -43,7 +46,7 @@ func (e *Engine) relock(ctx context.Context) error {
 				return nil, true, nil
 			}
 		}
-		if permanent(err) {
+		if kubeapi.Permanent(err) {
 			return err, false, err // forbidden, not found, invalid: waiting does not change the answer
 		}
 		return err, false, nil

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/kubeapi"
 )
 
 // revisionTemplate is the part of a StatefulSet ControllerRevision's data the engine reads: the controller
@@ -59,7 +61,7 @@ func (e *Engine) revisionPodSpec(ctx context.Context, rev string) (*corev1.PodSp
 		return nil, errors.New("the StatefulSet names no current revision")
 	}
 	var data []byte
-	err := withAPIRetry(ctx, func(ctx context.Context) error {
+	err := kubeapi.WithRetry(ctx, func(ctx context.Context) error {
 		cr, err := e.kube.AppsV1().ControllerRevisions(e.cfg.Namespace).Get(ctx, rev, metav1.GetOptions{})
 		if err == nil {
 			data = cr.Data.Raw

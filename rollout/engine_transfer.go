@@ -8,6 +8,7 @@ import (
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/poll"
 )
 
 // moveLeaderTimeout bounds one MoveLeader call. etcd aborts a transfer that does not finish within one
@@ -50,7 +51,7 @@ func (e *Engine) transferLeader(ctx context.Context, permit gate.Permit, st Clus
 		}
 		return false, fmt.Errorf("moving leader %s → %s: %w", from.Pod, to.Pod, err)
 	}
-	if _, err := waitFor(cctx, time.Time{}, every(50*time.Millisecond), func(ctx context.Context) (struct{}, bool, error) {
+	if _, err := poll.Until(cctx, time.Time{}, poll.Every(50*time.Millisecond), func(ctx context.Context) (struct{}, bool, error) {
 		s, err := e.etcd.Status(ctx, to.Pod)
 		return struct{}{}, err == nil && s.Leader == to.MemberID, nil
 	}); err != nil {

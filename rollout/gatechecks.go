@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/poll"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/trustcheck"
 )
 
@@ -414,7 +415,7 @@ func (g *gateChecks) lease(ctx context.Context, req gate.Request) error {
 // holdAfter is a hold that has waited a poll interval first, so that a run that looks again at once does not
 // spin while a member flaps; a cancelled wait is no hold.
 func holdAfter(ctx context.Context, pollEvery time.Duration, format string, args ...any) error {
-	if err := sleep(ctx, pollEvery); err != nil {
+	if err := poll.Sleep(ctx, pollEvery); err != nil {
 		return err
 	}
 	return fmt.Errorf("%w: %s", errLookAgain, fmt.Sprintf(format, args...))

@@ -1,7 +1,6 @@
 package rollout
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -26,18 +25,6 @@ func ordinalOf(sts, pod string) (int, bool) {
 	}
 	n, err := strconv.Atoi(rest)
 	return n, err == nil && n >= 0
-}
-
-// sleep waits d, or until ctx ends (its cause).
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
-	}
 }
 
 // Truncate cuts s to at most n bytes, on a rune boundary so that no character is split, and marks the cut

@@ -43,6 +43,10 @@ func TestLayersKeepToTheirImports(t *testing.T) {
 		// Kubernetes, no engine; bbolt (to check the file) and gocloud.dev's blob (to store it) are its own.
 		{pkg: "./internal/snapshot", forbidden: []string{"github.com/pulumi/", "go.etcd.io/etcd/", "k8s.io/", module + "/rollout"}},
 		{pkg: "./internal/probes", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/client-go", module + "/rollout"}},
+		// How the engine waits and calls the API server, below it so that a procedure of its own package can too.
+		{pkg: "./internal/poll", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/client-go", module + "/rollout"}},
+		{pkg: "./internal/kubeapi", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", module + "/rollout"},
+			allowed: []string{module + "/rollout/internal/poll"}},
 		// The gate sequences the rules and judges none: it knows neither the cluster nor the engine.
 		{pkg: "./internal/gate", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/", module + "/rollout"}},
 		{pkg: "./internal/outage", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/", module + "/rollout"}},

@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/kubeapi"
 )
 
 // LeaseName is the coordination.k8s.io Lease that serialises rollouts of one StatefulSet.
@@ -158,7 +160,7 @@ func (l *rolloutLease) acquire(ctx context.Context) (leaseState, error) {
 // get reads the lease, riding out a briefly unreachable API server.
 func (l *rolloutLease) get(ctx context.Context) (*coordinationv1.Lease, error) {
 	var lease *coordinationv1.Lease
-	err := withAPIRetry(ctx, func(ctx context.Context) error {
+	err := kubeapi.WithRetry(ctx, func(ctx context.Context) error {
 		var err error
 		lease, err = l.kube.CoordinationV1().Leases(l.namespace).Get(ctx, l.name, metav1.GetOptions{})
 		return err
@@ -284,7 +286,7 @@ func (l *rolloutLease) confirm(ctx context.Context) error {
 		return nil
 	}
 	var lost error
-	err := withAPIRetry(ctx, func(ctx context.Context) error {
+	err := kubeapi.WithRetry(ctx, func(ctx context.Context) error {
 		err := l.renew(ctx)
 		if errors.Is(err, ErrLeaseLost) {
 			lost = err // final: retrying cannot give it back

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/kubeapi"
 )
 
 // Every request the engine's clientset sends is counted, after any wrapper the caller's config already has,
@@ -31,11 +33,11 @@ func TestRequestCountingCountsEveryRequest(t *testing.T) {
 	for range 3 {
 		_, _ = e.kube.AppsV1().StatefulSets("db").Get(context.Background(), "etcd", metav1.GetOptions{})
 	}
-	assert.EqualValues(t, 3, e.requests.count())
+	assert.EqualValues(t, 3, e.requests.Count())
 	assert.Equal(t, 3, callerWrapped, "the caller's own wrapper still runs")
 
 	plain := &rest.Config{Host: srv.URL}
-	_ = withRequestCounting(plain, &requestCounter{})
+	_ = kubeapi.WithCounting(plain, &kubeapi.Counter{})
 	assert.Nil(t, plain.WrapTransport, "the caller's config is not changed")
 }
 

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/poll"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/trustcheck"
 )
 
@@ -376,7 +377,7 @@ func (r *run) planOrHold(ctx context.Context, st ClusterState) (plan Plan, ready
 	if time.Since(r.blockedSince) > limit {
 		return plan, false, fmt.Errorf("rolling %s/%s: still blocked after %s (the %s): %w", e.cfg.Namespace, e.cfg.StatefulSet, limit, what, err)
 	}
-	if serr := sleep(ctx, e.pollEvery); serr != nil {
+	if serr := poll.Sleep(ctx, e.pollEvery); serr != nil {
 		return plan, false, fmt.Errorf("while holding (%v): %w", err, serr)
 	}
 	return plan, false, nil
@@ -615,7 +616,7 @@ func (r *run) finish(ctx context.Context) error {
 			e.emit(Step{Kind: StepRelock}, "the replacement records stay (the next run clears them): %v", cerr)
 		}
 	}
-	r.res.APIRequests = int(e.requests.count() - r.requestsBefore)
+	r.res.APIRequests = int(e.requests.Count() - r.requestsBefore)
 	r.res.countElections()
 	e.announce(Event{Kind: EventDone, Step: Step{Kind: StepRelock}, Summary: r.res.Summary()}, "done: %s", r.res.Summary())
 	if len(r.res.MembersRolled) > 0 {

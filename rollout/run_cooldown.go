@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/poll"
 )
 
 // ErrMemberUnseen is wrapped when the engine could not reach a member for a whole health timeout (no
@@ -71,9 +73,9 @@ func (r *run) coolDown(ctx context.Context) (again bool, err error) {
 		if !holding {
 			wait = max(0, min(wait, time.Until(end)))
 		}
-		return sleep(ctx, wait)
+		return poll.Sleep(ctx, wait)
 	}
-	_, err = waitFor(ctx, time.Time{}, untilNextLook, func(ctx context.Context) (struct{}, bool, error) {
+	_, err = poll.Until(ctx, time.Time{}, untilNextLook, func(ctx context.Context) (struct{}, bool, error) {
 		// The last look also asks whether the same processes serve: a restart between two looks answers both.
 		last := !time.Now().Before(end)
 		var err error
@@ -91,7 +93,7 @@ func (r *run) coolDown(ctx context.Context) (again bool, err error) {
 // stability window is still caught before another member goes down. A member no look reaches is held for, as
 // in a cool-down; again is set after such a hold.
 func (r *run) checkPassed(ctx context.Context) (again bool, err error) {
-	_, err = waitFor(ctx, time.Time{}, every(r.e.pollEvery), func(ctx context.Context) (struct{}, bool, error) {
+	_, err = poll.Until(ctx, time.Time{}, poll.Every(r.e.pollEvery), func(ctx context.Context) (struct{}, bool, error) {
 		holding, err := r.lookAtPassed(ctx, true)
 		again = again || holding
 		return struct{}{}, !holding, err
@@ -205,7 +207,7 @@ func (r *run) holdUnseen(ctx context.Context, ordinal int, p *passedMember, m Me
 	if _, err := r.unseen(ctx, ordinal, p, m.Problem); err != nil {
 		return err
 	}
-	_, err := waitFor(ctx, time.Time{}, every(r.e.pollEvery), func(ctx context.Context) (struct{}, bool, error) {
+	_, err := poll.Until(ctx, time.Time{}, poll.Every(r.e.pollEvery), func(ctx context.Context) (struct{}, bool, error) {
 		holding, err := r.stillUp(ctx, ordinal, p, false)
 		return struct{}{}, !holding, err
 	})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/poll"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/replace"
 )
 
@@ -45,11 +46,11 @@ func (r *run) replaceMember(ctx context.Context, st ClusterState, step Step) err
 		return err
 	}
 	deadline := rp.start.Add(e.cfg.ReadyTimeout + e.cfg.HealthTimeout)
-	why, err := waitFor(ctx, deadline, every(e.pollEvery), rp.pass)
+	why, err := poll.Until(ctx, deadline, poll.Every(e.pollEvery), rp.pass)
 	switch {
 	case errors.Is(err, errRePlan):
 		return nil
-	case errors.Is(err, errWaitedOut):
+	case errors.Is(err, poll.ErrWaitedOut):
 		if rp.lastErr != nil {
 			why += fmt.Sprintf(" (last etcd call: %v)", rp.lastErr)
 		}

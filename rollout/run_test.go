@@ -776,7 +776,7 @@ func TestAPodReplacedAsItsMemberPassesIsNoFailureOfTheMember(t *testing.T) {
 // its first failure, and only the schedule checker caught it). The fake clientset ignores contexts, so writes
 // after the cancel are refused, as requests on an ended context would be. CI at a206277 failed here once: the
 // run's own lock after the recreation met the refusal, and the run's error read as an API failure, not a
-// cancel (withAPIRetry now says both).
+// cancel (kubeapi.WithRetry now says both).
 func TestACancelledRunReLocksThePartition(t *testing.T) {
 	c := newFakeCluster(t, 3, 0)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -116,7 +116,7 @@ func containerName(c *corev1.Container) string {
 type Reader struct {
 	kube      kubernetes.Interface
 	namespace string
-	// retry runs one API call again while the API server is briefly away (the engine's withAPIRetry).
+	// retry runs one API call again while the API server is briefly away (the engine's kubeapi.WithRetry).
 	retry func(context.Context, func(context.Context) error) error
 }
 

@@ -27,7 +27,7 @@ func Name(sts string) string { return sts + "-etcd-rollout-replacing" }
 type Store struct {
 	kube           kubernetes.Interface
 	namespace, sts string
-	// retry runs one API call again while the API server is briefly away (the engine's withAPIRetry).
+	// retry runs one API call again while the API server is briefly away (the engine's kubeapi.WithRetry).
 	retry func(context.Context, func(context.Context) error) error
 }
 

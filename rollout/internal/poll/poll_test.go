@@ -1,4 +1,4 @@
-package rollout
+package poll
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-func TestWaitForReturnsWhatItLastSaw(t *testing.T) {
+func TestUntilReturnsWhatItLastSaw(t *testing.T) {
 	boom := errors.New("boom")
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -25,7 +25,7 @@ func TestWaitForReturnsWhatItLastSaw(t *testing.T) {
 		{name: "done at once", ctx: context.Background(), doneAt: 1, wantSeen: 1},
 		{name: "done on the third look", ctx: context.Background(), doneAt: 3, wantSeen: 3},
 		{name: "a look that fails ends the wait", ctx: context.Background(), failAt: 2, wantSeen: 2, wantErr: boom},
-		{name: "the deadline passes", ctx: context.Background(), deadline: 30 * time.Millisecond, wantErr: errWaitedOut},
+		{name: "the deadline passes", ctx: context.Background(), deadline: 30 * time.Millisecond, wantErr: ErrWaitedOut},
 		{name: "ctx ended: one look, then its cause", ctx: cancelled, wantSeen: 1, wantErr: context.Canceled},
 	}
 	for _, tt := range tests {
@@ -35,7 +35,7 @@ func TestWaitForReturnsWhatItLastSaw(t *testing.T) {
 				deadline = time.Now().Add(tt.deadline)
 			}
 			looks := 0
-			seen, err := waitFor(tt.ctx, deadline, every(time.Millisecond), func(context.Context) (int, bool, error) {
+			seen, err := Until(tt.ctx, deadline, Every(time.Millisecond), func(context.Context) (int, bool, error) {
 				looks++
 				if looks == tt.failAt {
 					return looks, false, boom
@@ -55,20 +55,9 @@ func TestWaitForReturnsWhatItLastSaw(t *testing.T) {
 	}
 }
 
-// The API retry starts quick for a blip and settles at 2 s while an API server restarts, never below it.
-func TestAPIBackoffGrowsToItsCap(t *testing.T) {
-	next := apiBackoff.DelayFunc()
-	var got []time.Duration
-	for range 7 {
-		got = append(got, next())
-	}
-	ms := time.Millisecond
-	assert.Equal(t, []time.Duration{200 * ms, 400 * ms, 800 * ms, 1600 * ms, 2000 * ms, 2000 * ms, 2000 * ms}, got)
-}
-
-func TestWaitForReportsCancellationOverItsDeadline(t *testing.T) {
+func TestUntilReportsCancellationOverItsDeadline(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	_, err := waitFor(ctx, time.Now().Add(-time.Second), every(time.Millisecond), func(context.Context) (int, bool, error) {
+	_, err := Until(ctx, time.Now().Add(-time.Second), Every(time.Millisecond), func(context.Context) (int, bool, error) {
 		cancel()
 		return 0, false, nil
 	})
