@@ -40,13 +40,12 @@ type call struct {
 	arg string
 }
 
-// callsIn reads every call in the non-test files of dir.
-func callsIn(t *testing.T, dir string) []call {
+// funcsIn calls each with every function declared in the non-test files of dir, and the file it is in.
+func funcsIn(t *testing.T, dir string, each func(fn *ast.FuncDecl, file string)) {
 	t.Helper()
 	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	require.NoError(t, err)
 	require.NotEmpty(t, paths)
-	var calls []call
 	for _, path := range paths {
 		if strings.HasSuffix(path, "_test.go") {
 			continue
@@ -54,11 +53,22 @@ func callsIn(t *testing.T, dir string) []call {
 		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
 		require.NoError(t, err)
 		for _, decl := range f.Decls {
-			if fn, ok := decl.(*ast.FuncDecl); ok && fn.Body != nil {
-				calls = append(calls, callsOf(fn, filepath.Base(path))...)
+			if fn, ok := decl.(*ast.FuncDecl); ok {
+				each(fn, filepath.Base(path))
 			}
 		}
 	}
+}
+
+// callsIn reads every call in the non-test files of dir.
+func callsIn(t *testing.T, dir string) []call {
+	t.Helper()
+	var calls []call
+	funcsIn(t, dir, func(fn *ast.FuncDecl, file string) {
+		if fn.Body != nil {
+			calls = append(calls, callsOf(fn, file)...)
+		}
+	})
 	return calls
 }
 
@@ -100,21 +110,10 @@ func calledName(fun ast.Expr) string {
 // permitTakers says, for every function declared in dir's non-test files, whether it takes a gate.Permit.
 func permitTakers(t *testing.T, dir string) map[string]bool {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	require.NoError(t, err)
 	takers := map[string]bool{}
-	for _, path := range paths {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
-		require.NoError(t, err)
-		for _, decl := range f.Decls {
-			if fn, ok := decl.(*ast.FuncDecl); ok {
-				takers[fn.Name.Name] = takers[fn.Name.Name] || takesPermit(fn)
-			}
-		}
-	}
+	funcsIn(t, dir, func(fn *ast.FuncDecl, _ string) {
+		takers[fn.Name.Name] = takers[fn.Name.Name] || takesPermit(fn)
+	})
 	for _, name := range writesUnderAPermit {
 		require.Contains(t, takers, name, "the list of functions that send a disruption out is out of date")
 	}

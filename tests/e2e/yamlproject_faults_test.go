@@ -87,3 +87,20 @@ func newYAMLStack(t *testing.T, p paths, c *harness.Cluster, ns, example string,
 	}
 	return cli
 }
+
+// upYAMLExample is a fresh namespace with example brought up in it through `pulumi up` (newYAMLStack's config
+// and config on top): the StatefulSet at its update revision with the partition locked, and the etcd behind
+// it, attached with spec (its name and service filled in) and healthy.
+func upYAMLExample(t *testing.T, p paths, c *harness.Cluster, example string, config map[string]string, spec harness.EtcdSpec) (*yamlProject, *harness.Etcd, string) {
+	t.Helper()
+	ctx := t.Context()
+	ns := c.Namespace(t)
+	cli := newYAMLStack(t, p, c, ns, example, config)
+	cli.run(t, "up", "--yes", "--skip-preview")
+	requireRolledAndLocked(t, viewStatefulSet(ctx, t, c, ns))
+	spec.Name, spec.ServiceName = "etcd", "etcd-headless"
+	e, err := c.AttachEtcd(ns, spec)
+	require.NoError(t, err)
+	require.NoError(t, e.WaitHealthy(ctx))
+	return cli, e, ns
+}
