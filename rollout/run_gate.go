@@ -36,14 +36,14 @@ func refusedBy(err error) gate.Rule {
 	return 0
 }
 
-// refusedFor is err, the gate's refusal, as the procedure reports it: nil for a hold (the run looks again),
-// the refusal's own error otherwise. held says which.
-func refusedFor(err error) (held bool, _ error) {
+// unlessHeld is err, the gate's refusal, as a procedure returns it: nil for a hold (the run looks again), the
+// refusal itself otherwise.
+func unlessHeld(err error) error {
 	var refusal *gate.Refusal
 	if errors.As(err, &refusal) && refusal.Held {
-		return true, nil
+		return nil
 	}
-	return false, err
+	return err
 }
 
 // startPermit runs the gate's Start sequence over the run's plan: the planner's word, the version path

@@ -255,8 +255,7 @@ func (rp *replacement) letPodGo(ctx context.Context, st ClusterState) error {
 	g := &gateChecks{lowering: lowering}
 	permit, err := r.permit(ctx, gate.ReleaseData, st, rp.step, ordinal, g)
 	if err != nil {
-		_, err = refusedFor(err)
-		return err
+		return unlessHeld(err)
 	}
 	r.touched, r.disrupted = true, true
 	if !lowering {
