@@ -218,11 +218,12 @@ func (rp *replacement) remove(ctx context.Context, st ClusterState, o replace.Ob
 	if err := e.records.Save(ctx, ordinal, rec); err != nil {
 		return err
 	}
-	// The gate's checks of a remove (another member a rollout rolled down holds it, as every disruption's), on
-	// looks taken after the record was written, right before each try of the remove: a try etcd refused (not ready) changed nothing, and the next one is a disruption like the
-	// first (the schedule checker's seeds 37476 and 45914 of the long mode: a retry went out without them
-	// while a member that passed crash-looped). A record whose remove never follows says the old member is
-	// still listed: the next pass, or run, removes it after the same checks.
+	// The gate's checks of a remove (another member a rollout rolled being down holds it too), on looks taken
+	// after the record was written, right before each try of the remove: a try etcd refused (not ready)
+	// changed nothing, and the next one is a disruption like the first (the schedule checker's seeds 37476 and
+	// 45914 of the long mode: a retry went out without them while a member that passed crash-looped). A record
+	// whose remove never follows says the old member is still listed: the next pass, or run, removes it after
+	// the same checks.
 	permit, clear, err := r.clearToDisrupt(ctx, st, rp.step)
 	if err != nil {
 		return err
