@@ -136,6 +136,34 @@ func TestADigestPinnedImageIsJudgedByItsTagAndAnUntoldVersionIsRefused(t *testin
 	}
 }
 
+// A member whose pod is gone (deleted, not yet recreated) has no version to tell yet: the roll holds until the
+// controller recreates the pod, which tells it, instead of refusing the roll as untold (the schedule
+// checker's seeds 18226, 22728 and 24012 of the long mode).
+func TestAMemberWithoutAPodHoldsTheVersionCheck(t *testing.T) {
+	const digest = "registry.k8s.io/etcd@sha256:ffff"
+	for _, tc := range []struct {
+		name, template string
+	}{
+		{name: "while the others cross a minor", template: "registry.k8s.io/etcd:3.6.8-0@sha256:36"},
+		{name: "under a template whose version its image does not tell", template: digest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := healthyState(3, 1)
+			s.TemplateImage, s.UpdateRevision = tc.template, newRev
+			for i := range s.Members {
+				s.Members[i].Image, s.Members[i].ServerVersion, s.Members[i].Revision = "registry.k8s.io/etcd:3.5.35-0", "3.5.35", oldRev
+			}
+			gone := &s.Members[0] // first in name order: judged before the others
+			gone.PodExists, gone.Image, gone.ServerVersion, gone.Healthy = false, "", "", false
+			err := checkVersionPaths(s)
+			require.ErrorIs(t, err, ErrBlocked)
+			assert.NotErrorIs(t, err, ErrVersionPath)
+			assert.False(t, waitingCannotFix(err), "the recreated pod tells the version")
+			assert.Contains(t, err.Error(), "etcd-0 has no pod")
+		})
+	}
+}
+
 // The provider's preview judges the template image against the members' images with CheckImagePath: a
 // template whose version cannot be told is refused there too, unless every member already runs it.
 func TestCheckImagePathRefusesATemplateVersionNobodyCanTell(t *testing.T) {
