@@ -823,3 +823,41 @@ func TestAMoveNobodyCanAnswerForHasAnUnknownOutcome(t *testing.T) {
 	require.ErrorIs(t, err, errMoveOutcomeUnknown)
 	assert.Equal(t, 1, c.etcd.moves, "the fake moved it")
 }
+
+// A look no gate makes (the leader move's at its target) that finds a member down by its own answer is heard
+// by the run, as a gate's look is: a member that passed and then went down is not reported rolled (the schedule
+// checker's seed 21468 of the long mode). A look that never reached the member, or that our own time ended,
+// says nothing of it.
+func TestALeaderMovesLookHearsOfAMemberDownByItsOwnAnswer(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		setup func(c *fakeCluster) context.Context
+		want  []string
+	}{
+		{name: "down by its own answer", setup: func(c *fakeCluster) context.Context {
+			c.etcd.stop("etcd-1")
+			return context.Background()
+		}, want: []string{"etcd-1"}},
+		{name: "a look that never reached it", setup: func(c *fakeCluster) context.Context {
+			c.etcd.unseen = map[string]bool{"etcd-1": true}
+			return context.Background()
+		}},
+		{name: "our own time ran out", setup: func(c *fakeCluster) context.Context {
+			c.etcd.stop("etcd-1")
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return ctx
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newFakeCluster(t, 3, 0)
+			e := c.engine(t, nil)
+			var heard []string
+			e.memberSeenDown = func(pod string) { heard = append(heard, pod) }
+			ctx := tt.setup(c)
+			_, err := e.statusOf(ctx, "etcd-1")
+			require.Error(t, err)
+			assert.Equal(t, tt.want, heard)
+		})
+	}
+}
