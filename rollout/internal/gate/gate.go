@@ -64,12 +64,7 @@ var kindNames = map[Kind]string{
 	Revert: "revert", Recreate: "recreate", DeletePod: "delete the pod", PointOfNoReturn: "point of no return",
 }
 
-func (k Kind) String() string {
-	if n, ok := kindNames[k]; ok {
-		return n
-	}
-	return fmt.Sprintf("Kind(%d)", int(k))
-}
+func (k Kind) String() string { return nameOf(kindNames, k, "Kind") }
 
 // Rule is one check of the refusal sequence.
 type Rule int
@@ -110,11 +105,14 @@ var ruleNames = map[Rule]string{
 	OneAtATime: "one at a time", Trust: "trust", Quorum: "quorum", Snapshot: "snapshot", Lease: "lease",
 }
 
-func (r Rule) String() string {
-	if n, ok := ruleNames[r]; ok {
+func (r Rule) String() string { return nameOf(ruleNames, r, "Rule") }
+
+// nameOf is v's name in names, or typ(v) for a value without one.
+func nameOf[T ~int](names map[T]string, v T, typ string) string {
+	if n, ok := names[v]; ok {
 		return n
 	}
-	return fmt.Sprintf("Rule(%d)", int(r))
+	return fmt.Sprintf("%s(%d)", typ, int(v))
 }
 
 // sequences is the refusal sequence of every kind of step, in the order the rules run. It is the one table
