@@ -78,10 +78,9 @@ type Engine struct {
 	// podFiles reads files the pods mount from Secrets and ConfigMaps: etcd's configuration file, where the
 	// template gives it one, for where it keeps its data.
 	podFiles *podfile.Reader
-	// memberSeenDown, set by a run, hears of a member a look found down by its own answer (a gate's look at the
-	// leader, the leader move's look at its target): a member the run saw pass that did so did not stay up,
-	// though the step that looked goes on.
-	memberSeenDown func(pod string)
+	// leaderSeenDown, set by a run, hears of a leader that a gate's look found down by its own answer: a member
+	// the run saw pass that did so did not stay up, though the gate goes on.
+	leaderSeenDown func(pod string)
 	// permitted, set by tests, hears of every permit the gate gives a run (the schedule checker's invariant p).
 	permitted func(gate.Permit)
 
@@ -290,8 +289,8 @@ func (e *Engine) Run(ctx context.Context) (res Result, err error) {
 
 	r := &run{e: e, res: &res, lease: lease, passed: map[int]*passedMember{}, unproven: map[int]*passedMember{}, rolledFrom: map[int]string{}, requestsBefore: requestsBefore,
 		trustProbes: trustcheck.NewMemo()}
-	e.memberSeenDown = r.sawDown
-	defer func() { e.memberSeenDown = nil }()
+	e.leaderSeenDown = r.sawDown
+	defer func() { e.leaderSeenDown = nil }()
 	defer func() {
 		p := recover()
 		if p != nil {

@@ -408,8 +408,8 @@ func (e *Engine) memberHealthy(ctx context.Context, st ClusterState, ordinal int
 			// A leader down by its own answer is a verdict on the leader, though: the run hears of it
 			// (the schedule checker's seed 3496 of 10,000 with members whose data dies with their pod: a leader
 			// that passed and crash-looped, seen down by a canary's gate, was reported rolled).
-			if e.memberSeenDown != nil && !member.CouldNotLook(err) {
-				e.memberSeenDown(leaderPod)
+			if e.leaderSeenDown != nil && !member.CouldNotLook(err) {
+				e.leaderSeenDown(leaderPod)
 			}
 			return look{seen: fmt.Sprintf("leader %s: %v", leaderPod, err), noLook: true, reason: problemOf(err)}
 		}

@@ -52,7 +52,7 @@ func (e *Engine) transferLeader(ctx context.Context, permit gate.Permit, st Clus
 		return false, fmt.Errorf("moving leader %s → %s: %w", from.Pod, to.Pod, err)
 	}
 	if _, err := poll.Until(cctx, time.Time{}, poll.Every(50*time.Millisecond), func(ctx context.Context) (struct{}, bool, error) {
-		s, err := e.statusOf(ctx, to.Pod)
+		s, err := e.etcd.Status(ctx, to.Pod)
 		return struct{}{}, err == nil && s.Leader == to.MemberID, nil
 	}); err != nil {
 		return true, fmt.Errorf("moving leader %s → %s: %s does not report itself leader after MoveLeader returned", from.Pod, to.Pod, to.Pod)
@@ -110,18 +110,6 @@ func (e *Engine) leaderIs(ctx context.Context, st ClusterState, ordinal int) (bo
 func (e *Engine) leads(ctx context.Context, m MemberState) bool {
 	cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
 	defer cancel()
-	s, err := e.statusOf(cctx, m.Pod)
+	s, err := e.etcd.Status(cctx, m.Pod)
 	return err == nil && s.Leader == m.MemberID && s.ID == m.MemberID
-}
-
-// statusOf is the member's Status, for a look no gate makes (a leader move's at its target): a member down by
-// its own answer is a verdict on it all the same, which the run hears of (the schedule checker's seed 21468 of
-// the long mode: etcd-2, passed on one look as its revision began to crash-loop, was found down only by the
-// leader move's looks, and was reported rolled).
-func (e *Engine) statusOf(ctx context.Context, pod string) (member.Status, error) {
-	s, err := e.etcd.Status(ctx, pod)
-	if err != nil && !member.CouldNotLook(err) && ctx.Err() == nil && e.memberSeenDown != nil {
-		e.memberSeenDown(pod) // not when our own time ran out: that says nothing of the member
-	}
-	return s, err
 }
