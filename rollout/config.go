@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/snapshot"
 )
 
@@ -113,4 +114,9 @@ func DefaultSnapshotDir() string {
 		return filepath.Join(home, ".local", "state", "etcd-rollout", "snapshots")
 	}
 	return filepath.Join(os.TempDir(), "etcd-rollout", "snapshots")
+}
+
+// consents are the risks this rollout's user accepted, as the planner's CheckConsents reads them.
+func (c Config) consents() planner.Consents {
+	return planner.Consents{PreStopMemberRemoval: c.AcceptPreStopMemberRemoval, WriteOutage: c.AcceptWriteOutage}
 }

@@ -326,11 +326,11 @@ func (e *Engine) CheckTrust(ctx context.Context, st ClusterState, ordinals []int
 // answer stands).
 func (e *Engine) checkTrust(ctx context.Context, st ClusterState, ordinals []int, probes *trustcheck.Memo) error {
 	prober, ok := e.etcd.(trustcheck.Prober)
-	if !ok || st.podTemplate == nil || len(ordinals) == 0 {
+	if !ok || st.PodTemplate == nil || len(ordinals) == 0 {
 		return nil
 	}
-	c := EtcdContainer(st.podTemplate.Containers)
-	t := trustcheck.Template{Spec: st.podTemplate, Container: c, Flags: EtcdFlagValues(c)}
+	c := EtcdContainer(st.PodTemplate.Containers)
+	t := trustcheck.Template{Spec: st.PodTemplate, Container: c, Flags: EtcdFlagValues(c)}
 	_, peerTLS := trustcheck.FilesOf(t.Flags)
 	_, clientTLS := trustcheck.ClientFilesOf(t.Flags)
 	if !peerTLS && !clientTLS {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/poll"
 )
 
@@ -21,7 +22,7 @@ func (e *Engine) awaitClusterVersion(ctx context.Context, st ClusterState, to Et
 			}
 		}
 		first = false
-		v, ok := ParseVersion(seen)
+		v, ok := planner.ParseVersion(seen)
 		return seen, ok && v.Major == to.Major && v.Minor == to.Minor, nil
 	})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/poll"
 )
 
@@ -104,8 +105,8 @@ func (e *Engine) reportsDowngradeEnabled(ctx context.Context, st ClusterState, t
 
 // isMinor says version ("3.5.0") is of minor ("3.5").
 func isMinor(version, minor string) bool {
-	v, ok := ParseVersion(version)
-	return ok && v.minor() == minor
+	v, ok := planner.ParseVersion(version)
+	return ok && v.MajorMinor() == minor
 }
 
 // downgradeEnabledFor says a member reports etcd's downgrade enabled for target.
@@ -149,7 +150,7 @@ func (e *Engine) downgradeReady(ctx context.Context, st ClusterState, target str
 		if err != nil {
 			return fmt.Sprintf("%s: %v", m.Pod, err), false
 		}
-		if v, ok := ParseVersion(s.StorageVersion); ok && v.minor() != target {
+		if v, ok := planner.ParseVersion(s.StorageVersion); ok && v.MajorMinor() != target {
 			return fmt.Sprintf("%s reports storage version %s", m.Pod, s.StorageVersion), false
 		}
 	}
@@ -197,18 +198,18 @@ func (e *Engine) endDowngradeJob(ctx context.Context, st ClusterState, mv Versio
 	if !down && downgradeTargetOf(st) == "" {
 		return
 	}
-	target := mv.To.minor()
+	target := mv.To.MajorMinor()
 	if !down {
-		target = mv.From.minor()
+		target = mv.From.MajorMinor()
 	}
 	pod, err := e.downgradeCall(ctx, st, member.DowngradeCancel, target)
 	switch {
 	case err == nil:
-		e.emit(Step{Kind: StepRelock}, "ended etcd's downgrade job through %s (every member runs %s)", pod, mv.To.minor())
+		e.emit(Step{Kind: StepRelock}, "ended etcd's downgrade job through %s (every member runs %s)", pod, mv.To.MajorMinor())
 	case errors.Is(err, member.ErrNoDowngradeJob):
 		// etcd's leader ended it already.
 	default:
-		e.emit(Step{Kind: StepRelock}, "could not end etcd's downgrade job through %s (%v): etcd's leader ends it by itself once every member runs %s", pod, err, mv.To.minor())
+		e.emit(Step{Kind: StepRelock}, "could not end etcd's downgrade job through %s (%v): etcd's leader ends it by itself once every member runs %s", pod, err, mv.To.MajorMinor())
 	}
 }
 
@@ -224,8 +225,8 @@ func downgradeTargetOf(st ClusterState) string {
 
 // templateMinor is the minor ("3.6") the template runs (templateVersion); "" when that cannot be told.
 func templateMinor(st ClusterState) string {
-	if v, ok := templateVersion(st); ok {
-		return v.minor()
+	if v, ok := planner.TemplateVersion(st); ok {
+		return v.MajorMinor()
 	}
 	return ""
 }
@@ -234,7 +235,7 @@ func templateMinor(st ClusterState) string {
 // template's minor by its own word.
 func checkMemberVersions(st ClusterState, to EtcdVersion) error {
 	for _, m := range st.Members {
-		if v, ok := ParseVersion(m.ServerVersion); ok && v.minor() != to.minor() {
+		if v, ok := planner.ParseVersion(m.ServerVersion); ok && v.MajorMinor() != to.MajorMinor() {
 			return fmt.Errorf("%w: every member rolled to etcd %s, but %s reports %s", errMemberVersion, to, m.Pod, m.ServerVersion)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/snapshot"
 )
 
@@ -31,7 +32,7 @@ func (e *Engine) checkPointOfNoReturn(ctx context.Context, st ClusterState, ordi
 		}
 	}
 	back, knownBack := ImageVersion(comingBack)
-	to, knownTo := templateVersion(st)
+	to, knownTo := planner.TemplateVersion(st)
 	if knownBack && knownTo && back.Major == to.Major && back.Minor == to.Minor {
 		return nil
 	}
@@ -51,7 +52,7 @@ func (e *Engine) checkPointOfNoReturn(ctx context.Context, st ClusterState, ordi
 // clusterVersion is the cluster version the observation already read (Observe asks one healthy member), or,
 // when it could not, what the healthy members other than the failed one say, asked in order until one answers.
 func (e *Engine) clusterVersion(ctx context.Context, st ClusterState, except int) (EtcdVersion, error) {
-	if v, ok := ParseVersion(st.ClusterVersion); ok {
+	if v, ok := planner.ParseVersion(st.ClusterVersion); ok {
 		return v, nil
 	}
 	var (
@@ -65,7 +66,7 @@ func (e *Engine) clusterVersion(ctx context.Context, st ClusterState, except int
 			last = err
 			return false
 		}
-		if found, known = ParseVersion(v); !known {
+		if found, known = planner.ParseVersion(v); !known {
 			last = fmt.Errorf("%s reports cluster version %q", pod, v)
 		}
 		return known

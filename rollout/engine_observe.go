@@ -18,6 +18,7 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/durability"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/kubeapi"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/podfile"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/poll"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/probes"
@@ -33,7 +34,7 @@ func (e *Engine) Observe(ctx context.Context) (ClusterState, error) {
 	}
 	st := stsState(sts)
 	st.ObservedAt = time.Now()
-	st.podTemplate = &sts.Spec.Template.Spec
+	st.PodTemplate = &sts.Spec.Template.Spec
 	files := e.podFiles.Memo()
 	if c := EtcdContainer(sts.Spec.Template.Spec.Containers); c != nil {
 		claims := make([]string, 0, len(sts.Spec.VolumeClaimTemplates))
@@ -67,7 +68,7 @@ func (e *Engine) Observe(ctx context.Context) (ClusterState, error) {
 	}
 	e.observeMemberList(ctx, &st)
 	e.observeClusterVersion(ctx, &st)
-	if anyDataLost(st) {
+	if planner.AnyDataLost(st) {
 		// Only where a member is replaced rather than restarted: a replacement a killed run left half done
 		// is found from its record.
 		if st.Replacing, err = e.records.Load(ctx); err != nil {
@@ -148,8 +149,8 @@ func stsState(sts *appsv1.StatefulSet) ClusterState {
 		st.TemplateImage = c.Image
 		st.TemplateSettings = EtcdSettings(c)
 		st.TemplateInitialClusterState = EtcdFlagValues(c)["initial-cluster-state"]
-		st.TemplateInitialClusterStateOmitted = st.TemplateInitialClusterState == "" && startsEtcdVisibly(c)
-		st.PeerURLFromPodIP = peerURLFromPodIP(c)
+		st.TemplateInitialClusterStateOmitted = st.TemplateInitialClusterState == "" && planner.StartsEtcdVisibly(c)
+		st.PeerURLFromPodIP = planner.PeerURLFromPodIP(c)
 		st.ProbeWarnings = probes.Judge(c)
 	}
 	st.SelfRemoval = selfremoval.Find(&sts.Spec.Template.Spec)
@@ -232,7 +233,10 @@ func (e *Engine) observeMember(ctx context.Context, files *podfile.Memo, ordinal
 	s, err := e.etcd.Status(cctx, m.Pod)
 	if err != nil {
 		m.Problem, m.Reason, m.Unseen = err.Error(), problemOf(err), member.CouldNotLook(err)
-		errors.As(err, &m.certRefusal)
+		var refused *member.MemberCertError
+		if errors.As(err, &refused) {
+			m.CertRefusal = refused.SharedCause()
+		}
 		return m
 	}
 	m.Reachable = true

@@ -177,10 +177,10 @@ type trustSeer interface {
 // matches them with the template's trust files. It changes nothing and presents no certificate.
 func (e *Engine) MemberTrust(ctx context.Context, st ClusterState) []MemberTrust {
 	seer, ok := e.etcd.(trustSeer)
-	if !ok || st.podTemplate == nil {
+	if !ok || st.PodTemplate == nil {
 		return nil
 	}
-	c := EtcdContainer(st.podTemplate.Containers)
+	c := EtcdContainer(st.PodTemplate.Containers)
 	flags := EtcdFlagValues(c)
 	peerPort := 2380
 	for _, p := range c.Ports {
@@ -196,10 +196,10 @@ func (e *Engine) MemberTrust(ctx context.Context, st ClusterState) []MemberTrust
 		}
 		mt := MemberTrust{Pod: m.Pod}
 		if flags["peer-trusted-ca-file"] != "" || flags["peer-cert-file"] != "" {
-			mt.Peer = e.listenerTrust(ctx, seer, files, st.podTemplate, c, m.Pod, peerPort, flags["peer-trusted-ca-file"])
+			mt.Peer = e.listenerTrust(ctx, seer, files, st.PodTemplate, c, m.Pod, peerPort, flags["peer-trusted-ca-file"])
 		}
 		if e.cfg.TLS != nil {
-			mt.Client = e.listenerTrust(ctx, seer, files, st.podTemplate, c, m.Pod, e.cfg.ClientPort, flags["trusted-ca-file"])
+			mt.Client = e.listenerTrust(ctx, seer, files, st.PodTemplate, c, m.Pod, e.cfg.ClientPort, flags["trusted-ca-file"])
 		}
 		out = append(out, mt)
 	}

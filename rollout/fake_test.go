@@ -29,6 +29,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/snapshot/snapshottest"
 )
 
@@ -296,14 +297,14 @@ func (f *fakeEtcd) electOtherThan(pod string) {
 func (f *fakeEtcd) lowestServerMinor(fallback string) string {
 	low, found := EtcdVersion{}, false
 	for _, sv := range f.serverVersions {
-		if v, ok := ParseVersion(sv); ok && (!found || v.less(low)) {
+		if v, ok := planner.ParseVersion(sv); ok && (!found || v.Less(low)) {
 			low, found = v, true
 		}
 	}
 	if !found {
 		return fallback
 	}
-	return low.minor() + ".0"
+	return low.MajorMinor() + ".0"
 }
 
 // setDowngradeTarget records target as what pod reports; a member that reports a storage version (3.6+)

@@ -16,8 +16,8 @@ import (
 // gateChecksNamed are the checks of the gate's refusal sequence (gatechecks.go): no procedure, no provider code
 // and no command calls one of them; they ask the gate, which runs them all, in order.
 var gateChecksNamed = []string{
-	"checkTrust", "CheckTrust", "CheckConsents", "CheckSelfRemoval", "checkVersionPaths", "CheckImagePath",
-	"CheckV2Store", "CheckContainerFlags", "controllerWillAct", "quorumOnAFreshLook", "podDeleteSafety",
+	"checkTrust", "CheckTrust", "CheckConsents", "CheckSelfRemoval", "CheckVersionPaths", "CheckImagePath",
+	"CheckV2Store", "CheckContainerFlags", "ControllerWillAct", "quorumOnAFreshLook", "podDeleteSafety",
 	"revertSafety", "othersExposedBy", "ValidateDowngrade", "checkPointOfNoReturn", "anotherFailedMemberDown",
 	"othersOnTheFailedRevisionStayUp", "leaderIs",
 }

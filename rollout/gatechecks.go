@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/poll"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/trustcheck"
 )
@@ -67,7 +68,7 @@ type gateChecks struct {
 
 // Holds says err is a hold: waiting may cure it.
 func (g *gateChecks) Holds(err error) bool {
-	return errors.Is(err, errLookAgain) || (errors.Is(err, ErrBlocked) && !waitingCannotFix(err))
+	return errors.Is(err, errLookAgain) || (errors.Is(err, ErrBlocked) && !planner.WaitingCannotFix(err))
 }
 
 // LeaseUntil is the end of the time the run surely holds its lease, as last confirmed; zero outside a run.
@@ -86,7 +87,7 @@ func (g *gateChecks) Check(ctx context.Context, rule gate.Rule, req gate.Request
 	case gate.Version:
 		return g.version(ctx, req)
 	case gate.Consent:
-		return CheckConsents(g.st, *g.plan, g.cfg)
+		return planner.CheckConsents(g.st, *g.plan, g.cfg.consents())
 	case gate.Controller:
 		return g.controller(ctx, req)
 	case gate.LeaderOff:
@@ -112,21 +113,21 @@ func (g *gateChecks) version(ctx context.Context, req gate.Request) error {
 	switch req.Kind {
 	case gate.Preflight:
 		image := g.template.Image
-		if err := CheckImagePath(image, g.memberImages); err != nil {
+		if err := planner.CheckImagePath(image, g.memberImages); err != nil {
 			return err
 		}
-		if err := CheckV2Store(image, g.v2Members); err != nil {
+		if err := planner.CheckV2Store(image, g.v2Members); err != nil {
 			return err
 		}
 		if to, ok := ImageVersion(image); ok {
-			return CheckContainerFlags(g.template, to)
+			return planner.CheckContainerFlags(g.template, to)
 		}
 		return nil
 	case gate.Preview, gate.Start:
 		if g.planErr != nil || (g.r != nil && g.r.disrupted) || (len(g.plan.Roll) == 0 && len(g.plan.Wait) == 0) {
 			return nil
 		}
-		if err := checkVersionPaths(g.st); err != nil {
+		if err := planner.CheckVersionPaths(g.st); err != nil {
 			return err
 		}
 		if d := g.plan.Downgrade; req.Kind == gate.Preview && d != nil && !d.Enabled {
@@ -177,7 +178,7 @@ func (g *gateChecks) controller(ctx context.Context, req gate.Request) error {
 		if len(g.plan.Steps) == 0 {
 			return nil
 		}
-		return controllerWillAct(g.st, g.plan.Steps[0])
+		return planner.ControllerWillAct(g.st, g.plan.Steps[0])
 	case gate.Restart, gate.ReleaseData:
 		if req.Kind == gate.ReleaseData {
 			if !g.lowering {
@@ -224,7 +225,7 @@ func (g *gateChecks) oneAtATime(ctx context.Context, req gate.Request) error {
 	case gate.Revert:
 		return anotherFailedMemberDown(st, req.Ordinal)
 	case gate.RemoveMember:
-		if down := anotherRolledMemberDown(st, req.Ordinal); down != nil {
+		if down := planner.AnotherRolledMemberDown(st, req.Ordinal); down != nil {
 			e.emit(g.step, "%s, on %s, is down (%s): %s stays a member until it is back", down.Pod, down.Revision, down.Problem, req.Pod)
 			return holdAfter(ctx, e.pollEvery, "%s, on %s, is down (%s)", down.Pod, down.Revision, down.Problem)
 		}
@@ -241,7 +242,7 @@ func (g *gateChecks) oneAtATime(ctx context.Context, req gate.Request) error {
 	case req.Kind != gate.ReleaseData:
 		return nil
 	}
-	if down := anotherRolledMemberDown(st, req.Ordinal); down != nil {
+	if down := planner.AnotherRolledMemberDown(st, req.Ordinal); down != nil {
 		e.emit(g.step, "%s, on %s, is down (%s): %s's pod, with the removed member's data, stays until it is back", down.Pod, down.Revision, down.Problem, req.Pod)
 		return fmt.Errorf("%w: %s is down", errLookAgain, down.Pod)
 	}
@@ -320,7 +321,7 @@ func (g *gateChecks) trustAhead(ctx context.Context) error {
 	if len(plan.Steps) == 0 || plan.Steps[0].Kind != StepTransferLeader {
 		return nil
 	}
-	if next, ok := plan.firstDisruption(); ok {
+	if next, ok := plan.FirstDisruption(); ok {
 		return r.e.checkTrust(ctx, st, []int{next.Ordinal}, r.trustProbes)
 	}
 	return nil
@@ -338,7 +339,7 @@ func (g *gateChecks) revertTrust(ctx context.Context, ordinal int) error {
 		return nil
 	}
 	back := st
-	back.podTemplate = spec
+	back.PodTemplate = spec
 	err = r.e.CheckTrust(ctx, back, []int{ordinal})
 	if !isTrustRefusal(err) {
 		return nil

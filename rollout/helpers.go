@@ -1,11 +1,9 @@
 package rollout
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // The engine's small shared helpers, in one leaf file that depends on nothing else of the package.
@@ -25,24 +23,4 @@ func ordinalOf(sts, pod string) (int, bool) {
 	}
 	n, err := strconv.Atoi(rest)
 	return n, err == nil && n >= 0
-}
-
-// Truncate cuts s to at most n bytes, on a rune boundary so that no character is split, and marks the cut
-// with an ellipsis: what the engine and the provider publish (Events, the status ConfigMap, Pulumi state)
-// stays bounded and valid UTF-8.
-func Truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }

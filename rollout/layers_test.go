@@ -49,6 +49,12 @@ func TestLayersKeepToTheirImports(t *testing.T) {
 			allowed: []string{module + "/rollout/internal/poll"}},
 		// The gate sequences the rules and judges none: it knows neither the cluster nor the engine.
 		{pkg: "./internal/gate", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/", module + "/rollout"}},
+		// The planner is pure (issue 44): observed state in, steps out. It reads the pure decisions below it and
+		// knows neither etcd's client, nor the member layer, nor client-go's clientsets.
+		{pkg: "./internal/planner", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/client-go", module + "/rollout"},
+			allowed: []string{module + "/rollout/internal/podpath", module + "/rollout/internal/durability", module + "/rollout/internal/memberlist",
+				module + "/rollout/internal/probes", module + "/rollout/internal/replace", module + "/rollout/internal/selfremoval"}},
+		{pkg: "./internal/memberlist", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/", module + "/rollout"}},
 		{pkg: "./internal/outage", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/", module + "/rollout"}},
 		{pkg: "./internal/replacerecord", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", module + "/rollout/memberdial", module + "/rollout/internal/member"}},
 	}
@@ -87,7 +93,7 @@ func TestOnlyMemberAccessTalksToEtcd(t *testing.T) {
 // A type's methods live in its type's file, or in files named <type>_<topic>.go when there are many
 // (docs/architecture.md): a newcomer finds Engine's in engine*.go and a run's steps in run*.go.
 func TestMethodsLiveInTheirTypesFiles(t *testing.T) {
-	for _, dir := range []string{".", "internal/member", "internal/replace", "internal/replacerecord", "internal/durability", "memberdial", "../provider"} {
+	for _, dir := range []string{".", "internal/planner", "internal/member", "internal/replace", "internal/replacerecord", "internal/durability", "memberdial", "../provider"} {
 		t.Run(dir, func(t *testing.T) {
 			files := map[string]map[string]bool{} // receiver type: the files holding its methods
 			for _, m := range methodsIn(t, dir) {

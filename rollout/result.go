@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 )
 
 // Summary is the one-line account of a run, for logs and the CLI.
@@ -14,22 +16,22 @@ func (r Result) Summary() string {
 	}
 	rolled := "no member rolled"
 	if n := len(r.MembersRolled); n > 0 {
-		rolled = fmt.Sprintf("%s rolled (%v)", plural(n, "member", "members"), r.MembersRolled)
+		rolled = fmt.Sprintf("%s rolled (%v)", planner.Plural(n, "member", "members"), r.MembersRolled)
 	}
 	// A run that stopped before its end read no term after: it says the term it started with, not "→ 0".
 	term := fmt.Sprintf("raft term %d → %d", r.TermBefore, r.TermAfter)
 	if r.TermAfter == 0 {
 		term = fmt.Sprintf("raft term %d at the start; not read after", r.TermBefore)
 	}
-	elections := plural(r.UnplannedElections, "unplanned election", "unplanned elections")
+	elections := planner.Plural(r.UnplannedElections, "unplanned election", "unplanned elections")
 	if r.ElectionsUnknown {
 		elections = "unplanned elections unknown: " + r.ElectionsUnknownWhy
 	}
 	line := fmt.Sprintf("%s to revision %s in %s; %s; %s (%s)", rolled, r.UpdateRevision,
-		took.Round(100*time.Millisecond), plural(r.LeaderTransfers, "leader transfer", "leader transfers"),
+		took.Round(100*time.Millisecond), planner.Plural(r.LeaderTransfers, "leader transfer", "leader transfers"),
 		elections, term)
 	if r.APIRequests > 0 {
-		line += "; " + plural(r.APIRequests, "API request", "API requests")
+		line += "; " + planner.Plural(r.APIRequests, "API request", "API requests")
 	}
 	switch {
 	case r.Snapshot != nil:
@@ -47,7 +49,7 @@ func (r Result) Summary() string {
 func (o WriteOutage) String() string {
 	elections := "its election not read"
 	if o.Elections >= 0 {
-		elections = plural(o.Elections, "election", "elections") + " of its own"
+		elections = planner.Plural(o.Elections, "election", "elections") + " of its own"
 	}
 	if !o.Back {
 		return fmt.Sprintf("write outage of %s, the only member: %s so far, not back when the run stopped measuring", o.Pod, o.Duration.Round(10*time.Millisecond))
@@ -88,7 +90,7 @@ func (r *Result) countElections() {
 	case r.movesUnknown > 0:
 		r.UnplannedElections, r.ElectionsUnknown = 0, true
 		r.ElectionsUnknownWhy = fmt.Sprintf("%s answered with an error while the leadership went elsewhere: a move of ours and an election cannot be told apart",
-			plural(r.movesUnknown, "leader move", "leader moves"))
+			planner.Plural(r.movesUnknown, "leader move", "leader moves"))
 	case r.WriteOutage != nil && r.WriteOutage.Elections < 0:
 		r.UnplannedElections, r.ElectionsUnknown = 0, true
 		r.ElectionsUnknownWhy = "the only member's raft term after its restart could not be read, so its own election cannot be told from others"

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/poll"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/trustcheck"
 )
@@ -199,7 +200,7 @@ func (r *run) reword(ctx context.Context, err error, relocked bool) error {
 	if err != nil && ctx.Err() != nil && relocked {
 		// The caller gave up (Ctrl-C, a deadline): say what state it leaves and that a rerun resumes.
 		err = fmt.Errorf("rollout of %s/%s stopped by the caller after %s rolled %v; the partition is locked, run it again to roll the members that are left: %w",
-			e.cfg.Namespace, e.cfg.StatefulSet, plural(len(res.MembersRolled), "member", "members"), res.MembersRolled, err)
+			e.cfg.Namespace, e.cfg.StatefulSet, planner.Plural(len(res.MembersRolled), "member", "members"), res.MembersRolled, err)
 	}
 	return err
 }
@@ -343,7 +344,7 @@ func (r *run) planOrHold(ctx context.Context, st ClusterState) (plan Plan, ready
 	e.fillSnapshot(&plan)
 	// The gate's Start sequence: a hold is waited out; a missing consent is not, it is refused first.
 	err = r.startPermit(ctx, st, &plan, err)
-	if !errors.Is(err, ErrBlocked) || waitingCannotFix(err) {
+	if !errors.Is(err, ErrBlocked) || planner.WaitingCannotFix(err) {
 		if err != nil {
 			return plan, false, fmt.Errorf("rolling %s/%s: %w", e.cfg.Namespace, e.cfg.StatefulSet, err)
 		}

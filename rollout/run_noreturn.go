@@ -15,6 +15,7 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/outage"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/snapshot"
 )
 
@@ -235,7 +236,7 @@ func (r *run) checkNoNewMembers(st ClusterState) error {
 		for _, u := range m.PeerURLs {
 			if !r.startPeers[u] {
 				return fmt.Errorf("%w: member %x (%s, peer URL %s) is listed since a member runs etcd %s, and was not when this run began: a member back from the v2 store (etcd-io/etcd#20967)? Nothing else restarts and the partition is locked: check `etcdctl member list` on every member, remove a member nobody runs (etcdctl member remove), then run again",
-					ErrMembershipChanged, m.ID, cmp.Or(m.Name, "no name"), u, mv.To.minor())
+					ErrMembershipChanged, m.ID, cmp.Or(m.Name, "no name"), u, mv.To.MajorMinor())
 			}
 		}
 	}
@@ -245,7 +246,7 @@ func (r *run) checkNoNewMembers(st ClusterState) error {
 // anyRunsMinor says a member runs to's minor by its own word.
 func anyRunsMinor(st ClusterState, to EtcdVersion) bool {
 	for _, m := range st.Members {
-		if v, ok := ParseVersion(m.ServerVersion); ok && v.minor() == to.minor() {
+		if v, ok := planner.ParseVersion(m.ServerVersion); ok && v.MajorMinor() == to.MajorMinor() {
 			return true
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/replacerecord"
 )
@@ -121,10 +122,10 @@ func TestCheckVersionPathsJudgesOnlyMembersStillToRoll(t *testing.T) {
 		{Pod: "etcd-1", Revision: oldRev, Image: "etcd:3.5.32"},
 		{Pod: "etcd-2", Revision: oldRev, Image: "sha256-pinned@sha256:abc", ServerVersion: "3.6.8"},
 	}}
-	require.NoError(t, checkVersionPaths(st))
+	require.NoError(t, planner.CheckVersionPaths(st))
 	st.Members[1].Image = "etcd:3.4.30"
-	require.ErrorIs(t, checkVersionPaths(st), ErrVersionPath)
-	require.ErrorIs(t, checkVersionPaths(st), ErrBlocked)
+	require.ErrorIs(t, planner.CheckVersionPaths(st), ErrVersionPath)
+	require.ErrorIs(t, planner.CheckVersionPaths(st), ErrBlocked)
 }
 
 func TestWithoutManagerDropsOnlyTheEngineEntry(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/poll"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/replace"
 )
@@ -100,7 +101,7 @@ func (rp *replacement) podWentSincePromote(ctx context.Context) (bool, error) {
 	if !ok || !st.MembershipKnown {
 		return false, nil
 	}
-	next, err := replace.Next(replaceObserved(st, rp.step.Ordinal, rec))
+	next, err := replace.Next(planner.ReplaceObserved(st, rp.step.Ordinal, rec))
 	if err != nil || next.Action != replace.ReplaceAgain {
 		return false, err
 	}
@@ -127,7 +128,7 @@ func (rp *replacement) forgetFinished(ctx context.Context, st ClusterState) erro
 	if !ok || st.Members[ordinal].Revision == st.UpdateRevision {
 		return nil
 	}
-	if next, err := replace.Next(replaceObserved(st, ordinal, rec)); err != nil || next.Action != replace.Verify {
+	if next, err := replace.Next(planner.ReplaceObserved(st, ordinal, rec)); err != nil || next.Action != replace.Verify {
 		return nil
 	}
 	return rp.r.e.records.Delete(ctx, ordinal)
@@ -186,7 +187,7 @@ func (rp *replacement) pass(ctx context.Context) (string, bool, error) {
 func (rp *replacement) observed(st ClusterState) (replace.Observed, error) {
 	ordinal := rp.step.Ordinal
 	if rec, ok := st.Replacing[ordinal]; ok {
-		return replaceObserved(st, ordinal, rec), nil
+		return planner.ReplaceObserved(st, ordinal, rec), nil
 	}
 	id := rp.r.memberIDs[ordinal]
 	seen := st.Members[ordinal]
@@ -197,7 +198,7 @@ func (rp *replacement) observed(st ClusterState) (replace.Observed, error) {
 		if len(m.PeerURLs) != 1 {
 			return replace.Observed{}, fmt.Errorf("member %x has %d peer URLs; a replacement adds back exactly one: replace it by hand", m.ID, len(m.PeerURLs))
 		}
-		o := replaceObserved(st, ordinal, replace.Record{PeerURL: m.PeerURLs[0]})
+		o := planner.ReplaceObserved(st, ordinal, replace.Record{PeerURL: m.PeerURLs[0]})
 		o.Record = nil // none yet
 		return o, nil
 	}
@@ -309,7 +310,7 @@ func (rp *replacement) addLearner(ctx context.Context, st ClusterState, rec repl
 // it, and a voter found later on another pod is replaced again (replace.ReplaceAgain), never verified.
 func (rp *replacement) promote(ctx context.Context, st ClusterState, o replace.Observed, id uint64) (string, error) {
 	e, m := rp.r.e, st.Members[rp.step.Ordinal]
-	leader := leaderOf(st)
+	leader := planner.LeaderOf(st)
 	switch {
 	case !m.Reachable || leader == nil:
 		return "", nil // not seen: look again
@@ -338,7 +339,7 @@ func (rp *replacement) promote(ctx context.Context, st ClusterState, o replace.O
 // within the lease of the gate's permit for it.
 func (rp *replacement) call(ctx context.Context, permit gate.Permit, st ClusterState, do func(ctx context.Context, via string) error) error {
 	via := ""
-	if l := leaderOf(st); l != nil && l.Ordinal != rp.step.Ordinal && l.Healthy {
+	if l := planner.LeaderOf(st); l != nil && l.Ordinal != rp.step.Ordinal && l.Healthy {
 		via = l.Pod
 	}
 	for _, m := range st.Members {
@@ -347,7 +348,7 @@ func (rp *replacement) call(ctx context.Context, permit gate.Permit, st ClusterS
 		}
 	}
 	if via == "" {
-		return blocked("no healthy member other than %s to change etcd's membership through (%s)", rp.pod, describeMembers(st))
+		return planner.Blocked("no healthy member other than %s to change etcd's membership through (%s)", rp.pod, planner.DescribeMembers(st))
 	}
 	wctx, cancel := permit.Within(ctx)
 	defer cancel()
@@ -370,21 +371,6 @@ func (rp *replacement) call(ctx context.Context, permit gate.Permit, st ClusterS
 func settled(ctx context.Context, err error) error {
 	if err != nil && ctx.Err() != nil {
 		return ctx.Err()
-	}
-	return nil
-}
-
-// anotherRolledMemberDown is a member other than ordinal that is down by its own answer on a revision a rollout
-// put it on (the update revision, or one a template since replaced), nil when none: one disrupted at a time,
-// so it is waited for before the next disruption (the schedule checker's seed 14653 of the long mode: a
-// resumed replacement let its pod go while etcd-4, replaced by the run before, was down; seed 32635 of
-// 100,000: after a template change, etcd-4 was removed while etcd-3, replaced onto the template before, was
-// down). A member down on the current revision is no rollout's doing.
-func anotherRolledMemberDown(st ClusterState, ordinal int) *MemberState {
-	for i, m := range st.Members {
-		if m.Ordinal != ordinal && m.PodExists && m.Revision != st.CurrentRevision && !m.Healthy && !m.Unseen {
-			return &st.Members[i]
-		}
 	}
 	return nil
 }

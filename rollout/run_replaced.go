@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/replace"
 )
 
@@ -86,7 +87,7 @@ func (r *run) withoutReplaced(ctx context.Context, st ClusterState) {
 // (the schedule checker's seed 637 of 10,000, once it judged a run's end by the members voting with an empty
 // log). A record of another replacement in flight says more, and stays. Best effort: a record that cannot be written is said.
 func (r *run) recordDataLost(ctx context.Context, ordinal int, p *passedMember) {
-	if ordinal >= len(r.last.Members) || !replaced(r.last, ordinal) {
+	if ordinal >= len(r.last.Members) || !planner.Replaced(r.last, ordinal) {
 		return
 	}
 	st, err := r.e.Observe(ctx) // the member list as it is now: the run's last look may predate the member's ID

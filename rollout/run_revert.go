@@ -10,6 +10,7 @@ import (
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 )
 
 // onMemberFailure is where a member that did not pass its gates on the new revision ends up: the failure is
@@ -56,7 +57,7 @@ func (r *run) onMemberFailure(ctx context.Context, err error) error {
 	if e.cfg.OnFailure == FailureStop {
 		return err
 	}
-	if ordinal < len(r.last.Members) && replaced(r.last, ordinal) {
+	if ordinal < len(r.last.Members) && planner.Replaced(r.last, ordinal) {
 		// Deleting its pod would not bring back its old revision with its data: its data dies with the pod.
 		failure.RevertError = "its data dies with its pod: a revert would be another replacement"
 		return fmt.Errorf("%w; %s is not reverted: its data dies with its pod, so deleting it would be another replacement, not a restart onto the old revision; the partition is locked: fix the template and run again (the member is replaced onto it)", err, gate.Pod)
@@ -187,7 +188,7 @@ func revertSafety(st ClusterState, ordinal int, outageAccepted bool) (moveLeader
 // leader no member we reach is) is refused: deleting it would cost an election.
 func podDeleteSafety(st ClusterState, ordinal int, outageAccepted bool) error {
 	m := st.Members[ordinal]
-	if err := checkQuorum(st, ordinal, outageAccepted); err != nil {
+	if err := planner.CheckQuorum(st, ordinal, outageAccepted); err != nil {
 		return err
 	}
 	if m.Reachable {
@@ -297,10 +298,10 @@ func (r *run) quorumOnAFreshLook(ctx context.Context, ordinal int) error {
 			// next look judges it (lookAtPassed). The others' quorum is no licence for a second (the schedule
 			// checker's seed 13206 of 100,000: etcd-4 crashed between the two looks, and etcd-2 was restarted
 			// beside it).
-			return blocked("%s, which this run rolled, is down (%s) on a look right before restarting %s", m.Pod, m.Problem, now.Members[ordinal].Pod)
+			return planner.Blocked("%s, which this run rolled, is down (%s) on a look right before restarting %s", m.Pod, m.Problem, now.Members[ordinal].Pod)
 		}
 	}
-	return checkQuorum(now, ordinal, r.e.cfg.AcceptWriteOutage)
+	return planner.CheckQuorum(now, ordinal, r.e.cfg.AcceptWriteOutage)
 }
 
 // provenInTheSameProcess is st with a member this run saw pass counted proven only while it still answers from

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 )
 
 // othersOnTheFailedRevisionStayUp watches, before a revert deletes the failed member's pod, every other member on
@@ -26,7 +28,7 @@ import (
 func (r *run) othersOnTheFailedRevisionStayUp(ctx context.Context, st ClusterState, ordinal int, step Step, before string) (stayedUp, error) {
 	up := stayedUp{}
 	for _, o := range st.Members {
-		if o.Ordinal == ordinal || !o.PodExists || o.Unseen || !needsProof(st, o) {
+		if o.Ordinal == ordinal || !o.PodExists || o.Unseen || !planner.NeedsProof(st, o) {
 			continue
 		}
 		if err := r.didNotStayUp(ctx, o); err != nil {

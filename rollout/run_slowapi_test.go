@@ -14,6 +14,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 )
 
 // The tests of this file are the rules the schedule checker found once its API server could be slow: requests
@@ -194,14 +195,14 @@ func TestARevertRefusesWhileAMemberThisRunSawDownAfterItsPassIsOnTheRevision(t *
 // revision, or one a template since replaced) is down: one disrupted at a time (seed 32635 of 100,000).
 func TestAnotherRolledMemberDown(t *testing.T) {
 	st := healthyState(5, 0, 4, 3)
-	assert.Nil(t, anotherRolledMemberDown(st, 4), "every member up")
+	assert.Nil(t, planner.AnotherRolledMemberDown(st, 4), "every member up")
 	st.Members[2].Healthy = false
-	assert.Nil(t, anotherRolledMemberDown(st, 4), "down on the current revision: no rollout's doing")
+	assert.Nil(t, planner.AnotherRolledMemberDown(st, 4), "down on the current revision: no rollout's doing")
 	st.Members[3].Healthy, st.Members[3].Revision = false, "etcd-rev-before"
-	require.NotNil(t, anotherRolledMemberDown(st, 4), "down on a revision a template since replaced")
-	assert.Equal(t, "etcd-3", anotherRolledMemberDown(st, 4).Pod)
+	require.NotNil(t, planner.AnotherRolledMemberDown(st, 4), "down on a revision a template since replaced")
+	assert.Equal(t, "etcd-3", planner.AnotherRolledMemberDown(st, 4).Pod)
 	st.Members[3].Unseen = true
-	assert.Nil(t, anotherRolledMemberDown(st, 4), "one no look reaches is left to the quorum rule")
+	assert.Nil(t, planner.AnotherRolledMemberDown(st, 4), "one no look reaches is left to the quorum rule")
 }
 
 // A member a revert watches that is down by its own answer at any look of the watch, before a healthy stretch

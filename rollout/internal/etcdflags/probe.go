@@ -1,6 +1,6 @@
 // Package etcdflags asks etcd binaries which command-line flags they accept. It is how the flag table of the
-// rollout package (etcdflags_table.go) is made and kept honest: the generator in gen/ probes every name that
-// etcd's own sources mention, and a test in the rollout package probes the table again.
+// planner (internal/planner/etcdflags_table.go) is made and kept honest: the generator in gen/ probes every name that
+// etcd's own sources mention, and a test in the planner probes the table again.
 package etcdflags
 
 import (

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/memberlist"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
 )
 
@@ -42,14 +43,8 @@ type Status struct {
 	DbSize   int64
 }
 
-// Info is one entry of the etcd member list.
-type Info struct {
-	ID        uint64
-	Name      string
-	IsLearner bool
-	// PeerURLs are the member's advertised peer URLs: the name a replaced member keeps across its new IDs.
-	PeerURLs []string
-}
+// Info is one entry of the etcd member list (internal/memberlist, so the planner reads it without etcd's client).
+type Info = memberlist.Member
 
 // Clients keeps one single-endpoint etcd client per member, so every request reaches the member it
 // names (a multi-endpoint client balances and would send MoveLeader to a follower).

@@ -1,4 +1,4 @@
-package rollout
+package planner
 
 import (
 	"sort"
@@ -21,8 +21,8 @@ type VersionPath struct {
 	DowngradeTarget string
 }
 
-// memberVersion is the version a member runs: its own answer to the Status RPC, else its image tag.
-func memberVersion(m MemberState) (v EtcdVersion, byTag, ok bool) {
+// MemberVersion is the version a member runs: its own answer to the Status RPC, else its image tag.
+func MemberVersion(m MemberState) (v EtcdVersion, byTag, ok bool) {
 	if m.ServerVersion != "" {
 		if v, ok := ParseVersion(m.ServerVersion); ok {
 			return v, false, true
@@ -35,7 +35,7 @@ func memberVersion(m MemberState) (v EtcdVersion, byTag, ok bool) {
 // versionPath is the version change of rolling roll onto s's template; nil when the template's version is
 // unknown, no member's is, or nothing changes.
 func versionPath(s ClusterState, roll []int) *VersionPath {
-	to, ok := templateVersion(s)
+	to, ok := TemplateVersion(s)
 	if !ok {
 		return nil
 	}
@@ -48,7 +48,7 @@ func versionPath(s ClusterState, roll []int) *VersionPath {
 	seen := map[EtcdVersion]bool{}
 	changes := false
 	for _, i := range roll {
-		v, byTag, ok := memberVersion(s.Members[i])
+		v, byTag, ok := MemberVersion(s.Members[i])
 		if !ok {
 			continue
 		}
@@ -64,6 +64,22 @@ func versionPath(s ClusterState, roll []int) *VersionPath {
 	if !changes {
 		return nil
 	}
-	sort.Slice(path.From, func(i, j int) bool { return path.From[i].less(path.From[j]) })
+	sort.Slice(path.From, func(i, j int) bool { return path.From[i].Less(path.From[j]) })
 	return path
+}
+
+// TemplateVersion is the version the template runs: its image's tag, else the version a member already
+// running that image reports by its own word.
+func TemplateVersion(st ClusterState) (EtcdVersion, bool) {
+	if v, ok := ImageVersion(st.TemplateImage); ok {
+		return v, true
+	}
+	for _, m := range st.Members {
+		if m.Image == st.TemplateImage && m.ServerVersion != "" {
+			if v, ok := ParseVersion(m.ServerVersion); ok {
+				return v, true
+			}
+		}
+	}
+	return EtcdVersion{}, false
 }

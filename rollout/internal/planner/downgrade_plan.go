@@ -1,4 +1,4 @@
-package rollout
+package planner
 
 import (
 	"fmt"
@@ -17,9 +17,9 @@ func planDowngrade(s ClusterState, p *Plan) error {
 		return nil
 	}
 	first := firstRestart(p.Steps)
-	d := &DowngradePlan{Target: mv.To.minor(), EnableBefore: first}
+	d := &DowngradePlan{Target: mv.To.MajorMinor(), EnableBefore: first}
 	p.Downgrade = d
-	if cluster, ok := ParseVersion(s.ClusterVersion); ok && cluster.minor() == d.Target {
+	if cluster, ok := ParseVersion(s.ClusterVersion); ok && cluster.MajorMinor() == d.Target {
 		d.Enabled = true
 		return checkStorageDowngraded(s, first, d.Target)
 	}
@@ -49,8 +49,8 @@ func checkStorageDowngraded(s ClusterState, ordinal int, target string) error {
 		return nil
 	}
 	m := s.Members[ordinal]
-	if v, ok := ParseVersion(m.StorageVersion); ok && v.minor() != target {
-		return blocked("%s still reports storage version %s: waiting for etcd to lower it to %s after the downgrade was enabled, before it restarts on %s", m.Pod, m.StorageVersion, target, target)
+	if v, ok := ParseVersion(m.StorageVersion); ok && v.MajorMinor() != target {
+		return Blocked("%s still reports storage version %s: waiting for etcd to lower it to %s after the downgrade was enabled, before it restarts on %s", m.Pod, m.StorageVersion, target, target)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package rollout
+package planner
 
 import (
 	"testing"
@@ -110,11 +110,11 @@ func TestADigestPinnedImageIsJudgedByItsTagAndAnUntoldVersionIsRefused(t *testin
 				s.Members[i].Healthy = tc.versions[i] != ""
 			}
 			s.Members[0].V2Enabled = tc.wantChecks
-			err := checkVersionPaths(s)
+			err := CheckVersionPaths(s)
 			if tc.wantErr != nil {
 				require.ErrorIs(t, err, tc.wantErr)
 				require.ErrorIs(t, err, ErrBlocked)
-				assert.True(t, waitingCannotFix(err), "waiting cannot tell a version")
+				assert.True(t, WaitingCannotFix(err), "waiting cannot tell a version")
 				assert.Contains(t, err.Error(), tc.wantIn)
 				return
 			}
@@ -122,7 +122,7 @@ func TestADigestPinnedImageIsJudgedByItsTagAndAnUntoldVersionIsRefused(t *testin
 				require.ErrorIs(t, err, ErrVersionPath, "the v2 store check judged etcd 3.6")
 				assert.Contains(t, err.Error(), "--enable-v2")
 				s.Members[0].V2Enabled = false
-				err = checkVersionPaths(s)
+				err = CheckVersionPaths(s)
 			}
 			require.NoError(t, err)
 			if !tc.wantSnap {
@@ -155,10 +155,10 @@ func TestAMemberWithoutAPodHoldsTheVersionCheck(t *testing.T) {
 			}
 			gone := &s.Members[0] // first in name order: judged before the others
 			gone.PodExists, gone.Image, gone.ServerVersion, gone.Healthy = false, "", "", false
-			err := checkVersionPaths(s)
+			err := CheckVersionPaths(s)
 			require.ErrorIs(t, err, ErrBlocked)
 			assert.NotErrorIs(t, err, ErrVersionPath)
-			assert.False(t, waitingCannotFix(err), "the recreated pod tells the version")
+			assert.False(t, WaitingCannotFix(err), "the recreated pod tells the version")
 			assert.Contains(t, err.Error(), "etcd-0 has no pod")
 		})
 	}

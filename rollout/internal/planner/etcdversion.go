@@ -1,4 +1,4 @@
-package rollout
+package planner
 
 import (
 	"fmt"
@@ -36,7 +36,7 @@ func ParseVersion(s string) (EtcdVersion, bool) {
 	return ImageVersion(":" + strings.TrimSpace(s))
 }
 
-func (v EtcdVersion) less(w EtcdVersion) bool {
+func (v EtcdVersion) Less(w EtcdVersion) bool {
 	if v.Major != w.Major {
 		return v.Major < w.Major
 	}
@@ -47,4 +47,4 @@ func (v EtcdVersion) less(w EtcdVersion) bool {
 }
 
 // minor is "3.6" of 3.6.8.
-func (v EtcdVersion) minor() string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }
+func (v EtcdVersion) MajorMinor() string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }

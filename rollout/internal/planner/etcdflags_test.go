@@ -1,18 +1,17 @@
-package rollout
+package planner
 
 import (
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/durability"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/etcdflags"
 )
 
@@ -142,7 +141,7 @@ func TestCheckVersionPathsRefusesFlagsAndReadsLiveVersions(t *testing.T) {
 	members := func(image, version string) []MemberState {
 		ms := make([]MemberState, 3)
 		for i := range ms {
-			ms[i] = MemberState{Ordinal: i, Pod: podName("etcd", i), Image: image, Revision: "old", Reachable: version != "", ServerVersion: version}
+			ms[i] = MemberState{Ordinal: i, Pod: "etcd-" + strconv.Itoa(i), Image: image, Revision: "old", Reachable: version != "", ServerVersion: version}
 		}
 		return ms
 	}
@@ -171,7 +170,7 @@ func TestCheckVersionPathsRefusesFlagsAndReadsLiveVersions(t *testing.T) {
 				TemplateSettings: []EtcdSetting{{Name: "feature-gates", As: "--feature-gates"}}, Members: members("registry.k8s.io/etcd:3.5.35-0", "3.5.35")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := checkVersionPaths(tc.st)
+			err := CheckVersionPaths(tc.st)
 			if tc.wantErr == nil {
 				require.NoError(t, err)
 				return
@@ -189,7 +188,7 @@ func toolsBin(t *testing.T) string {
 	if dir := os.Getenv("TOOLS_DIR"); dir != "" {
 		return filepath.Join(dir, "bin")
 	}
-	abs, err := filepath.Abs(filepath.Join("..", ".tools", "bin"))
+	abs, err := filepath.Abs(filepath.Join("..", "..", "..", ".tools", "bin"))
 	require.NoError(t, err)
 	return abs
 }
@@ -221,113 +220,6 @@ func TestEtcdFlagTableMatchesThePinnedBinaries(t *testing.T) {
 			accepted, err := etcdflags.Accepted(ctx, binary, candidates)
 			require.NoError(t, err)
 			assert.Equal(t, etcdFlags[minor].Flags, accepted, "etcd %s accepts other flags than the table says: run go generate ./rollout", version)
-		})
-	}
-}
-
-// The engine refuses a template flag the target version does not accept before its first disruption (the
-// CLI has no Check; a preview may have judged an older template): nothing restarts, the leader stays, the
-// StatefulSet is not written, and the error names the flag and the version.
-func TestRunRefusesAFlagTheTargetDoesNotAcceptBeforeTouchingAnything(t *testing.T) {
-	c := newFakeCluster(t, 3, 2)
-	c.setImages("registry.k8s.io/etcd:3.5.35-0", "registry.k8s.io/etcd:3.5.35-0") // a flag change, no version change
-	c.etcd.serverVersions = map[string]string{"etcd-0": "3.5.35", "etcd-1": "3.5.35", "etcd-2": "3.5.35"}
-	obj, err := c.kube.Tracker().Get(stsGVR, "db", "etcd")
-	require.NoError(t, err)
-	sts := obj.(*appsv1.StatefulSet).DeepCopy()
-	sts.Spec.Template.Spec.Containers[0].Args = []string{"--name=$(POD_NAME)", "--feature-gates=InitialCorruptCheck=true"}
-	require.NoError(t, c.kube.Tracker().Update(stsGVR, sts, "db"))
-
-	res, err := c.engine(t, nil).Run(context.Background())
-	require.ErrorIs(t, err, ErrFlagRefused)
-	require.ErrorIs(t, err, ErrBlocked)
-	assert.Contains(t, err.Error(), "etcd 3.5 does not accept --feature-gates")
-	assert.Empty(t, res.MembersRolled)
-	assert.Zero(t, res.LeaderTransfers)
-	assert.Zero(t, c.stsPatches())
-	assert.Equal(t, []string{oldRev, oldRev, oldRev}, c.revisions())
-}
-
-// A replaced member must start as "existing"; a template that visibly starts etcd without the setting starts
-// it as "new", etcd's default (review 3, item 8: only a written "new" was refused, so the run removed a voter
-// and waited out its timeouts for a learner that never started). Where a script or a variable from
-// elsewhere may set it, nobody can tell from the spec.
-func TestATemplateThatOmitsTheInitialClusterStateIsRefusedForAReplacement(t *testing.T) {
-	fromConfigMap := corev1.EnvVar{Name: "ETCD_INITIAL_CLUSTER_STATE", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{Key: "state"}}}
-	for _, tt := range []struct {
-		name    string
-		c       corev1.Container
-		omitted bool
-	}{
-		{"etcd's own command line without it", corev1.Container{Command: []string{"etcd", "--name=$(POD_NAME)", "--data-dir=/var/lib/etcd"}}, true},
-		{"a shell one-liner running etcd without it", corev1.Container{Command: []string{"/bin/sh", "-ec", "exec etcd --name=${HOSTNAME} --data-dir=/var/lib/etcd"}}, true},
-		{"a shell one-liner running etcd with no flags", corev1.Container{Command: []string{"/bin/sh", "-c", "exec /usr/local/bin/etcd"}}, true},
-		{"the flag", corev1.Container{Command: []string{"etcd", "--initial-cluster-state=existing"}}, false},
-		{"the flag from a script variable", corev1.Container{Command: []string{"/bin/sh", "-ec", "etcd --initial-cluster-state=$STATE"}}, false},
-		{"the variable", corev1.Container{Command: []string{"etcd"}, Env: []corev1.EnvVar{{Name: "ETCD_INITIAL_CLUSTER_STATE", Value: "existing"}}}, false},
-		{"the variable from a ConfigMap", corev1.Container{Command: []string{"etcd"}, Env: []corev1.EnvVar{fromConfigMap}}, false},
-		{"variables from a ConfigMap", corev1.Container{Command: []string{"etcd"}, EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{}}}}, false},
-		{"a script whose content is elsewhere", corev1.Container{Command: []string{"/scripts/start-etcd.sh"}}, false},
-		{"the image's entrypoint", corev1.Container{Image: "registry.k8s.io/etcd:3.6.8-0"}, false},
-		{"a config file (read by the engine)", corev1.Container{Command: []string{"etcd", "--config-file=/etc/etcd/etcd.yaml"}}, false},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			tt.c.Name = "etcd"
-			sts := &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{tt.c}}}}}
-			st := stsState(sts)
-			assert.Equal(t, tt.omitted, st.TemplateInitialClusterStateOmitted)
-			s := healthyState(3, 0)
-			s.Durability = []durability.Dir{{Role: "data dir", Kind: durability.DiesWithPod, Why: "the data dir is on an emptyDir"}}
-			s.TemplateInitialClusterState, s.TemplateInitialClusterStateOmitted = st.TemplateInitialClusterState, st.TemplateInitialClusterStateOmitted
-			if s.TemplateInitialClusterState == "" && !s.TemplateInitialClusterStateOmitted {
-				s.TemplateInitialClusterState = "existing" // what the script or variable is trusted to give
-			}
-			_, err := PlanRollout(s, LeaderLazy)
-			if !tt.omitted {
-				require.NoError(t, err)
-				return
-			}
-			require.ErrorIs(t, err, ErrDataDiesWithPod)
-			assert.Contains(t, err.Error(), "the template starts etcd without --initial-cluster-state")
-		})
-	}
-}
-
-// A peer URL built from the pod's IP strands a restarted member (rancher/k3k#1168): the plan refuses it before
-// anything is touched, whatever shape the template writes it in; a stable DNS name rolls (review 3).
-func TestAPeerURLBuiltFromThePodIPIsRefused(t *testing.T) {
-	podIP := corev1.EnvVar{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}
-	podName := corev1.EnvVar{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}
-	for _, tt := range []struct {
-		name string
-		c    corev1.Container
-		want string
-	}{
-		{"a downward-API variable in the flag", corev1.Container{Command: []string{"etcd", "--initial-advertise-peer-urls=https://$(POD_IP):2380"}, Env: []corev1.EnvVar{podIP}},
-			"--initial-advertise-peer-urls=https://$(POD_IP):2380, POD_IP from status.podIP"},
-		{"a shell variable", corev1.Container{Command: []string{"/bin/sh", "-c", "exec etcd --initial-advertise-peer-urls=https://${POD_IP}:2380"}, Env: []corev1.EnvVar{podIP}},
-			"POD_IP from status.podIP"},
-		{"the variable etcd reads", corev1.Container{Command: []string{"etcd"}, Env: []corev1.EnvVar{podIP, {Name: "ETCD_INITIAL_ADVERTISE_PEER_URLS", Value: "https://$(POD_IP):2380"}}},
-			"POD_IP from status.podIP"},
-		{"hostname -i", corev1.Container{Command: []string{"/bin/sh", "-c", "exec etcd --initial-advertise-peer-urls=https://$(hostname -i):2380"}},
-			"from `hostname -i`"},
-		{"the pod's DNS name", corev1.Container{Command: []string{"etcd", "--initial-advertise-peer-urls=https://$(POD_NAME).etcd.db.svc:2380"}, Env: []corev1.EnvVar{podIP, podName}}, ""},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			tt.c.Name = "etcd"
-			sts := &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{tt.c}}}}}
-			s := healthyState(3, 0)
-			s.PeerURLFromPodIP = stsState(sts).PeerURLFromPodIP
-			assert.Contains(t, s.PeerURLFromPodIP, tt.want)
-			_, err := PlanRollout(s, LeaderLazy)
-			if tt.want == "" {
-				assert.Empty(t, s.PeerURLFromPodIP)
-				require.NoError(t, err)
-				return
-			}
-			require.ErrorIs(t, err, ErrPeerURLFollowsPod)
-			assert.NotErrorIs(t, err, ErrBlocked, "waiting does not fix it")
-			assert.Contains(t, err.Error(), "advertise the pod's stable DNS name")
 		})
 	}
 }

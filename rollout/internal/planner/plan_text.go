@@ -1,4 +1,4 @@
-package rollout
+package planner
 
 import (
 	"fmt"
@@ -59,10 +59,10 @@ func (p Plan) String() string {
 	if len(moves) > 0 {
 		parts = append(parts, "move leader "+strings.Join(moves, ", "))
 	}
-	parts = append(parts, plural(p.Transfers, "leader transfer", "leader transfers"))
+	parts = append(parts, Plural(p.Transfers, "leader transfer", "leader transfers"))
 	if path, cluster := p.versionParts(); path != "" {
 		parts = append(parts, path)
-		if v := p.VersionMove; v != nil && v.From.less(v.To) {
+		if v := p.VersionMove; v != nil && v.From.Less(v.To) {
 			cluster += " (the point of no return: a member that fails after it is fixed forward, not reverted)"
 		}
 		if cluster != "" {
@@ -175,7 +175,7 @@ func (p Plan) replaceLine() string {
 func (p Plan) ReplacementCost() string {
 	voters := len(p.Pods) - 1
 	if spare := voters - Quorum(voters); spare > 0 {
-		return fmt.Sprintf("while one is out the other %d voters tolerate %s", voters, plural(spare, "more failure", "more failures"))
+		return fmt.Sprintf("while one is out the other %d voters tolerate %s", voters, Plural(spare, "more failure", "more failures"))
 	}
 	return fmt.Sprintf("while one is out the other %d voters tolerate no failure", voters)
 }
@@ -230,16 +230,16 @@ func (p Plan) versionParts() (path, cluster string) {
 	}
 	now := ""
 	if c, ok := ParseVersion(v.Cluster); ok {
-		now = c.minor()
+		now = c.MajorMinor()
 	}
 	move := p.VersionMove
 	switch {
-	case move != nil && move.From.less(move.To):
+	case move != nil && move.From.Less(move.To):
 		if now == "" {
 			// Not read: the cluster version is the lowest minor any member runs, the one the last old member has.
-			now = move.From.minor()
+			now = move.From.MajorMinor()
 		}
-		return path, fmt.Sprintf("cluster version %s → %s once %s is rolled", now, move.To.minor(), p.name(move.After))
+		return path, fmt.Sprintf("cluster version %s → %s once %s is rolled", now, move.To.MajorMinor(), p.name(move.After))
 	case move != nil && p.Downgrade != nil:
 		return path, p.Downgrade.line(now, p.name)
 	case move != nil:

@@ -1,4 +1,4 @@
-package rollout
+package planner
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-//go:generate go run ./internal/etcdflags/gen -root .. -out etcdflags_table.go
+//go:generate go run ../etcdflags/gen -root ../../.. -out etcdflags_table.go
 
 // ErrFlagRefused is wrapped (with ErrBlocked and ErrVersionPath: the template cannot go to that version as it is) when the pod template gives etcd a flag the version it rolls to
 // does not accept: etcd would exit at start ("flag provided but not defined"), or, for an ETCD_* variable,
@@ -99,11 +99,11 @@ func EtcdFlagValues(c *corev1.Container) map[string]string {
 	return values
 }
 
-// startsEtcdVisibly says the container's own words start etcd (its command is etcd, or a shell one-liner that
+// StartsEtcdVisibly says the container's own words start etcd (its command is etcd, or a shell one-liner that
 // runs it) and every ETCD_* variable's value is in the spec: then a setting none of them gives is one etcd
 // starts without. A script whose content is elsewhere, a variable from a ConfigMap or Secret, or a config
 // file may give it: then nobody can tell from the spec.
-func startsEtcdVisibly(c *corev1.Container) bool {
+func StartsEtcdVisibly(c *corev1.Container) bool {
 	words := append(append([]string{}, c.Command...), c.Args...)
 	switch {
 	case len(words) == 0 || EtcdFlagValues(c)["config-file"] != "":
@@ -126,10 +126,10 @@ func startsEtcdVisibly(c *corev1.Container) bool {
 	return len(c.EnvFrom) == 0
 }
 
-// peerURLFromPodIP says how the container builds etcd's advertised peer URL from the pod's IP: a reference,
+// PeerURLFromPodIP says how the container builds etcd's advertised peer URL from the pod's IP: a reference,
 // $(VAR), $VAR or ${VAR}, to a variable the downward API sets from status.podIP (or podIPs), or the shell's
 // `hostname -i`; "" when it does not.
-func peerURLFromPodIP(c *corev1.Container) string {
+func PeerURLFromPodIP(c *corev1.Container) string {
 	value := EtcdFlagValues(c)["initial-advertise-peer-urls"]
 	script := strings.Join(append(append([]string{}, c.Command...), c.Args...), " ")
 	for _, e := range c.Env {

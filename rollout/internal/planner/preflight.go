@@ -1,4 +1,4 @@
-package rollout
+package planner
 
 import (
 	"errors"
@@ -109,12 +109,12 @@ func CheckImagePath(templateImage string, memberImages map[string]string) error 
 	return nil
 }
 
-// checkVersionPaths is CheckImagePath for one observation: the members not yet at the update revision are
+// CheckVersionPaths is CheckImagePath for one observation: the members not yet at the update revision are
 // the ones a rollout would move, judged by the version they report (their image tag while they do not
 // answer). It also refuses template flags the target version does not accept (checkTemplateFlags). The
 // engine runs it itself before its first disruption, because a preview may have judged an older template
 // (in the drop-in shape Check can run before the new template is applied) and the CLI has no Check at all.
-func checkVersionPaths(st ClusterState) error {
+func CheckVersionPaths(st ClusterState) error {
 	members := make([]MemberState, 0, len(st.Members))
 	for _, m := range st.Members {
 		if m.Revision != st.UpdateRevision {
@@ -128,10 +128,10 @@ func checkVersionPaths(st ClusterState) error {
 		}
 		return fmt.Errorf("%w: %w: %w", ErrBlocked, ErrVersionPath, err)
 	}
-	to, ok := templateVersion(st)
+	to, ok := TemplateVersion(st)
 	if ok {
 		for _, m := range members {
-			from, byTag, known := memberVersion(m)
+			from, byTag, known := MemberVersion(m)
 			if !known {
 				continue
 			}
@@ -159,7 +159,7 @@ func checkVersionPaths(st ClusterState) error {
 // checkTemplateFlags refuses template settings the version the members roll to does not accept. That version
 // is the template image's tag; for an image without one, the version a member on the same image reports.
 func checkTemplateFlags(st ClusterState) error {
-	to, ok := templateVersion(st)
+	to, ok := TemplateVersion(st)
 	if !ok {
 		return nil
 	}
@@ -174,28 +174,12 @@ func checkTemplateFlags(st ClusterState) error {
 // the point of no return, etcd's version checks) is then unknown, and a guess is not made.
 var ErrVersionUnknown = errors.New("etcd version cannot be told")
 
-// templateVersion is the version the template runs: its image's tag, else the version a member already
-// running that image reports by its own word.
-func templateVersion(st ClusterState) (EtcdVersion, bool) {
-	if v, ok := ImageVersion(st.TemplateImage); ok {
-		return v, true
-	}
-	for _, m := range st.Members {
-		if m.Image == st.TemplateImage && m.ServerVersion != "" {
-			if v, ok := ParseVersion(m.ServerVersion); ok {
-				return v, true
-			}
-		}
-	}
-	return EtcdVersion{}, false
-}
-
 // checkVersionsKnown refuses a roll whose version change cannot be judged: the template's version cannot be
 // told while it replaces a member's image, or a member to roll has no version anybody can tell (it does not
 // answer and its image carries no tag) while the roll crosses a minor version for the others. members are
 // the ones still to roll, in name order.
 func checkVersionsKnown(st ClusterState, members []MemberState) error {
-	to, ok := templateVersion(st)
+	to, ok := TemplateVersion(st)
 	if !ok {
 		for _, m := range members {
 			if !m.PodExists {
@@ -209,15 +193,15 @@ func checkVersionsKnown(st ClusterState, members []MemberState) error {
 	}
 	crosses := false
 	for _, m := range members {
-		if from, _, known := memberVersion(m); known && from.minor() != to.minor() {
+		if from, _, known := MemberVersion(m); known && from.MajorMinor() != to.MajorMinor() {
 			crosses = true
 		}
 	}
-	if cluster, known := ParseVersion(st.ClusterVersion); known && cluster.minor() != to.minor() {
+	if cluster, known := ParseVersion(st.ClusterVersion); known && cluster.MajorMinor() != to.MajorMinor() {
 		crosses = true
 	}
 	for _, m := range members {
-		if _, _, known := memberVersion(m); !known && crosses {
+		if _, _, known := MemberVersion(m); !known && crosses {
 			if !m.PodExists {
 				return podlessVersion(m)
 			}
@@ -234,7 +218,7 @@ func checkVersionsKnown(st ClusterState, members []MemberState) error {
 // (the schedule checker's seeds 18226, 22728 and 24012 of the long mode: a member's pod deleted by someone
 // else during a 3.5 -> 3.6 roll of images pinned by tag and digest).
 func podlessVersion(m MemberState) error {
-	return blocked("%s has no pod, so its etcd version cannot be told yet; holding until the StatefulSet controller recreates it", m.Pod)
+	return Blocked("%s has no pod, so its etcd version cannot be told yet; holding until the StatefulSet controller recreates it", m.Pod)
 }
 
 // unknownTemplateVersion is the refusal of a template image whose version cannot be told.

@@ -1,13 +1,10 @@
-package rollout
+package planner
 
 import (
-	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 )
 
 func TestPlanShowsTheLiveVersionPath(t *testing.T) {
@@ -64,59 +61,4 @@ func TestPlanShowsTheLiveVersionPath(t *testing.T) {
 			}
 		})
 	}
-}
-
-// Observe fills each member's server and storage version (and an enabled downgrade) from its Status answer, and the cluster version
-// with one /version request to one healthy member (the leader), whatever the cluster's size.
-func TestObserveReadsVersionsFromEtcd(t *testing.T) {
-	for _, tc := range []struct {
-		name        string
-		cluster     string
-		down        string
-		wantCluster string
-		wantCalls   int
-	}{
-		{name: "all healthy", cluster: "3.5.0", wantCluster: "3.5.0", wantCalls: 1},
-		{name: "a follower down", cluster: "3.5.0", down: "etcd-0", wantCluster: "3.5.0", wantCalls: 1},
-		{name: "/version does not answer", wantCalls: 1},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := newFakeCluster(t, 3, 2)
-			c.etcd.clusterVersion = tc.cluster
-			c.etcd.serverVersions = map[string]string{"etcd-0": "3.6.8", "etcd-1": "3.5.35", "etcd-2": "3.5.35"}
-			c.etcd.storageVersions = map[string]string{"etcd-0": "3.6.0"}
-			c.etcd.downgradeTargets = map[string]string{"etcd-0": "3.5.0"}
-			if tc.down != "" {
-				c.etcd.stop(tc.down)
-			}
-			st, err := c.engine(t, nil).Observe(context.Background())
-			require.NoError(t, err)
-			assert.Equal(t, tc.wantCluster, st.ClusterVersion)
-			assert.Equal(t, tc.wantCalls, c.etcd.clusterVersionCalls, "one /version request per observation")
-			for _, m := range st.Members {
-				if m.Pod == tc.down {
-					assert.Empty(t, m.ServerVersion, "a member that does not answer has no version of its own")
-					continue
-				}
-				assert.Equal(t, c.etcd.serverVersions[m.Pod], m.ServerVersion, m.Pod)
-				assert.Equal(t, c.etcd.storageVersions[m.Pod], m.StorageVersion, m.Pod)
-				assert.Equal(t, c.etcd.downgradeTargets[m.Pod], m.DowngradeTarget, m.Pod)
-			}
-		})
-	}
-}
-
-// Observe reads the template's etcd settings, so the engine can judge them against the target version.
-func TestObserveReadsTheTemplateSettings(t *testing.T) {
-	c := newFakeCluster(t, 3, 0)
-	obj, err := c.kube.Tracker().Get(stsGVR, "db", "etcd")
-	require.NoError(t, err)
-	sts := obj.(*appsv1.StatefulSet).DeepCopy()
-	sts.Spec.Template.Spec.Containers = []corev1.Container{{Name: "etcd", Image: "registry.k8s.io/etcd:3.5.35-0",
-		Command: []string{"etcd", "--name=$(POD_NAME)", "--feature-gates=StopGRPCServiceOnDefrag=true"}}}
-	require.NoError(t, c.kube.Tracker().Update(stsGVR, sts, "db"))
-	st, err := c.engine(t, nil).Observe(context.Background())
-	require.NoError(t, err)
-	assert.Equal(t, []EtcdSetting{{Name: "name", As: "--name"}, {Name: "feature-gates", As: "--feature-gates"}}, st.TemplateSettings)
-	assert.ErrorIs(t, checkVersionPaths(st), ErrFlagRefused)
 }
