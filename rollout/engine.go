@@ -5,8 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/kubeapi"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
@@ -342,7 +341,7 @@ func (e *Engine) checkTrust(ctx context.Context, st ClusterState, ordinals []int
 	}
 	var members []trustcheck.Member
 	for _, m := range st.Members {
-		if info, ok := listedAs(st, m); ok && len(info.PeerURLs) > 0 {
+		if info, ok := planner.ListedAs(st, m); ok && len(info.PeerURLs) > 0 {
 			members = append(members, trustcheck.Member{Pod: m.Pod, PeerURL: info.PeerURLs[0], Reachable: m.Reachable, UID: m.PodUID, Restarts: m.Restarts})
 		}
 	}
@@ -373,41 +372,6 @@ func (e *Engine) checkTrust(ctx context.Context, st ClusterState, ordinals []int
 			sideError(which), strings.Join(restart, ", "), which, err)
 	}
 	return nil
-}
-
-// listedAs is m's entry in etcd's member list: by the member ID m answered with, else by a peer URL whose host
-// is m's pod (etcd-1.etcd.db.svc names pod etcd-1), else by etcd's member name. The member name is whatever
-// --name says, which need not be the pod's name; a match on it alone is the last resort.
-func listedAs(s ClusterState, m MemberState) (member.Info, bool) {
-	if m.MemberID != 0 {
-		for _, info := range s.Membership {
-			if info.ID == m.MemberID {
-				return info, true
-			}
-		}
-	}
-	for _, info := range s.Membership {
-		if slices.ContainsFunc(info.PeerURLs, func(u string) bool { return peerURLNamesPod(u, m.Pod) }) {
-			return info, true
-		}
-	}
-	for _, info := range s.Membership {
-		if info.Name == m.Pod {
-			return info, true
-		}
-	}
-	return member.Info{}, false
-}
-
-// peerURLNamesPod says a peer URL's host is pod's own DNS name under the StatefulSet's governing service
-// (pod.service...), the stable name a StatefulSet gives each pod.
-func peerURLNamesPod(peerURL, pod string) bool {
-	u, err := url.Parse(peerURL)
-	if err != nil {
-		return false
-	}
-	first, _, _ := strings.Cut(u.Hostname(), ".")
-	return first == pod
 }
 
 // trustCostMeter adds up TrustCheckCosts; the provider's preview and a run may check at once.

@@ -27,6 +27,14 @@ var gateChecksNamed = []string{
 // clearToDisrupt, which asks for one), or that was handed a gate.Permit.
 var disruptionsNamed = []string{"lowerPartition", "deleteMemberPod", "transferLeader", "MemberRemove", "MemberAddAsLearner", "MemberPromote"}
 
+// askingTheGate are the calls that ask the gate for a permit: the run's own, and the procedures' through the
+// engine they are handed (replacement.Engine).
+var askingTheGate = []string{"permit", "clearToDisrupt", "Permit", "ClearToDisrupt", "PermitRelease"}
+
+// procedureDirs are the procedures below the engine: each asks the gate through its engine before every
+// disruption, and none calls a check itself.
+var procedureDirs = []string{"internal/procedure/replacement"}
+
 // writesUnderAPermit are the functions that send a disruption out: each takes the gate.Permit it goes out
 // under, and bounds its write to the permit's lease (Permit.Within), so a zero permit sends nothing.
 var writesUnderAPermit = []string{"lowerPartition", "deleteMemberPod", "transferLeader", "call"}
@@ -89,7 +97,7 @@ func callsOf(fn *ast.FuncDecl, file string) []call {
 			}
 		}
 		calls = append(calls, cl)
-		if name == "permit" || name == "clearToDisrupt" {
+		if slices.Contains(askingTheGate, name) {
 			permitted = true
 		}
 		return true
@@ -107,13 +115,15 @@ func calledName(fun ast.Expr) string {
 	return ""
 }
 
-// permitTakers says, for every function declared in dir's non-test files, whether it takes a gate.Permit.
-func permitTakers(t *testing.T, dir string) map[string]bool {
+// permitTakers says, for every function declared in the non-test files of dirs, whether it takes a gate.Permit.
+func permitTakers(t *testing.T, dirs ...string) map[string]bool {
 	t.Helper()
 	takers := map[string]bool{}
-	funcsIn(t, dir, func(fn *ast.FuncDecl, _ string) {
-		takers[fn.Name.Name] = takers[fn.Name.Name] || takesPermit(fn)
-	})
+	for _, dir := range dirs {
+		funcsIn(t, dir, func(fn *ast.FuncDecl, _ string) {
+			takers[fn.Name.Name] = takers[fn.Name.Name] || takesPermit(fn)
+		})
+	}
 	for _, name := range writesUnderAPermit {
 		require.Contains(t, takers, name, "the list of functions that send a disruption out is out of date")
 	}
@@ -134,7 +144,7 @@ func takesPermit(fn *ast.FuncDecl) bool {
 // (gatechecks.go). A check may be built of other checks (revertSafety of podDeleteSafety), and the public
 // wrapper of one calls it (CheckTrust of checkTrust); every other caller asks the gate.
 func TestOnlyTheGateCallsTheChecks(t *testing.T) {
-	for _, dir := range []string{".", "../provider", "../cmd/etcd-rollout"} {
+	for _, dir := range append([]string{".", "../provider", "../cmd/etcd-rollout"}, procedureDirs...) {
 		t.Run(dir, func(t *testing.T) {
 			for _, c := range callsIn(t, dir) {
 				if !slices.Contains(gateChecksNamed, c.callee) || (dir == "." && c.file == "gatechecks.go") {
@@ -153,12 +163,16 @@ func TestOnlyTheGateCallsTheChecks(t *testing.T) {
 // Every disruption is made under a permit of the gate's: a function that makes one asked for the permit before
 // it in its own body, or was handed it.
 func TestEveryDisruptionHoldsAPermit(t *testing.T) {
-	for name, takes := range permitTakers(t, ".") {
+	dirs := append([]string{"."}, procedureDirs...)
+	for name, takes := range permitTakers(t, dirs...) {
 		if slices.Contains(writesUnderAPermit, name) {
 			assert.True(t, takes, "%s sends a disruption out without taking the gate.Permit it goes out under", name)
 		}
 	}
-	calls := callsIn(t, ".")
+	var calls []call
+	for _, dir := range dirs {
+		calls = append(calls, callsIn(t, dir)...)
+	}
 	seen := map[string]bool{}
 	for _, c := range calls {
 		disrupts := slices.Contains(disruptionsNamed, c.callee) || (c.callee == "downgradeCall" && c.arg == "DowngradeEnable")

@@ -19,6 +19,8 @@ import (
 // can embed, so nothing of Pulumi reaches it; memberdial, below it, knows neither the engine nor etcd.
 func TestLayersKeepToTheirImports(t *testing.T) {
 	const module = "github.com/etcd-rollout/pulumi-etcd-rollout"
+	plannerAndItsLeaves := []string{module + "/rollout/internal/planner", module + "/rollout/internal/podpath", module + "/rollout/internal/durability",
+		module + "/rollout/internal/memberlist", module + "/rollout/internal/probes", module + "/rollout/internal/replace", module + "/rollout/internal/selfremoval"}
 	tests := []struct {
 		pkg       string
 		forbidden []string // import path prefixes no dependency, direct or not, may have
@@ -52,8 +54,11 @@ func TestLayersKeepToTheirImports(t *testing.T) {
 		// The planner is pure (issue 44): observed state in, steps out. It reads the pure decisions below it and
 		// knows neither etcd's client, nor the member layer, nor client-go's clientsets.
 		{pkg: "./internal/planner", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/client-go", module + "/rollout"},
-			allowed: []string{module + "/rollout/internal/podpath", module + "/rollout/internal/durability", module + "/rollout/internal/memberlist",
-				module + "/rollout/internal/probes", module + "/rollout/internal/replace", module + "/rollout/internal/selfremoval"}},
+			allowed: plannerAndItsLeaves[1:]},
+		// A procedure decides its steps over the engine it is handed: it sees the cluster through the planner's
+		// types and asks the gate; it reaches neither etcd, nor the API server, nor the checks (gate_layers_test.go).
+		{pkg: "./internal/procedure/replacement", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/client-go", module + "/rollout"},
+			allowed: append(plannerAndItsLeaves, module+"/rollout/internal/gate", module+"/rollout/internal/poll")},
 		{pkg: "./internal/memberlist", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/", module + "/rollout"}},
 		{pkg: "./internal/outage", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/", module + "/rollout"}},
 		{pkg: "./internal/replacerecord", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", module + "/rollout/memberdial", module + "/rollout/internal/member"}},

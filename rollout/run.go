@@ -720,7 +720,7 @@ func (r *run) clearToDisrupt(ctx context.Context, st ClusterState, step Step) (g
 	if err == nil {
 		return permit, true, nil
 	}
-	return gate.Permit{}, false, unlessHeld(err)
+	return gate.Permit{}, false, gate.UnlessHeld(err)
 }
 
 // lock sets partition = replicas. It is always safe for the cluster, but not for another run: a run that lost

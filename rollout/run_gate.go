@@ -36,16 +36,6 @@ func refusedBy(err error) gate.Rule {
 	return 0
 }
 
-// unlessHeld is err, the gate's refusal, as a procedure returns it: nil for a hold (the run looks again), the
-// refusal itself otherwise.
-func unlessHeld(err error) error {
-	var refusal *gate.Refusal
-	if errors.As(err, &refusal) && refusal.Held {
-		return nil
-	}
-	return err
-}
-
 // startPermit runs the gate's Start sequence over the run's plan: the planner's word, the version path
 // before the first disruption, consents, the controller acting on the first step, and trust ahead.
 func (r *run) startPermit(ctx context.Context, st ClusterState, plan *Plan, planErr error) error {

@@ -99,7 +99,7 @@ func (r *run) recordDataLost(ctx context.Context, ordinal int, p *passedMember) 
 	if id := r.memberIDs[ordinal]; id != 0 {
 		m.MemberID = id
 	}
-	info, ok := listedAs(st, m)
+	info, ok := planner.ListedAs(st, m)
 	if !ok || len(info.PeerURLs) != 1 || m.MemberID == 0 || info.ID != m.MemberID {
 		return
 	}

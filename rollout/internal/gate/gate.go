@@ -264,3 +264,13 @@ func leaseLeft(until time.Time, need time.Duration) error {
 	}
 	return nil
 }
+
+// UnlessHeld is err, the gate's refusal, as a procedure returns it: nil for a hold (the run looks again), the
+// refusal itself otherwise.
+func UnlessHeld(err error) error {
+	var refusal *Refusal
+	if errors.As(err, &refusal) && refusal.Held {
+		return nil
+	}
+	return err
+}

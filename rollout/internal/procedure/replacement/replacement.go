@@ -1,4 +1,4 @@
-package rollout
+package replacement
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
-	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/memberlist"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/poll"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/replace"
@@ -25,8 +25,9 @@ var errRePlan = errors.New("the replacement needs a new plan first")
 // replacement is one member's replacement in a run: each pass looks afresh, asks replace.Next, does that one
 // thing.
 type replacement struct {
-	r     *run
-	step  Step
+	eng   Engine
+	set   Settings
+	step  planner.Step
 	pod   string
 	start time.Time
 	// lastErr is the last membership call that failed without an answer that says where the change stands:
@@ -34,20 +35,18 @@ type replacement struct {
 	lastErr error
 }
 
-// replaceMember replaces a member whose data dies with its pod (issue 32): remove it, let its pod go, add its
+// Run replaces a member whose data dies with its pod (issue 32): remove it, let its pod go, add its
 // peer URL back as a learner, promote it once caught up, each decided by replace.Next on a fresh look at etcd's
 // member list, the pod and the record, so that a run killed anywhere is resumed by the next (resumeReplacement).
 // Once the new member votes, it goes through the usual gates, with the whole stability window.
-func (r *run) replaceMember(ctx context.Context, st ClusterState, step Step) error {
-	e := r.e
-	rp := &replacement{r: r, step: step, pod: st.Members[step.Ordinal].Pod, start: time.Now()}
-	e.announce(Event{Kind: EventMemberRestarting, Step: step, Pod: rp.pod},
-		"replacing %s: its data dies with its pod, so it is removed, added back as a learner and promoted, never restarted under its old member ID", rp.pod)
+func Run(ctx context.Context, eng Engine, st planner.ClusterState, step planner.Step, set Settings) error {
+	rp := &replacement{eng: eng, set: set, step: step, pod: st.Members[step.Ordinal].Pod, start: time.Now()}
+	eng.Replacing(step, rp.pod, fmt.Sprintf("replacing %s: its data dies with its pod, so it is removed, added back as a learner and promoted, never restarted under its old member ID", rp.pod))
 	if err := rp.forgetFinished(ctx, st); err != nil {
 		return err
 	}
-	deadline := rp.start.Add(e.cfg.ReadyTimeout + e.cfg.HealthTimeout)
-	why, err := poll.Until(ctx, deadline, poll.Every(e.pollEvery), rp.pass)
+	deadline := rp.start.Add(set.Timeout)
+	why, err := poll.Until(ctx, deadline, poll.Every(set.PollEvery), rp.pass)
 	switch {
 	case errors.Is(err, errRePlan):
 		return nil
@@ -56,11 +55,11 @@ func (r *run) replaceMember(ctx context.Context, st ClusterState, step Step) err
 			why += fmt.Sprintf(" (last etcd call: %v)", rp.lastErr)
 		}
 		return fmt.Errorf("replacing %s: not done within %s (the ready and health timeouts): %s; the partition is locked and nothing else restarts: look at the pod's events and logs, then run again, which resumes the replacement where it stands",
-			rp.pod, e.cfg.ReadyTimeout+e.cfg.HealthTimeout, why)
+			rp.pod, set.Timeout, why)
 	case err != nil:
 		return fmt.Errorf("replacing %s: %w", rp.pod, err)
 	}
-	now, err := r.observe(ctx)
+	now, err := eng.Look(ctx)
 	if err != nil {
 		return err
 	}
@@ -68,23 +67,22 @@ func (r *run) replaceMember(ctx context.Context, st ClusterState, step Step) err
 		// Its pod went with the partition locked (the members above it are not at the update revision: a
 		// template written since the replacement began): it is back on the revision it had, under its new ID,
 		// and rolls in its turn.
-		e.emit(step, "%s votes under its new member ID, back on revision %s; waiting for its gates, then it rolls in its turn", rp.pod, m.Revision)
-		want := expectedSpec{Partition: now.Replicas, Generation: r.gen, PodRevision: m.Revision, FullWindow: true}
-		if _, err := e.waitMember(ctx, now, step.Ordinal, want, rp.start); err != nil {
+		eng.Say(step, "%s votes under its new member ID, back on revision %s; waiting for its gates, then it rolls in its turn", rp.pod, m.Revision)
+		if _, err := eng.WaitVoter(ctx, now, step.Ordinal, m.Revision, rp.start); err != nil {
 			return fmt.Errorf("replacing %s: %w", rp.pod, err)
 		}
 		rp.forget(ctx)
 		return nil
 	}
-	e.emit(step, "%s votes under its new member ID; waiting for its gates", rp.pod)
-	pass, err := e.waitMember(ctx, now, step.Ordinal, expectedSpec{Partition: now.Replicas, Generation: r.gen, FullWindow: true}, rp.start)
+	eng.Say(step, "%s votes under its new member ID; waiting for its gates", rp.pod)
+	report, err := eng.WaitVoter(ctx, now, step.Ordinal, "", rp.start)
 	if err != nil {
 		return fmt.Errorf("rolling %s: %w", rp.pod, err)
 	}
 	if again, err := rp.podWentSincePromote(ctx); err != nil || again {
 		return err
 	}
-	r.reportRolled(ctx, now, step.Ordinal, pass, false, rp.start)
+	report(ctx)
 	rp.forget(ctx)
 	return nil
 }
@@ -93,7 +91,7 @@ func (r *run) replaceMember(ctx context.Context, st ClusterState, step Step) err
 // an eviction, a delete during the gates) came back with an empty data dir under the voter's ID, and etcd's
 // health says nothing of that. The record stays, and the next plan replaces the member again.
 func (rp *replacement) podWentSincePromote(ctx context.Context) (bool, error) {
-	st, err := rp.r.observe(ctx)
+	st, err := rp.eng.Look(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -105,7 +103,7 @@ func (rp *replacement) podWentSincePromote(ctx context.Context) (bool, error) {
 	if err != nil || next.Action != replace.ReplaceAgain {
 		return false, err
 	}
-	rp.r.e.emit(rp.step, "%s: not reported rolled", next.Why)
+	rp.eng.Say(rp.step, "%s: not reported rolled", next.Why)
 	return true, nil
 }
 
@@ -114,15 +112,15 @@ func (rp *replacement) podWentSincePromote(ctx context.Context) (bool, error) {
 // (forgetFinished), and the end of the roll clears it (the schedule checker's seed 3496 of 10,000: an API
 // server outage right after a pass failed the run on this delete).
 func (rp *replacement) forget(ctx context.Context) {
-	if err := rp.r.e.records.Delete(ctx, rp.step.Ordinal); err != nil {
-		rp.r.e.emit(rp.step, "the record of %s's replacement stays for now (%v); it says the replacement is done", rp.pod, err)
+	if err := rp.eng.DeleteRecord(ctx, rp.step.Ordinal); err != nil {
+		rp.eng.Say(rp.step, "the record of %s's replacement stays for now (%v); it says the replacement is done", rp.pod, err)
 	}
 }
 
 // forgetFinished deletes the record of a replacement an earlier run finished, onto an earlier revision, but
 // did not get to delete (its new member votes and the member is not at the update revision): this replacement
 // starts afresh.
-func (rp *replacement) forgetFinished(ctx context.Context, st ClusterState) error {
+func (rp *replacement) forgetFinished(ctx context.Context, st planner.ClusterState) error {
 	ordinal := rp.step.Ordinal
 	rec, ok := st.Replacing[ordinal]
 	if !ok || st.Members[ordinal].Revision == st.UpdateRevision {
@@ -131,17 +129,16 @@ func (rp *replacement) forgetFinished(ctx context.Context, st ClusterState) erro
 	if next, err := replace.Next(planner.ReplaceObserved(st, ordinal, rec)); err != nil || next.Action != replace.Verify {
 		return nil
 	}
-	return rp.r.e.records.Delete(ctx, ordinal)
+	return rp.eng.DeleteRecord(ctx, ordinal)
 }
 
 // pass is one look and at most one action: why it is not done yet, or done once the new member votes.
 func (rp *replacement) pass(ctx context.Context) (string, bool, error) {
-	r := rp.r
-	st, err := r.observe(ctx)
+	st, err := rp.eng.Look(ctx)
 	if err != nil {
 		return "", false, err
 	}
-	if err := r.checkSameTemplate(st); err != nil {
+	if err := rp.eng.SameTemplate(st); err != nil {
 		return "", false, err
 	}
 	if !st.MembershipKnown {
@@ -162,11 +159,11 @@ func (rp *replacement) pass(ctx context.Context) (string, bool, error) {
 	case replace.Verify:
 		return next.Why, true, nil
 	case replace.MoveLeader:
-		r.e.emit(rp.step, "%s: planning a leader transfer first", next.Why)
+		rp.eng.Say(rp.step, "%s: planning a leader transfer first", next.Why)
 		return next.Why, false, errRePlan
 	case replace.Remove, replace.ReplaceAgain:
 		if next.Action == replace.ReplaceAgain {
-			r.e.emit(rp.step, "%s", next.Why)
+			rp.eng.Say(rp.step, "%s", next.Why)
 		}
 		err = rp.remove(ctx, st, o, next.ID)
 	case replace.LetPodGo:
@@ -184,17 +181,17 @@ func (rp *replacement) pass(ctx context.Context) (string, bool, error) {
 
 // observed is what replace.Next reads of the member: its record, or before any, its peer URL from etcd's member
 // list (by the member ID it answered with, else by its name).
-func (rp *replacement) observed(st ClusterState) (replace.Observed, error) {
+func (rp *replacement) observed(st planner.ClusterState) (replace.Observed, error) {
 	ordinal := rp.step.Ordinal
 	if rec, ok := st.Replacing[ordinal]; ok {
 		return planner.ReplaceObserved(st, ordinal, rec), nil
 	}
-	id := rp.r.memberIDs[ordinal]
+	id := rp.eng.MemberID(ordinal)
 	seen := st.Members[ordinal]
 	if id != 0 {
 		seen.MemberID = id // the ID it answered with before, should it not answer now
 	}
-	if m, ok := listedAs(st, seen); ok && (id == 0 || m.ID == id) {
+	if m, ok := planner.ListedAs(st, seen); ok && (id == 0 || m.ID == id) {
 		if len(m.PeerURLs) != 1 {
 			return replace.Observed{}, fmt.Errorf("member %x has %d peer URLs; a replacement adds back exactly one: replace it by hand", m.ID, len(m.PeerURLs))
 		}
@@ -207,16 +204,16 @@ func (rp *replacement) observed(st ClusterState) (replace.Observed, error) {
 }
 
 // remove removes the old member, after the checks of every disruption and once its record is written.
-func (rp *replacement) remove(ctx context.Context, st ClusterState, o replace.Observed, id uint64) error {
-	r, e, ordinal := rp.r, rp.r.e, rp.step.Ordinal
-	if err := e.lease.confirm(ctx); err != nil { // the record is a write of this run's
+func (rp *replacement) remove(ctx context.Context, st planner.ClusterState, o replace.Observed, id uint64) error {
+	eng, ordinal := rp.eng, rp.step.Ordinal
+	if err := eng.ConfirmLease(ctx); err != nil { // the record is a write of this run's
 		return fmt.Errorf("not removing member %x: %w", id, err)
 	}
 	rec := o.AgainRecord(id) // the first remove of the member, or of a promoted one whose pod went since
 	if o.Record != nil && o.Record.OldID == id {
 		rec = *o.Record
 	}
-	if err := e.records.Save(ctx, ordinal, rec); err != nil {
+	if err := eng.SaveRecord(ctx, ordinal, rec); err != nil {
 		return err
 	}
 	// The gate's checks of a remove (another member a rollout rolled being down holds it too), on looks taken
@@ -225,18 +222,18 @@ func (rp *replacement) remove(ctx context.Context, st ClusterState, o replace.Ob
 	// 45914 of the long mode: a retry went out without them while a member that passed crash-looped). A record
 	// whose remove never follows says the old member is still listed: the next pass, or run, removes it after
 	// the same checks.
-	permit, clear, err := r.clearToDisrupt(ctx, st, rp.step)
+	permit, clear, err := eng.ClearToDisrupt(ctx, st, rp.step)
 	if err != nil {
 		return err
 	}
 	if !clear {
 		return errRePlan
 	}
-	r.touched, r.disrupted = true, true
-	err = rp.call(ctx, permit, st, func(ctx context.Context, via string) error { return e.etcd.MemberRemove(ctx, via, id) })
+	eng.Disrupting()
+	err = rp.call(ctx, permit, st, func(ctx context.Context, via string) error { return eng.Etcd().MemberRemove(ctx, via, id) })
 	if err == nil {
-		e.etcd.Forget(rp.pod)
-		e.emit(rp.step, "removed member %x (%s) from etcd", id, rp.pod)
+		eng.Etcd().Forget(rp.pod)
+		eng.Say(rp.step, "removed member %x (%s) from etcd", id, rp.pod)
 	}
 	return settled(ctx, err)
 }
@@ -244,8 +241,8 @@ func (rp *replacement) remove(ctx context.Context, st ClusterState, o replace.Ob
 // letPodGo deletes the pod that held the removed member's data: by lowering the partition when it is the next
 // ordinal to roll (the controller recreates it at the update revision), else by a delete with the partition
 // locked (it comes back on the current revision, a replacement all the same).
-func (rp *replacement) letPodGo(ctx context.Context, st ClusterState) error {
-	r, e, ordinal := rp.r, rp.r.e, rp.step.Ordinal
+func (rp *replacement) letPodGo(ctx context.Context, st planner.ClusterState) error {
+	eng, ordinal := rp.eng, rp.step.Ordinal
 	// The removed member's data may be the last copy if the others lose their quorum: it goes only while they
 	// keep one, on a look right before (the schedule checker's seed 751 of 2,000 with members whose data dies
 	// with their pod: the partition was lowered for a removed member while another had crashed), and while
@@ -253,54 +250,49 @@ func (rp *replacement) letPodGo(ctx context.Context, st ClusterState) error {
 	// member's failure, and ends the run with this replacement left for the next (seed 2143 of 10,000: the
 	// partition was lowered between two crashes of a member that passed on a crash-looping revision). The
 	// gate's ReleaseData sequence judges all of it.
-	lowering := !(st.Members[ordinal].Revision == st.UpdateRevision || !aboveAtUpdateRevision(st, ordinal) || st.Partition <= ordinal)
-	g := &gateChecks{lowering: lowering}
-	permit, err := r.permit(ctx, gate.ReleaseData, st, rp.step, ordinal, g)
+	lowering := !(st.Members[ordinal].Revision == st.UpdateRevision || !planner.AboveAtUpdateRevision(st, ordinal) || st.Partition <= ordinal)
+	permit, err := eng.PermitRelease(ctx, st, rp.step, lowering)
 	if err != nil {
-		return unlessHeld(err)
+		return gate.UnlessHeld(err)
 	}
-	r.touched, r.disrupted = true, true
+	eng.Disrupting()
 	if !lowering {
-		e.emit(rp.step, "deleting %s's pod, which holds the removed member's data", rp.pod)
-		return r.deleteOnAFreshLook(ctx, st, ordinal, g.othersStillUp(ctx), "")
+		eng.Say(rp.step, "deleting %s's pod, which holds the removed member's data", rp.pod)
+		return eng.DeleteReleased(ctx, st, ordinal)
 	}
-	gen, err := e.lowerPartition(ctx, permit, ordinal, r.gen)
-	if err != nil {
+	if err := eng.LowerPartition(ctx, permit, ordinal); err != nil {
 		return err
 	}
-	r.gen = gen
-	e.announce(Event{Kind: EventPartitionLowered, Step: Step{Kind: StepWaitMember, Ordinal: ordinal}, Pod: rp.pod},
-		"partition lowered to %d; waiting for the controller to recreate %s, with an empty data dir, at %s", ordinal, rp.pod, st.UpdateRevision)
-	if err := e.waitPodRecreated(ctx, st, ordinal, expectedSpec{Partition: ordinal, Generation: gen}, rp.start); err != nil {
+	eng.PartitionLowered(ordinal, rp.pod, fmt.Sprintf("partition lowered to %d; waiting for the controller to recreate %s, with an empty data dir, at %s", ordinal, rp.pod, st.UpdateRevision))
+	if err := eng.WaitPodRecreated(ctx, st, ordinal, rp.start); err != nil {
 		return err
 	}
-	if err := r.lock(ctx, st.Replicas); err != nil {
+	if err := eng.Lock(ctx, st.Replicas); err != nil {
 		return err
 	}
-	e.announce(Event{Kind: EventMemberRecreated, Step: Step{Kind: StepWaitMember, Ordinal: ordinal}, Pod: rp.pod},
-		"%s recreated at %s, partition locked again; adding it back as a learner", rp.pod, st.UpdateRevision)
+	eng.Recreated(ordinal, rp.pod, fmt.Sprintf("%s recreated at %s, partition locked again; adding it back as a learner", rp.pod, st.UpdateRevision))
 	return nil
 }
 
 // addLearner adds the member's peer URL back as a learner and records the ID etcd gave it.
-func (rp *replacement) addLearner(ctx context.Context, st ClusterState, rec replace.Record) error {
-	r, e, ordinal := rp.r, rp.r.e, rp.step.Ordinal
-	permit, err := r.permit(ctx, gate.ChangeMembership, st, rp.step, ordinal, nil)
+func (rp *replacement) addLearner(ctx context.Context, st planner.ClusterState, rec replace.Record) error {
+	eng, ordinal := rp.eng, rp.step.Ordinal
+	permit, err := eng.Permit(ctx, gate.ChangeMembership, st, rp.step)
 	if err != nil {
 		return fmt.Errorf("not adding a learner for %s: %w", rp.pod, err)
 	}
-	var added member.Info
+	var added memberlist.Member
 	err = rp.call(ctx, permit, st, func(ctx context.Context, via string) (err error) {
-		added, err = e.etcd.MemberAddAsLearner(ctx, via, rec.PeerURL)
+		added, err = eng.Etcd().MemberAddAsLearner(ctx, via, rec.PeerURL)
 		return err
 	})
 	if err != nil {
 		return settled(ctx, err)
 	}
 	rec.LearnerID = added.ID
-	r.memberIDs[ordinal] = added.ID
-	e.emit(rp.step, "added %s back as learner %x; waiting for its new pod's etcd to start it", rp.pod, added.ID)
-	return e.records.Save(ctx, ordinal, rec)
+	eng.SetMemberID(ordinal, added.ID)
+	eng.Say(rp.step, "added %s back as learner %x; waiting for its new pod's etcd to start it", rp.pod, added.ID)
+	return eng.SaveRecord(ctx, ordinal, rec)
 }
 
 // promote makes the learner a voter once its applied index is within learnerCatchUp of the leader's; until
@@ -308,8 +300,8 @@ func (rp *replacement) addLearner(ctx context.Context, st ClusterState, rec repl
 //
 // The pod whose etcd started the learner is recorded before the promote: the voter's data lives and dies with
 // it, and a voter found later on another pod is replaced again (replace.ReplaceAgain), never verified.
-func (rp *replacement) promote(ctx context.Context, st ClusterState, o replace.Observed, id uint64) (string, error) {
-	e, m := rp.r.e, st.Members[rp.step.Ordinal]
+func (rp *replacement) promote(ctx context.Context, st planner.ClusterState, o replace.Observed, id uint64) (string, error) {
+	eng, m := rp.eng, st.Members[rp.step.Ordinal]
 	leader := planner.LeaderOf(st)
 	switch {
 	case !m.Reachable || leader == nil:
@@ -318,26 +310,26 @@ func (rp *replacement) promote(ctx context.Context, st ClusterState, o replace.O
 		return fmt.Sprintf("learner %x (%s) has applied up to index %d, %d entries behind the leader's %d; it is promoted within %d",
 			id, rp.pod, m.AppliedIndex, leader.AppliedIndex-m.AppliedIndex, leader.AppliedIndex, learnerCatchUp), nil
 	}
-	permit, err := rp.r.permit(ctx, gate.ChangeMembership, st, rp.step, rp.step.Ordinal, nil)
+	permit, err := eng.Permit(ctx, gate.ChangeMembership, st, rp.step)
 	if err != nil {
 		return "", fmt.Errorf("not promoting learner %x: %w", id, err)
 	}
 	if rec := *o.Record; rec.LearnerPodUID != m.PodUID {
 		rec.LearnerID, rec.LearnerPodUID = id, m.PodUID
-		if err := e.records.Save(ctx, rp.step.Ordinal, rec); err != nil {
+		if err := eng.SaveRecord(ctx, rp.step.Ordinal, rec); err != nil {
 			return "", fmt.Errorf("not promoting learner %x before its pod is recorded: %w", id, err)
 		}
 	}
-	err = rp.call(ctx, permit, st, func(ctx context.Context, via string) error { return e.etcd.MemberPromote(ctx, via, id) })
+	err = rp.call(ctx, permit, st, func(ctx context.Context, via string) error { return eng.Etcd().MemberPromote(ctx, via, id) })
 	if err == nil {
-		e.emit(rp.step, "promoted learner %x (%s) to a voter", id, rp.pod)
+		eng.Say(rp.step, "promoted learner %x (%s) to a voter", id, rp.pod)
 	}
 	return "", settled(ctx, err)
 }
 
 // call sends a membership change through a healthy member other than the one replaced (the leader first),
 // within the lease of the gate's permit for it.
-func (rp *replacement) call(ctx context.Context, permit gate.Permit, st ClusterState, do func(ctx context.Context, via string) error) error {
+func (rp *replacement) call(ctx context.Context, permit gate.Permit, st planner.ClusterState, do func(ctx context.Context, via string) error) error {
 	via := ""
 	if l := planner.LeaderOf(st); l != nil && l.Ordinal != rp.step.Ordinal && l.Healthy {
 		via = l.Pod
@@ -352,7 +344,7 @@ func (rp *replacement) call(ctx context.Context, permit gate.Permit, st ClusterS
 	}
 	wctx, cancel := permit.Within(ctx)
 	defer cancel()
-	cctx, ccancel := context.WithTimeout(wctx, memberCallTimeout)
+	cctx, ccancel := context.WithTimeout(wctx, rp.set.CallTimeout)
 	defer ccancel()
 	err := do(cctx, via)
 	if err != nil {
@@ -373,15 +365,4 @@ func settled(ctx context.Context, err error) error {
 		return ctx.Err()
 	}
 	return nil
-}
-
-// aboveAtUpdateRevision says every member above ordinal is at the update revision: lowering the partition to
-// ordinal then recreates that one pod only.
-func aboveAtUpdateRevision(st ClusterState, ordinal int) bool {
-	for _, m := range st.Members[ordinal+1:] {
-		if m.Revision != st.UpdateRevision {
-			return false
-		}
-	}
-	return true
 }

@@ -1,0 +1,104 @@
+package rollout
+
+// The procedures below the engine (internal/procedure/...) decide their steps; a run drives each through the
+// small interface it asks for, which these adapters implement over the run: its looks, its gate, its lease and
+// its writes.
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/procedure/replacement"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/replace"
+)
+
+// replaceMember replaces a member whose data dies with its pod (internal/procedure/replacement).
+func (r *run) replaceMember(ctx context.Context, st ClusterState, step Step) error {
+	set := replacement.Settings{Timeout: r.e.cfg.ReadyTimeout + r.e.cfg.HealthTimeout, PollEvery: r.e.pollEvery, CallTimeout: memberCallTimeout}
+	return replacement.Run(ctx, &replacing{r: r}, st, step, set)
+}
+
+// replacing is a run as a replacement's engine.
+type replacing struct {
+	r *run
+	// release is the gate's checks of the last ReleaseData permit: a delete with the partition locked keeps
+	// its rule (every member the release watched stays up) on the fresh look right before it.
+	release *gateChecks
+}
+
+func (p *replacing) Look(ctx context.Context) (ClusterState, error) { return p.r.observe(ctx) }
+func (p *replacing) SameTemplate(st ClusterState) error             { return p.r.checkSameTemplate(st) }
+
+func (p *replacing) ClearToDisrupt(ctx context.Context, st ClusterState, step Step) (gate.Permit, bool, error) {
+	return p.r.clearToDisrupt(ctx, st, step)
+}
+
+func (p *replacing) Permit(ctx context.Context, kind gate.Kind, st ClusterState, step Step) (gate.Permit, error) {
+	return p.r.permit(ctx, kind, st, step, step.Ordinal, nil)
+}
+
+func (p *replacing) PermitRelease(ctx context.Context, st ClusterState, step Step, lowering bool) (gate.Permit, error) {
+	p.release = &gateChecks{lowering: lowering}
+	return p.r.permit(ctx, gate.ReleaseData, st, step, step.Ordinal, p.release)
+}
+
+func (p *replacing) Disrupting()                            { p.r.touched, p.r.disrupted = true, true }
+func (p *replacing) ConfirmLease(ctx context.Context) error { return p.r.e.lease.confirm(ctx) }
+func (p *replacing) Etcd() replacement.Membership           { return p.r.e.etcd }
+
+func (p *replacing) DeleteReleased(ctx context.Context, st ClusterState, ordinal int) error {
+	if p.release == nil {
+		return fmt.Errorf("deleting %s's pod: the gate was not asked to release it", st.Members[ordinal].Pod)
+	}
+	return p.r.deleteOnAFreshLook(ctx, st, ordinal, p.release.othersStillUp(ctx), "")
+}
+
+func (p *replacing) LowerPartition(ctx context.Context, permit gate.Permit, ordinal int) error {
+	gen, err := p.r.e.lowerPartition(ctx, permit, ordinal, p.r.gen)
+	if err == nil {
+		p.r.gen = gen
+	}
+	return err
+}
+
+func (p *replacing) WaitPodRecreated(ctx context.Context, st ClusterState, ordinal int, since time.Time) error {
+	return p.r.e.waitPodRecreated(ctx, st, ordinal, expectedSpec{Partition: ordinal, Generation: p.r.gen}, since)
+}
+
+func (p *replacing) Lock(ctx context.Context, replicas int) error { return p.r.lock(ctx, replicas) }
+
+func (p *replacing) WaitVoter(ctx context.Context, st ClusterState, ordinal int, podRevision string, since time.Time) (func(context.Context), error) {
+	want := expectedSpec{Partition: st.Replicas, Generation: p.r.gen, PodRevision: podRevision, FullWindow: true}
+	pass, err := p.r.e.waitMember(ctx, st, ordinal, want, since)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) { p.r.reportRolled(ctx, st, ordinal, pass, false, since) }, nil
+}
+
+func (p *replacing) SaveRecord(ctx context.Context, ordinal int, rec replace.Record) error {
+	return p.r.e.records.Save(ctx, ordinal, rec)
+}
+
+func (p *replacing) DeleteRecord(ctx context.Context, ordinal int) error {
+	return p.r.e.records.Delete(ctx, ordinal)
+}
+
+func (p *replacing) MemberID(ordinal int) uint64        { return p.r.memberIDs[ordinal] }
+func (p *replacing) SetMemberID(ordinal int, id uint64) { p.r.memberIDs[ordinal] = id }
+
+func (p *replacing) Replacing(step Step, pod, message string) {
+	p.r.e.announce(Event{Kind: EventMemberRestarting, Step: step, Pod: pod}, "%s", message)
+}
+
+func (p *replacing) PartitionLowered(ordinal int, pod, message string) {
+	p.r.e.announce(Event{Kind: EventPartitionLowered, Step: Step{Kind: StepWaitMember, Ordinal: ordinal}, Pod: pod}, "%s", message)
+}
+
+func (p *replacing) Recreated(ordinal int, pod, message string) {
+	p.r.e.announce(Event{Kind: EventMemberRecreated, Step: Step{Kind: StepWaitMember, Ordinal: ordinal}, Pod: pod}, "%s", message)
+}
+
+func (p *replacing) Say(step Step, format string, args ...any) { p.r.e.emit(step, format, args...) }
