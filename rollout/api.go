@@ -304,7 +304,7 @@ type Failure struct {
 //	func (e *Engine) Close() error
 //	func (r Result) Summary() string
 //	func FailureOutcome(revertedTo, revertError string) string
-//	func LeaseName(sts string) string
+//	func lease.Name(sts string) string
 //	func StatusConfigMapName(sts string) string; func ParseStatus(data map[string]string) RolloutStatus
 //	func RunIdentity() string                                           // this process, for a lease holder name
 //	func Quorum(n int) int

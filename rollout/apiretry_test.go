@@ -56,7 +56,7 @@ func TestRelockStopsOnPermanentErrors(t *testing.T) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "statefulsets"}, "etcd", errors.New("RBAC"))
 	})
 	e := c.engine(t, nil)
-	_, err := e.lease.acquire(context.Background()) // a re-lock writes only on a lease the run holds
+	_, err := e.lease.Acquire(context.Background()) // a re-lock writes only on a lease the run holds
 	require.NoError(t, err)
 	start := time.Now()
 	err = e.relock(context.Background())

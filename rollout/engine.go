@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/kubeapi"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/lease"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
 
@@ -70,7 +71,7 @@ type Engine struct {
 	stillWaitingEvery time.Duration
 	// proven are the revisions a member held healthy on for stableFor (see provenRevisions).
 	proven provenRevisions
-	lease  *rolloutLease
+	lease  *lease.Lease
 	status *statusPublisher
 	// records keeps the replacements in flight (members whose data dies with their pod), across runs.
 	records *replacerecord.Store
@@ -151,14 +152,14 @@ func New(cfg Config, opts Options) (*Engine, error) {
 	if d <= 0 {
 		d = 15 * time.Second
 	}
-	e.lease = &rolloutLease{kube: e.kube, namespace: cfg.Namespace, name: LeaseName(cfg.StatefulSet), holder: cfg.Holder, duration: d}
+	e.lease = &lease.Lease{Kube: e.kube, Namespace: cfg.Namespace, Name: lease.Name(cfg.StatefulSet), Holder: cfg.Holder, Duration: d}
 	e.status = newStatusPublisher(e.kube, cfg, e.lease)
 	e.records = replacerecord.New(e.kube, cfg.Namespace, cfg.StatefulSet, kubeapi.WithRetry)
 	e.podFiles = podfile.NewReader(e.kube, cfg.Namespace, kubeapi.WithRetry)
 	// A takeover waits a whole lease duration before anything happens: say why, so nobody thinks it hangs.
-	e.lease.watching = func(holder string, upTo time.Duration) {
+	e.lease.Watching = func(holder string, upTo time.Duration) {
 		e.emit(Step{}, "lease %s is held by %s: watching it for up to %s; it is taken over if nobody renews it, and the run is refused if someone does",
-			e.lease.id(), holder, upTo)
+			e.lease.ID(), holder, upTo)
 	}
 	return e, nil
 }
@@ -250,15 +251,15 @@ func (e *Engine) announce(ev Event, format string, args ...any) {
 // minus the local clock, so clocks that disagree skew it, and <= 0 means "looks stale". Whether a lease
 // may be taken over is decided by watching it (acquire, which Run and Unlock use), never by this.
 func (e *Engine) LeaseHolder(ctx context.Context) (holder string, expiresIn time.Duration, err error) {
-	l, err := e.kube.CoordinationV1().Leases(e.cfg.Namespace).Get(ctx, e.lease.name, metav1.GetOptions{})
+	l, err := e.kube.CoordinationV1().Leases(e.cfg.Namespace).Get(ctx, e.lease.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return "", 0, nil
 	}
 	if err != nil {
-		return "", 0, fmt.Errorf("reading lease %s: %w", e.lease.id(), err)
+		return "", 0, fmt.Errorf("reading lease %s: %w", e.lease.ID(), err)
 	}
-	d := recordDuration(l, e.lease.duration)
-	return ptr.Deref(l.Spec.HolderIdentity, ""), renewTime(l).Add(d).Sub(time.Now()), nil
+	d := lease.RecordDuration(l, e.lease.Duration)
+	return ptr.Deref(l.Spec.HolderIdentity, ""), lease.RenewTime(l).Add(d).Sub(time.Now()), nil
 }
 
 // Run rolls every member that is not yet at the StatefulSet's updateRevision and healthy, one at a time,
@@ -277,16 +278,16 @@ func (e *Engine) Run(ctx context.Context) (res Result, err error) {
 		res.FinishedAt = time.Now()
 		return res, err
 	}
-	lease, err := e.lease.acquire(ctx)
+	held, err := e.lease.Acquire(ctx)
 	if err != nil {
 		res.FinishedAt = time.Now()
 		return res, err
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stopRenew := e.lease.keepRenewed(runCtx, cancel)
+	stopRenew := e.lease.KeepRenewed(runCtx, cancel)
 
-	r := &run{e: e, res: &res, lease: lease, passed: map[int]*passedMember{}, unproven: map[int]*passedMember{}, rolledFrom: map[int]string{}, requestsBefore: requestsBefore,
+	r := &run{e: e, res: &res, lease: held, passed: map[int]*passedMember{}, unproven: map[int]*passedMember{}, rolledFrom: map[int]string{}, requestsBefore: requestsBefore,
 		trustProbes: trustcheck.NewMemo()}
 	e.leaderSeenDown = r.sawDown
 	defer func() { e.leaderSeenDown = nil }()

@@ -27,14 +27,14 @@ func (e *Engine) relock(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), relockTimeout)
 	defer cancel()
 	last, err := poll.Until(rctx, time.Time{}, poll.Every(time.Second), func(ctx context.Context) (error, bool, error) {
-		if err := e.lease.confirm(ctx); err != nil {
-			if holder := e.lease.newHolder(); holder != "" {
-				err = fmt.Errorf("not re-locking it: %s holds lease %s now, so the StatefulSet is that run's to lock", holder, e.lease.id())
+		if err := e.lease.Confirm(ctx); err != nil {
+			if holder := e.lease.NewHolder(); holder != "" {
+				err = fmt.Errorf("not re-locking it: %s holds lease %s now, so the StatefulSet is that run's to lock", holder, e.lease.ID())
 				return err, false, err
 			}
 			return err, false, nil
 		}
-		wctx, wcancel := e.lease.withinLease(ctx)
+		wctx, wcancel := e.lease.Within(ctx)
 		defer wcancel()
 		sts, err := e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Get(wctx, e.cfg.StatefulSet, metav1.GetOptions{})
 		if err == nil {
@@ -54,7 +54,7 @@ func (e *Engine) relock(ctx context.Context) error {
 	switch {
 	case err == nil:
 		return nil
-	case e.lease.newHolder() != "":
+	case e.lease.NewHolder() != "":
 		return fmt.Errorf("%w: %w", ErrPartitionNotLocked, last)
 	}
 	return fmt.Errorf("%w: re-locking %s/%s failed, run `etcd-rollout unlock`: %w", ErrPartitionNotLocked, e.cfg.Namespace, e.cfg.StatefulSet, last)
@@ -63,7 +63,7 @@ func (e *Engine) relock(ctx context.Context) error {
 // Unlock sets the partition back to replicas and releases the Lease when its holder is gone. It refuses,
 // naming the holder, while another rollout still renews the Lease.
 func (e *Engine) Unlock(ctx context.Context) error {
-	st, err := e.lease.acquire(ctx)
+	st, err := e.lease.Acquire(ctx)
 	if err != nil {
 		return err
 	}
@@ -71,5 +71,5 @@ func (e *Engine) Unlock(ctx context.Context) error {
 		e.announce(Event{Kind: EventTookOver, PreviousHolder: st.TookOverFrom}, "took over the stale lease of %s", st.TookOverFrom)
 	}
 	relockErr := e.relock(ctx)
-	return errors.Join(relockErr, e.lease.release(ctx))
+	return errors.Join(relockErr, e.lease.Release(ctx))
 }

@@ -18,7 +18,7 @@ const watchLagLimit = time.Second
 // startWatch starts the StatefulSet's watch (memberwatch.go) once a run holds the lease: a run looks many times,
 // while a one-off look (Plan, preview, status) would pay a LIST and a WATCH per resource for nothing.
 func (e *Engine) startWatch(sts *appsv1.StatefulSet) {
-	if _, held := e.lease.heldSince(); held {
+	if _, held := e.lease.HeldSince(); held {
 		e.watch.start(sts)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/lease"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/trust"
 )
 
@@ -31,7 +32,10 @@ var ErrReplacedMidGate = errors.New("the member's pod was replaced by someone el
 var ErrPartitionNotLocked = errors.New("the partition may still be lowered")
 
 // ErrLeaseLost is the cause when the run's Lease could not be renewed and another holder may now act.
-var ErrLeaseLost = errors.New("lost the rollout lease")
+var ErrLeaseLost = lease.ErrLost
+
+// LeaseName is the coordination.k8s.io Lease that serialises rollouts of one StatefulSet.
+func LeaseName(sts string) string { return lease.Name(sts) }
 
 // InterferenceError is a conditional write of the engine that the StatefulSet refused because its spec
 // moved past the generation the run had observed: someone else wrote it in between. Nothing was written.
@@ -112,18 +116,7 @@ func (e *GateTimeoutError) Error() string {
 }
 
 // LockedError is returned when another rollout holds the StatefulSet's Lease.
-type LockedError struct {
-	Lease   string
-	Holder  string
-	Renewed time.Time
-	// ExpiresIn is how long until the lease counts as stale if its holder stops renewing.
-	ExpiresIn time.Duration
-}
-
-func (e *LockedError) Error() string {
-	return fmt.Sprintf("another rollout holds lease %s: %s (renewed %s ago); wait for it to finish, or if it is gone, retry after %s",
-		e.Lease, e.Holder, time.Since(e.Renewed).Round(time.Second), e.ExpiresIn.Round(time.Second))
-}
+type LockedError = lease.LockedError
 
 // ErrPeerTrust is wrapped when restarting a member onto the template's peer TLS material would cut it off its
 // peers as they run now (issue 33): waiting changes nothing, so preview and the run refuse at once, before

@@ -28,6 +28,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/lease/leasetest"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/snapshot/snapshottest"
@@ -580,7 +581,7 @@ func newFakeCluster(t *testing.T, n, leader int, updated ...int) *fakeCluster {
 	// schedule checker, and the engine uses no server-side apply. Leases get the API server's optimistic
 	// concurrency, which the lease's takeover and confirm rely on.
 	c.kube = fake.NewSimpleClientset(objs...)
-	versionedLeases(c.kube)
+	leasetest.Versioned(c.kube)
 	c.kube.PrependReactor("get", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		c.reconcile(action.(k8stesting.GetAction).GetName())
 		return false, nil, nil

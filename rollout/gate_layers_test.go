@@ -25,15 +25,17 @@ var gateChecksNamed = []string{
 // disruptionsNamed are the calls that take a member down, change etcd's membership or cross a point of no
 // return: each is made only by a function that asked the gate for a permit before it (permit, or
 // clearToDisrupt, which asks for one), or that was handed a gate.Permit.
-var disruptionsNamed = []string{"lowerPartition", "deleteMemberPod", "transferLeader", "MemberRemove", "MemberAddAsLearner", "MemberPromote"}
+var disruptionsNamed = []string{"lowerPartition", "deleteMemberPod", "transferLeader", "MemberRemove", "MemberAddAsLearner", "MemberPromote",
+	// and the same writes as a procedure asks its engine for them
+	"LowerPartition", "MoveLeader", "DeleteOnAFreshLook", "DeleteReleased"}
 
 // askingTheGate are the calls that ask the gate for a permit: the run's own, and the procedures' through the
 // engine they are handed (replacement.Engine).
-var askingTheGate = []string{"permit", "clearToDisrupt", "Permit", "ClearToDisrupt", "PermitRelease"}
+var askingTheGate = []string{"permit", "clearToDisrupt", "Permit", "ClearToDisrupt", "PermitRelease", "PermitRevert"}
 
 // procedureDirs are the procedures below the engine: each asks the gate through its engine before every
 // disruption, and none calls a check itself.
-var procedureDirs = []string{"internal/procedure/replacement"}
+var procedureDirs = []string{"internal/procedure/replacement", "internal/procedure/revert"}
 
 // writesUnderAPermit are the functions that send a disruption out: each takes the gate.Permit it goes out
 // under, and bounds its write to the permit's lease (Permit.Within), so a zero permit sends nothing.

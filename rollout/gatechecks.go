@@ -76,7 +76,7 @@ func (g *gateChecks) LeaseUntil() time.Time {
 	if g.e == nil || g.r == nil {
 		return time.Time{}
 	}
-	return g.e.lease.surelyUntil()
+	return g.e.lease.SurelyUntil()
 }
 
 // Check judges rule for req.
@@ -394,7 +394,7 @@ func (g *gateChecks) snapshot() error {
 
 // lease confirms the run still holds its lease, saying which step it would not make without it.
 func (g *gateChecks) lease(ctx context.Context, req gate.Request) error {
-	err := g.e.lease.confirm(ctx)
+	err := g.e.lease.Confirm(ctx)
 	if err == nil {
 		return nil
 	}

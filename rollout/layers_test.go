@@ -59,6 +59,8 @@ func TestLayersKeepToTheirImports(t *testing.T) {
 		// types and asks the gate; it reaches neither etcd, nor the API server, nor the checks (gate_layers_test.go).
 		{pkg: "./internal/procedure/replacement", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/client-go", module + "/rollout"},
 			allowed: append(plannerAndItsLeaves, module+"/rollout/internal/gate", module+"/rollout/internal/poll")},
+		{pkg: "./internal/procedure/revert", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/client-go", module + "/rollout"},
+			allowed: append(plannerAndItsLeaves, module+"/rollout/internal/gate")},
 		{pkg: "./internal/memberlist", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/", module + "/rollout"}},
 		{pkg: "./internal/outage", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/", module + "/rollout"}},
 		{pkg: "./internal/replacerecord", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", module + "/rollout/memberdial", module + "/rollout/internal/member"}},

@@ -12,8 +12,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/lease"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/poll"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/procedure/revert"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/trustcheck"
 )
 
@@ -25,7 +27,7 @@ const maxStepRetries = 3
 type run struct {
 	e     *Engine
 	res   *Result
-	lease leaseState
+	lease lease.State
 	// touched is set once this run has written the partition, so exits re-lock; a run refused by its
 	// preconditions changes nothing.
 	touched bool
@@ -99,11 +101,11 @@ func (r *run) exit(ctx context.Context, err error, stopRenew func()) error {
 	e, res := r.e, r.res
 	relocked, holder := true, ""
 	if r.touched {
-		if holder = e.lease.takenBy(ctx); holder != "" {
+		if holder = e.lease.TakenBy(ctx); holder != "" {
 			relocked = false
-			err = errors.Join(err, fmt.Errorf("%w: not re-locking it: %s holds lease %s now, so the StatefulSet is that run's to lock", ErrPartitionNotLocked, holder, e.lease.id()))
+			err = errors.Join(err, fmt.Errorf("%w: not re-locking it: %s holds lease %s now, so the StatefulSet is that run's to lock", ErrPartitionNotLocked, holder, e.lease.ID()))
 		} else if rerr := e.relock(ctx); rerr != nil {
-			relocked, holder = false, e.lease.newHolder()
+			relocked, holder = false, e.lease.NewHolder()
 			err = errors.Join(err, rerr)
 		} else {
 			e.emit(Step{Kind: StepRelock}, "partition re-locked")
@@ -118,19 +120,19 @@ func (r *run) exit(ctx context.Context, err error, stopRenew func()) error {
 		// A run that wrote nothing does not ask who holds the lease at its exit, but its renewals may have seen
 		// the takeover (the schedule checker's seed 40824 of 100,000: a run that only waited counted the new
 		// holder's leader move as an election).
-		res.leaseTakenBy = cmp.Or(holder, e.lease.newHolder())
+		res.leaseTakenBy = cmp.Or(holder, e.lease.NewHolder())
 		r.measureTermAtExit(ctx)
 	}
 	err = r.reword(ctx, err, relocked)
 	stopRenew()
 	if relocked {
 		lctx, lcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		if lerr := e.lease.release(lctx); lerr != nil {
+		if lerr := e.lease.Release(lctx); lerr != nil {
 			err = errors.Join(err, lerr)
 		}
 		lcancel()
 	} else if holder == "" {
-		err = fmt.Errorf("%w; lease %s is kept, so the next run takes it over after it goes unrenewed and re-locks first", err, e.lease.id())
+		err = fmt.Errorf("%w; lease %s is kept, so the next run takes it over after it goes unrenewed and re-locks first", err, e.lease.ID())
 	}
 	if err != nil && r.uid != "" && holder == "" {
 		e.record(ctx, r.uid, corev1.EventTypeWarning, ReasonRolloutFailed, Truncate(err.Error(), 1000))
@@ -294,7 +296,7 @@ func (r *run) begin(ctx context.Context) (ClusterState, error) {
 	}
 	if st.Partition < st.Replicas && r.lease.TookOverFrom == "" {
 		return st, fmt.Errorf("%w: partition is %d with %d replicas and no rollout holds lease %s: something else lowered it; re-lock it (`etcd-rollout unlock`) if that was intended to stop",
-			ErrInterference, st.Partition, st.Replicas, e.lease.id())
+			ErrInterference, st.Partition, st.Replicas, e.lease.ID())
 	}
 	if r.lease.TookOverFrom != "" {
 		e.announce(Event{Kind: EventTookOver, PreviousHolder: r.lease.TookOverFrom}, "took over the stale lease of %s", r.lease.TookOverFrom)
@@ -536,7 +538,7 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 		}
 		r.cooldownDue, r.retries = true, 0
 	case StepRecreate:
-		return r.recreate(ctx, st, step.Ordinal)
+		return revert.Recreate(ctx, &reverting{r: r}, st, step.Ordinal)
 	case StepEnableDowngrade:
 		return r.enableDowngrade(ctx, st, step)
 	case StepWaitMember:
@@ -726,11 +728,11 @@ func (r *run) clearToDisrupt(ctx context.Context, st ClusterState, step Step) (g
 // lock sets partition = replicas. It is always safe for the cluster, but not for another run: a run that lost
 // its lease to one rolling now would undo that run's lowering, so the lease is confirmed first.
 func (r *run) lock(ctx context.Context, replicas int) error {
-	if err := r.e.lease.confirm(ctx); err != nil {
+	if err := r.e.lease.Confirm(ctx); err != nil {
 		return fmt.Errorf("not locking the partition: %w", err)
 	}
 	r.touched = true
-	wctx, cancel := r.e.lease.withinLease(ctx) // a lock landing after a takeover would break the new holder's roll
+	wctx, cancel := r.e.lease.Within(ctx) // a lock landing after a takeover would break the new holder's roll
 	defer cancel()
 	gen, err := r.e.setPartition(wctx, replicas)
 	if err != nil {

@@ -79,7 +79,7 @@ func (r *run) endLeftDowngrade(ctx context.Context, st ClusterState) error {
 	if target == "" || isMinor(target, wanted) {
 		return nil
 	}
-	if err := e.lease.confirm(ctx); err != nil {
+	if err := e.lease.Confirm(ctx); err != nil {
 		return fmt.Errorf("not cancelling etcd's downgrade to %s: %w", target, err)
 	}
 	pod, err := e.downgradeCall(ctx, st, member.DowngradeCancel, target)

@@ -6,6 +6,7 @@ package rollout
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -45,7 +46,7 @@ func (p *replacing) PermitRelease(ctx context.Context, st ClusterState, step Ste
 }
 
 func (p *replacing) Disrupting()                            { p.r.touched, p.r.disrupted = true, true }
-func (p *replacing) ConfirmLease(ctx context.Context) error { return p.r.e.lease.confirm(ctx) }
+func (p *replacing) ConfirmLease(ctx context.Context) error { return p.r.e.lease.Confirm(ctx) }
 func (p *replacing) Etcd() replacement.Membership           { return p.r.e.etcd }
 
 func (p *replacing) DeleteReleased(ctx context.Context, st ClusterState, ordinal int) error {
@@ -102,3 +103,56 @@ func (p *replacing) Recreated(ordinal int, pod, message string) {
 }
 
 func (p *replacing) Say(step Step, format string, args ...any) { p.r.e.emit(step, format, args...) }
+
+// reverting is a run as a revert's engine (internal/procedure/revert).
+type reverting struct{ r *run }
+
+func (p *reverting) Look(ctx context.Context) (ClusterState, error) { return p.r.observe(ctx) }
+func (p *reverting) Lock(ctx context.Context, replicas int) error   { return p.r.lock(ctx, replicas) }
+
+func (p *reverting) PermitRevert(ctx context.Context, st ClusterState, ordinal int, to string) (int, error) {
+	g := &gateChecks{revertTo: to}
+	if _, err := p.r.permit(ctx, gate.Revert, st, Step{Kind: StepRecreate, Ordinal: ordinal}, ordinal, g); err != nil {
+		return -1, err
+	}
+	return g.moveLeaderTo, nil
+}
+
+func (p *reverting) Permit(ctx context.Context, kind gate.Kind, st ClusterState, step Step) (gate.Permit, error) {
+	ordinal := step.Ordinal
+	if step.Kind == StepTransferLeader {
+		ordinal = step.From // the member the leader moves off
+	}
+	return p.r.permit(ctx, kind, st, step, ordinal, nil)
+}
+
+func (p *reverting) MoveLeader(ctx context.Context, permit gate.Permit, st ClusterState, step Step) error {
+	moved, err := p.r.e.transferLeader(ctx, permit, st, step)
+	if moved {
+		p.r.res.LeaderTransfers++
+	}
+	if errors.Is(err, errMoveOutcomeUnknown) {
+		p.r.res.movesUnknown++
+	}
+	return err
+}
+
+func (p *reverting) Disrupting()       { p.r.disrupted = true }
+func (p *reverting) Forget(pod string) { p.r.e.etcd.Forget(pod) }
+
+func (p *reverting) DeleteOnAFreshLook(ctx context.Context, st ClusterState, ordinal int, watchBefore string) error {
+	return p.r.deleteOnAFreshLook(ctx, st, ordinal, anotherFailedMemberDown, watchBefore)
+}
+
+func (p *reverting) WaitMember(ctx context.Context, st ClusterState, ordinal int, podRevision string, since time.Time) error {
+	want := expectedSpec{Partition: st.Replicas, Generation: p.r.gen, PodRevision: podRevision}
+	_, err := p.r.e.waitMember(ctx, st, ordinal, want, since)
+	return err
+}
+
+func (p *reverting) OneMemberBack(ctx context.Context, st ClusterState, pod string, passed bool) {
+	p.r.addOwnElections(ctx, pod, maxTerm(st), passed)
+}
+
+func (p *reverting) CooldownDue()                              { p.r.cooldownDue = true }
+func (p *reverting) Say(step Step, format string, args ...any) { p.r.e.emit(step, format, args...) }

@@ -11,6 +11,7 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/procedure/revert"
 )
 
 // onMemberFailure is where a member that did not pass its gates on the new revision ends up: the failure is
@@ -62,7 +63,7 @@ func (r *run) onMemberFailure(ctx context.Context, err error) error {
 		failure.RevertError = "its data dies with its pod: a revert would be another replacement"
 		return fmt.Errorf("%w; %s is not reverted: its data dies with its pod, so deleting it would be another replacement, not a restart onto the old revision; the partition is locked: fix the template and run again (the member is replaced onto it)", err, gate.Pod)
 	}
-	to, rerr := r.revert(ctx, ordinal)
+	to, rerr := revert.Revert(ctx, &reverting{r: r}, ordinal)
 	if rerr != nil {
 		failure.RevertError = rerr.Error()
 		return fmt.Errorf("%w; %s was not reverted: %w", err, gate.Pod, rerr)
@@ -96,67 +97,6 @@ func (r *run) votesWithoutAnsweringUs(ctx context.Context, ordinal int) string {
 		return voter != ""
 	})
 	return voter
-}
-
-// revert brings a member that failed on the new revision back on the StatefulSet's current revision: with
-// the partition locked at replicas, a deleted pod is recreated at currentRevision (pods below the partition
-// always are). It never touches another member, and it refuses what etcd would refuse: a member going back
-// to an older minor version once the cluster version has moved past it (checkPointOfNoReturn).
-func (r *run) revert(ctx context.Context, ordinal int) (string, error) {
-	e := r.e
-	st, err := r.observe(ctx)
-	if err != nil {
-		return "", fmt.Errorf("observing before the revert: %w", err)
-	}
-	if st.Partition < st.Replicas {
-		if err := r.lock(ctx, st.Replicas); err != nil {
-			return "", fmt.Errorf("locking the partition before the revert: %w", err)
-		}
-		if st, err = r.observe(ctx); err != nil {
-			return "", fmt.Errorf("observing before the revert: %w", err)
-		}
-	}
-	m, to := st.Members[ordinal], st.CurrentRevision
-	// The gate's Revert sequence: no other member a rollout restarted is down, there is a revision to go back
-	// to that etcd lets the member rejoin on, its peers trust the material it comes back with, and the others
-	// keep a quorum without it (and where the leader goes first).
-	g := &gateChecks{revertTo: to}
-	if _, err := r.permit(ctx, gate.Revert, st, Step{Kind: StepRecreate, Ordinal: ordinal}, ordinal, g); err != nil {
-		return "", err
-	}
-	if m.PodExists && m.Revision != to {
-		if moveTo := g.moveLeaderTo; moveTo >= 0 {
-			step := Step{Kind: StepTransferLeader, From: ordinal, To: moveTo}
-			permit, err := r.permit(ctx, gate.MoveLeader, st, step, ordinal, nil)
-			if err != nil {
-				return "", fmt.Errorf("not moving the leader off %s before reverting it: %w", m.Pod, err)
-			}
-			moved, err := e.transferLeader(ctx, permit, st, step)
-			if moved {
-				r.res.LeaderTransfers++
-			}
-			if errors.Is(err, errMoveOutcomeUnknown) {
-				r.res.movesUnknown++
-			}
-			if err != nil {
-				return "", fmt.Errorf("moving the leader off %s before reverting it: %w", m.Pod, err)
-			}
-		}
-		e.emit(Step{Kind: StepRecreate, Ordinal: ordinal}, "reverting %s: deleting its pod (revision %s) with the partition locked; the controller recreates it at %s", m.Pod, m.Revision, to)
-		e.etcd.Forget(m.Pod)
-		if err := r.deleteOnAFreshLook(ctx, st, ordinal, anotherFailedMemberDown, "reverting "+m.Pod); err != nil {
-			return "", fmt.Errorf("not reverting %s: %w", m.Pod, err)
-		}
-	}
-	want := expectedSpec{Partition: st.Replicas, Generation: r.gen, PodRevision: to}
-	_, err = e.waitMember(ctx, st, ordinal, want, time.Now())
-	if st.Replicas == 1 {
-		r.addOwnElections(ctx, m.Pod, maxTerm(st), err == nil)
-	}
-	if err != nil {
-		return "", fmt.Errorf("waiting for %s to pass its gates again at %s: %w", m.Pod, to, err)
-	}
-	return to, nil
 }
 
 // revertSafety says whether the failed member's pod may be deleted now, and where the leader must go first
@@ -206,35 +146,6 @@ func podDeleteSafety(st ClusterState, ordinal int, outageAccepted bool) error {
 				ErrBlocked, m.Pod, o.Pod, o.LeaderID, m.Pod)
 		}
 	}
-	return nil
-}
-
-// recreate is the StepRecreate of a plan: a member down on an older revision blocks the quorum the next roll
-// needs, so it is brought back at the current revision first. It is out already; deleting its pod costs
-// nothing.
-func (r *run) recreate(ctx context.Context, st ClusterState, ordinal int) error {
-	e, m := r.e, st.Members[ordinal]
-	if st.Partition < st.Replicas || st.CurrentRevision == "" {
-		return fmt.Errorf("internal: bringing back %s needs the partition locked (at %d) and a current revision (%q)", m.Pod, st.Partition, st.CurrentRevision)
-	}
-	if _, err := r.permit(ctx, gate.Recreate, st, Step{Kind: StepRecreate, Ordinal: ordinal}, ordinal, nil); err != nil {
-		return fmt.Errorf("not bringing back %s at %s: %w", m.Pod, st.CurrentRevision, err)
-	}
-	r.disrupted = true
-	e.emit(Step{Kind: StepRecreate, Ordinal: ordinal}, "%s is down on revision %s: deleting its pod with the partition locked, so it comes back at %s before the roll", m.Pod, m.Revision, st.CurrentRevision)
-	e.etcd.Forget(m.Pod)
-	// One member disrupted at a time, as for a revert: not while another member on a revision a rollout
-	// restarted it onto is down too (the schedule checker's seed 42335 of the long mode: etcd-1 was brought back
-	// while etcd-4, rolled by the run before, had crashed).
-	if err := r.deleteOnAFreshLook(ctx, st, ordinal, anotherFailedMemberDown, ""); err != nil {
-		return fmt.Errorf("bringing back %s at %s: %w", m.Pod, st.CurrentRevision, err)
-	}
-	want := expectedSpec{Partition: st.Replicas, Generation: r.gen, PodRevision: st.CurrentRevision}
-	if _, err := e.waitMember(ctx, st, ordinal, want, time.Now()); err != nil {
-		return fmt.Errorf("bringing back %s at %s: %w", m.Pod, st.CurrentRevision, err)
-	}
-	e.emit(Step{Kind: StepRecreate, Ordinal: ordinal}, "%s is back and healthy at %s", m.Pod, st.CurrentRevision)
-	r.cooldownDue = true
 	return nil
 }
 

@@ -24,7 +24,7 @@ import (
 // newSlowAPIRun is a run on c as the executor makes one, before its first look.
 func newSlowAPIRun(t *testing.T, c *fakeCluster) *run {
 	e := c.engine(t, nil)
-	lease, err := e.lease.acquire(context.Background()) // the gate confirms it before every disruption
+	lease, err := e.lease.Acquire(context.Background()) // the gate confirms it before every disruption
 	require.NoError(t, err)
 	return &run{e: e, lease: lease, passed: map[int]*passedMember{}, unproven: map[int]*passedMember{},
 		downAfterPass: map[string]bool{}, res: &Result{}}

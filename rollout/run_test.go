@@ -22,6 +22,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/lease"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/lease/leasetest"
 )
 
 func TestRunRollsEveryMemberWithoutElections(t *testing.T) {
@@ -85,7 +87,7 @@ func TestRunRollsEveryMemberWithoutElections(t *testing.T) {
 				assert.NotEmpty(t, lines)
 				assert.Contains(t, lines[len(lines)-1], "0 unplanned elections")
 
-				lease, err := c.kube.CoordinationV1().Leases("db").Get(context.Background(), LeaseName("etcd"), metav1.GetOptions{})
+				lease, err := c.kube.CoordinationV1().Leases("db").Get(context.Background(), lease.Name("etcd"), metav1.GetOptions{})
 				require.NoError(t, err)
 				assert.Equal(t, "", ptr.Deref(lease.Spec.HolderIdentity, ""), "lease released")
 			})
@@ -179,7 +181,7 @@ func TestRunRelocksOnPanic(t *testing.T) {
 	})
 	assert.PanicsWithValue(t, "progress callback exploded", func() { _, _ = e.Run(context.Background()) })
 	assert.Equal(t, 3, c.partition())
-	lease, err := c.kube.CoordinationV1().Leases("db").Get(context.Background(), LeaseName("etcd"), metav1.GetOptions{})
+	lease, err := c.kube.CoordinationV1().Leases("db").Get(context.Background(), lease.Name("etcd"), metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "", ptr.Deref(lease.Spec.HolderIdentity, ""))
 }
@@ -187,7 +189,7 @@ func TestRunRelocksOnPanic(t *testing.T) {
 func TestRunLease(t *testing.T) {
 	lease := func(holder string, renewed time.Time) *coordinationv1.Lease {
 		return &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: LeaseName("etcd"), Namespace: "db"},
+			ObjectMeta: metav1.ObjectMeta{Name: lease.Name("etcd"), Namespace: "db"},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To(int32(15)),
 				RenewTime: ptr.To(metav1.NewMicroTime(renewed))},
 		}
@@ -210,9 +212,9 @@ func TestRunLease(t *testing.T) {
 		_, err := c.kube.CoordinationV1().Leases("db").Create(context.Background(), lease("ci-runner-7", time.Now().Add(-time.Hour)), metav1.CreateOptions{})
 		require.NoError(t, err)
 		e := c.engine(t, nil)
-		clk := newStepClock()
-		e.lease.clock = clk
-		liveHolder(c.kube, clk, -time.Hour)
+		clk := leasetest.NewStepClock()
+		e.lease.Clock = clk
+		leasetest.LiveHolder(c.kube, clk, -time.Hour)
 		_, err = e.Run(context.Background())
 		var locked *LockedError
 		require.ErrorAs(t, err, &locked)
@@ -223,7 +225,7 @@ func TestRunLease(t *testing.T) {
 	t.Run("a stale lease is taken over and its lowered partition re-locked", func(t *testing.T) {
 		c := killedRunLeftPartitionAt2(t)
 		e := c.engine(t, nil)
-		e.lease.clock = newStepClock() // watching it go unrenewed for 15s costs no real time
+		e.lease.Clock = leasetest.NewStepClock() // watching it go unrenewed for 15s costs no real time
 		res, err := e.Run(context.Background())
 		require.NoError(t, err)
 		assert.Equal(t, []string{"etcd-1", "etcd-0"}, res.MembersRolled)
@@ -236,7 +238,7 @@ func TestRunLease(t *testing.T) {
 		e := c.engine(t, func(_ *Config, o *Options) {
 			o.OnEvent = func(ev Event) { lines = append(lines, ev.Message) }
 		})
-		e.lease.clock = newStepClock()
+		e.lease.Clock = leasetest.NewStepClock()
 		_, err := e.Run(context.Background())
 		require.ErrorIs(t, err, ErrBlocked)
 		assert.Equal(t, 3, c.partition(), "re-locked before planning")
@@ -461,7 +463,7 @@ func TestRunStopsWhenItsLeaseIsTaken(t *testing.T) {
 		cfg.HealthTimeout = 10 * time.Second
 		o.OnEvent = func(ev Event) {
 			if strings.HasPrefix(ev.Message, "etcd-2 is Ready") {
-				lease, err := c.kube.CoordinationV1().Leases("db").Get(context.Background(), LeaseName("etcd"), metav1.GetOptions{})
+				lease, err := c.kube.CoordinationV1().Leases("db").Get(context.Background(), lease.Name("etcd"), metav1.GetOptions{})
 				require.NoError(t, err)
 				lease.Spec.HolderIdentity = ptr.To("thief")
 				_, err = c.kube.CoordinationV1().Leases("db").Update(context.Background(), lease, metav1.UpdateOptions{})
@@ -510,7 +512,7 @@ func TestLeaseHolder(t *testing.T) {
 	assert.Empty(t, holder, "no lease yet")
 
 	_, err = c.kube.CoordinationV1().Leases("db").Create(context.Background(), &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: LeaseName("etcd"), Namespace: "db"},
+		ObjectMeta: metav1.ObjectMeta{Name: lease.Name("etcd"), Namespace: "db"},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("killed-run"), LeaseDurationSeconds: ptr.To(int32(15)),
 			RenewTime: ptr.To(metav1.NewMicroTime(time.Now().Add(-time.Minute)))},
 	}, metav1.CreateOptions{})

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/lease"
 )
 
 // The schedule checks judge writes by the fakes' truth and hold a fault against an engine only once it could
@@ -306,7 +307,7 @@ func deleteThroughTheAPI(pod string) func(w *world, se *schedEngine) {
 // holdLease makes holder the Lease's holder in the tracker.
 func holdLease(t *testing.T, w *world, holder string) {
 	t.Helper()
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LeaseName("etcd"), Namespace: "db"},
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: lease.Name("etcd"), Namespace: "db"},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder)}}
 	if _, err := w.c.kube.Tracker().Get(scheduleLeaseGVR, "db", lease.Name); err == nil {
 		require.NoError(t, w.c.kube.Tracker().Update(scheduleLeaseGVR, lease, "db"))

@@ -16,6 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/lease"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 )
 
@@ -585,7 +586,7 @@ func (w *world) revisionsNow() []string {
 
 // holderNow is who holds the rollout Lease in the tracker ("" for nobody); w.mu is held.
 func (w *world) holderNow() string {
-	obj, err := w.c.kube.Tracker().Get(scheduleLeaseGVR, "db", LeaseName("etcd"))
+	obj, err := w.c.kube.Tracker().Get(scheduleLeaseGVR, "db", lease.Name("etcd"))
 	if err != nil {
 		return ""
 	}

@@ -18,6 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/lease"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/lease/leasetest"
 )
 
 // The tests of this file start from a view the engine cannot trust whole: a member an earlier run left
@@ -260,7 +263,7 @@ func TestARunThatLostItsLeaseDisruptsNothing(t *testing.T) {
 }
 
 func (c *fakeCluster) leaseHolder(t *testing.T) string {
-	obj, err := c.kube.Tracker().Get(leasesResource, "db", LeaseName("etcd"))
+	obj, err := c.kube.Tracker().Get(leasetest.Resource, "db", lease.Name("etcd"))
 	if err != nil {
 		return ""
 	}
@@ -269,12 +272,12 @@ func (c *fakeCluster) leaseHolder(t *testing.T) string {
 
 // takeLease is another run taking the lease over (written straight into the tracker, past any reactor).
 func (c *fakeCluster) takeLease(t *testing.T, holder string) {
-	obj, err := c.kube.Tracker().Get(leasesResource, "db", LeaseName("etcd"))
+	obj, err := c.kube.Tracker().Get(leasetest.Resource, "db", lease.Name("etcd"))
 	require.NoError(t, err)
 	l := obj.(*coordinationv1.Lease).DeepCopy()
 	l.Spec.HolderIdentity = ptr.To(holder)
 	l.Spec.RenewTime = ptr.To(metav1.NewMicroTime(time.Now()))
-	require.NoError(t, c.kube.Tracker().Update(leasesResource, l, "db"))
+	require.NoError(t, c.kube.Tracker().Update(leasetest.Resource, l, "db"))
 }
 
 // With no cool-down, a member that passed is still checked before the next disruption: here etcd-2 restarts

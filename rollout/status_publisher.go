@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/lease"
 )
 
 // statusPublisher keeps the rollout's status on its ConfigMap. It hears the engine through two funnels:
@@ -33,7 +35,7 @@ type statusPublisher struct {
 	namespace string
 	sts       string
 	holder    string
-	lease     *rolloutLease
+	lease     *lease.Lease
 	// templateVersion is published with the target revision (Config.TemplateVersion).
 	templateVersion string
 
@@ -66,7 +68,7 @@ type statusPublisher struct {
 	loopDone chan struct{}
 }
 
-func newStatusPublisher(kube kubernetes.Interface, cfg Config, lease *rolloutLease) *statusPublisher {
+func newStatusPublisher(kube kubernetes.Interface, cfg Config, lease *lease.Lease) *statusPublisher {
 	return &statusPublisher{kube: kube, namespace: cfg.Namespace, sts: cfg.StatefulSet, holder: cfg.Holder, lease: lease,
 		templateVersion: cfg.TemplateVersion}
 }
@@ -77,7 +79,7 @@ func (p *statusPublisher) observe(ev Event) {
 	if p == nil {
 		return
 	}
-	key, held := p.lease.heldSince()
+	key, held := p.lease.HeldSince()
 	if !held {
 		return
 	}
@@ -132,7 +134,7 @@ func (p *statusPublisher) observeOutcome(at time.Time, eventType, reason, msg st
 	if p == nil {
 		return
 	}
-	key, held := p.lease.heldSince()
+	key, held := p.lease.HeldSince()
 	p.mu.Lock()
 	if !p.active || (held && key != p.runKey) {
 		p.start(key, at)
@@ -347,7 +349,7 @@ func (p *statusPublisher) flushNow() {
 func (p *statusPublisher) flush(ctx context.Context) {
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
-	if p.lease.takenOver() {
+	if p.lease.TakenOver() {
 		return // the status is the new holder's to write
 	}
 	p.mu.Lock()

@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/lease"
 )
 
 // statusData reads the status ConfigMap of the fake cluster's StatefulSet.
@@ -190,25 +192,25 @@ func TestStatusWritesAreBestEffort(t *testing.T) {
 }
 
 // leaseAcquiredAt makes l held by this process since at, as acquire leaves it.
-func leaseAcquiredAt(l *rolloutLease, at time.Time) {
+func leaseAcquiredAt(l *lease.Lease, at time.Time) {
 	now := metav1.NewMicroTime(at)
-	l.set(&coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(l.holder), AcquireTime: &now}})
+	l.Set(&coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(l.Holder), AcquireTime: &now}})
 }
 
 func TestStatusPublisher(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	plan := Plan{Roll: []int{2, 1, 0}, Pods: []string{"etcd-0", "etcd-1", "etcd-2"}, UpdateRevision: "rev-b"}
-	type call func(p *statusPublisher, l *rolloutLease)
+	type call func(p *statusPublisher, l *lease.Lease)
 	// emit is an event as the engine announces it: its kind and typed fields, and a Message nobody reads.
 	emit := func(ev Event) call {
 		ev.Time = t0
-		return func(p *statusPublisher, _ *rolloutLease) { p.observe(ev) }
+		return func(p *statusPublisher, _ *lease.Lease) { p.observe(ev) }
 	}
 	record := func(typ, reason, msg string) call {
-		return func(p *statusPublisher, _ *rolloutLease) { p.observeOutcome(t0, typ, reason, msg) }
+		return func(p *statusPublisher, _ *lease.Lease) { p.observeOutcome(t0, typ, reason, msg) }
 	}
-	acquire := func(at time.Time) call { return func(_ *statusPublisher, l *rolloutLease) { leaseAcquiredAt(l, at) } }
-	release := func(_ *statusPublisher, l *rolloutLease) { l.set(nil) }
+	acquire := func(at time.Time) call { return func(_ *statusPublisher, l *lease.Lease) { leaseAcquiredAt(l, at) } }
+	release := func(_ *statusPublisher, l *lease.Lease) { l.Set(nil) }
 	planned := emit(Event{Kind: EventPlanned, Plan: &plan, Message: "plan: …"})
 
 	tests := []struct {
@@ -308,7 +310,7 @@ func TestStatusPublisher(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			kube := fake.NewClientset()
-			l := &rolloutLease{kube: kube, namespace: "db", name: LeaseName("etcd"), holder: "me/1/ab", duration: time.Second}
+			l := &lease.Lease{Kube: kube, Namespace: "db", Name: lease.Name("etcd"), Holder: "me/1/ab", Duration: time.Second}
 			p := newStatusPublisher(kube, Config{StatefulSet: "etcd", Namespace: "db", Holder: "me/1/ab"}, l)
 			t.Cleanup(p.stop)
 			for _, c := range tt.calls {
@@ -342,7 +344,7 @@ func TestStatusPublisher(t *testing.T) {
 // a new one when its status changes.
 func TestStatusKeepsTransitionTimes(t *testing.T) {
 	kube := fake.NewClientset()
-	l := &rolloutLease{kube: kube, namespace: "db", name: LeaseName("etcd"), holder: "me", duration: time.Second}
+	l := &lease.Lease{Kube: kube, Namespace: "db", Name: lease.Name("etcd"), Holder: "me", Duration: time.Second}
 	p := newStatusPublisher(kube, Config{StatefulSet: "etcd", Namespace: "db", Holder: "me"}, l)
 	t.Cleanup(p.stop)
 	plan := Plan{Roll: []int{0}, Pods: []string{"etcd-0"}, UpdateRevision: "rev-b"}
@@ -371,7 +373,7 @@ func TestStatusKeepsTransitionTimes(t *testing.T) {
 	assert.Equal(t, t0, done[ConditionFailed], "Failed stayed False")
 
 	// Another process (a fresh publisher) starts the next run: it reads the times back from the cluster.
-	l.set(nil)
+	l.Set(nil)
 	p2 := newStatusPublisher(kube, Config{StatefulSet: "etcd", Namespace: "db", Holder: "other"}, l)
 	t.Cleanup(p2.stop)
 	leaseAcquiredAt(l, t0.Add(time.Hour))
