@@ -13,6 +13,8 @@ package rollout
 
 import (
 	"time"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/tlsmaterial"
 )
 
 // Defaults keep the old rollout Job's behaviour where it had one.
@@ -26,11 +28,7 @@ const (
 // TLSFiles names the client certificate files as they are mounted inside the etcd container. The engine finds
 // the volume mounted at those paths and reads the material from its Secret (or by exec into the pod when the
 // volume is not a Secret). The material stays in memory; it is never logged or persisted.
-type TLSFiles struct {
-	CAFile   string
-	CertFile string
-	KeyFile  string
-}
+type TLSFiles = tlsmaterial.Files
 
 // FailurePolicy decides what happens to a member that does not pass its gates on the new revision.
 type FailurePolicy string

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,9 +16,13 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/health"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/kubeapi"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/lease"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/memberwatch"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/statefulset"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/tlsmaterial"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
@@ -70,7 +73,7 @@ type Engine struct {
 	// stillWaitingEvery paces a waiting gate's progress lines (stillWaitingEvery in engine_gates.go; tests shorten it).
 	stillWaitingEvery time.Duration
 	// proven are the revisions a member held healthy on for stableFor (see provenRevisions).
-	proven provenRevisions
+	proven health.ProvenRevisions
 	lease  *lease.Lease
 	status *statusPublisher
 	// records keeps the replacements in flight (members whose data dies with their pod), across runs.
@@ -84,11 +87,10 @@ type Engine struct {
 	// permitted, set by tests, hears of every permit the gate gives a run (the schedule checker's invariant p).
 	permitted func(gate.Permit)
 
-	// watch caches the StatefulSet and its pods while a run holds the lease (memberwatch.go).
-	watch *memberWatch
-	// wroteGeneration is the StatefulSet generation of the engine's last partition write: a cache that has
-	// not seen it yet is behind, not evidence of interference.
-	wroteGeneration atomic.Int64
+	// watch caches the StatefulSet and its pods while a run holds the lease (internal/memberwatch).
+	watch *memberwatch.Watch
+	// sts is the StatefulSet and its pods as the engine reads and writes them (internal/statefulset).
+	sts *statefulset.Handle
 
 	ownDialer bool
 	// requests counts the API requests made through RestConfig (none when the caller passed Kube).
@@ -111,7 +113,7 @@ func New(cfg Config, opts Options) (*Engine, error) {
 	e := &Engine{cfg: cfg, kube: opts.Kube, rest: opts.RestConfig, dialer: opts.Dialer, etcd: opts.etcd,
 		onEvent: opts.OnEvent, pollEvery: opts.PollInterval, stillWaitingEvery: stillWaitingEvery}
 	if e.stableFor = opts.StableFor; e.stableFor <= 0 {
-		e.stableFor = defaultStableFor
+		e.stableFor = health.DefaultStableFor
 	}
 	if e.pollEvery <= 0 {
 		e.pollEvery = defaultPollInterval
@@ -129,14 +131,15 @@ func New(cfg Config, opts Options) (*Engine, error) {
 		}
 		e.kube = kube
 	}
-	e.watch = newMemberWatch(e.kube, cfg.Namespace, cfg.StatefulSet)
+	e.watch = memberwatch.New(e.kube, cfg.Namespace, cfg.StatefulSet)
+	e.sts = &statefulset.Handle{Kube: e.kube, Namespace: cfg.Namespace, Name: cfg.StatefulSet, Watch: e.watch}
 	if e.etcd == nil {
 		if e.dialer == nil {
 			if opts.RestConfig == nil {
 				return nil, errors.New("rollout options: a Dialer or a RestConfig (for port-forward) is required")
 			}
 			// The forwards learn each pod's UID from the watch's cache, not with a GET per forward check.
-			pf, err := memberdial.NewPortForward(e.rest, memberdial.WithPodLookup(e.watch.lookupPod))
+			pf, err := memberdial.NewPortForward(e.rest, memberdial.WithPodLookup(e.watch.LookupPod))
 			if err != nil {
 				return nil, err
 			}
@@ -170,7 +173,7 @@ func (e *Engine) Config() Config { return e.cfg }
 // Close releases member connections and port-forwards, and stops the watch.
 func (e *Engine) Close() error {
 	e.status.stop()
-	e.watch.close()
+	e.watch.Close()
 	err := e.etcd.Close()
 	if e.ownDialer {
 		err = errors.Join(err, e.dialer.Close())
@@ -203,7 +206,7 @@ func (e *Engine) loadTLS(ctx context.Context) (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading TLS material: %w", err)
 	}
-	t, err := clientTLS(ctx, podFileReader(e.kube, e.rest, pod), *e.cfg.TLS)
+	t, err := tlsmaterial.ClientTLS(ctx, tlsmaterial.PodFileReader(e.kube, e.rest, pod), *e.cfg.TLS)
 	if err != nil {
 		return nil, fmt.Errorf("reading TLS material from pod %s: %w", pod.Name, err)
 	}
@@ -211,7 +214,7 @@ func (e *Engine) loadTLS(ctx context.Context) (*tls.Config, error) {
 }
 
 func (e *Engine) anyPod(ctx context.Context) (*corev1.Pod, error) {
-	sts, _ := e.statefulSetFromWatch(0, &watchLag{})
+	sts, _ := e.sts.FromWatch(0, &statefulset.WatchLag{})
 	if sts == nil {
 		var err error
 		if sts, err = e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Get(ctx, e.cfg.StatefulSet, metav1.GetOptions{}); err != nil {
@@ -223,7 +226,7 @@ func (e *Engine) anyPod(ctx context.Context) (*corev1.Pod, error) {
 		replicas = int(*sts.Spec.Replicas)
 	}
 	for i := 0; i < replicas; i++ {
-		pod, err := e.readPod(ctx, podName(e.cfg.StatefulSet, i))
+		pod, err := e.sts.ReadPod(ctx, planner.PodName(e.cfg.StatefulSet, i))
 		if err == nil && pod.DeletionTimestamp == nil && pod.Status.Phase == corev1.PodRunning {
 			return pod, nil
 		}

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 )
 
 // newDowngradeCluster is a 3-member cluster on etcd 3.6.8 (cluster and storage version 3.6.0) whose template
@@ -22,10 +23,10 @@ func newDowngradeCluster(t *testing.T, leader int, updated ...int) *fakeCluster 
 	c.etcd.clusterVersion = "3.6.0"
 	c.etcd.serverVersions, c.etcd.storageVersions = map[string]string{}, map[string]string{}
 	for i := 0; i < 3; i++ {
-		c.etcd.serverVersions[podName("etcd", i)], c.etcd.storageVersions[podName("etcd", i)] = "3.6.8", "3.6.0"
+		c.etcd.serverVersions[planner.PodName("etcd", i)], c.etcd.storageVersions[planner.PodName("etcd", i)] = "3.6.8", "3.6.0"
 	}
 	for _, u := range updated {
-		c.etcd.runsImage(podName("etcd", u), "registry.k8s.io/etcd:3.5.35-0")
+		c.etcd.runsImage(planner.PodName("etcd", u), "registry.k8s.io/etcd:3.5.35-0")
 	}
 	return c
 }
@@ -234,8 +235,8 @@ func TestUpgradeEndsADowngradeJobLeftOn(t *testing.T) {
 	c.etcd.serverVersions, c.etcd.storageVersions = map[string]string{}, map[string]string{}
 	c.etcd.downgradeTargets = map[string]string{}
 	for i := 0; i < 3; i++ {
-		c.etcd.serverVersions[podName("etcd", i)] = "3.5.35"
-		c.etcd.downgradeTargets[podName("etcd", i)] = "3.5.0" // what each reports once it runs 3.6
+		c.etcd.serverVersions[planner.PodName("etcd", i)] = "3.5.35"
+		c.etcd.downgradeTargets[planner.PodName("etcd", i)] = "3.5.0" // what each reports once it runs 3.6
 	}
 	res, err := c.engine(t, nil).Run(context.Background())
 	require.NoError(t, err)

@@ -10,8 +10,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/health"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/poll"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/statefulset"
 )
 
 // appliedIndexSlack is how far a member's applied index may trail the leader's committed index sampled
@@ -36,7 +38,7 @@ const (
 // a later look can tell whether the member restarted since or its pod was replaced.
 func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, want expectedSpec, since time.Time) (passage, error) {
 	pod := st.Members[ordinal].Pod
-	lag := &watchLag{}
+	lag := &statefulset.WatchLag{}
 	podGate := gateWait{pod: pod, ordinal: ordinal, gate: GatePodReady, timeout: e.cfg.ReadyTimeout, since: since, onEvents: true}
 	var reason ProblemReason
 	if err := e.poll(ctx, podGate, func(ctx context.Context) (bool, string, error) {
@@ -50,18 +52,18 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 		return passage{}, e.unseenIfUnread(ctx, withReason(err, reason))
 	}
 	rev := want.podRevision(st)
-	witness := &podWitness{} // from the pod the gate just saw Ready on
-	e.witnessPod(ctx, pod, witness)
-	stable := &stability{stableFor: e.stableFor, incarnationOf: func(ctx context.Context) (Incarnation, error) { return e.etcd.Incarnation(ctx, pod) }}
+	witness := &health.PodWitness{} // from the pod the gate just saw Ready on
+	e.sts.WitnessPod(ctx, pod, witness)
+	stable := &health.Stability{StableFor: e.stableFor, IncarnationOf: func(ctx context.Context) (Incarnation, error) { return e.etcd.Incarnation(ctx, pod) }}
 	window := fmt.Sprintf("healthy without a break for %s: the first member on %s proves it does not crash-loop", e.stableFor, rev)
-	if e.proven.has(rev) && !want.FullWindow {
-		stable.stableFor, window = 0, "one healthy look: "+rev+" proved itself on an earlier member"
+	if e.proven.Has(rev) && !want.FullWindow {
+		stable.StableFor, window = 0, "one healthy look: "+rev+" proved itself on an earlier member"
 	}
 	readyAfter := time.Since(since)
 	e.announce(Event{Kind: EventMemberReady, Step: Step{Kind: StepWaitMember, Ordinal: ordinal}, Pod: pod, Elapsed: readyAfter},
 		"%s is Ready at %s after %s; checking etcd health (%s)", pod, rev, readyAfter.Round(10*time.Millisecond), window)
 	etcdGate := gateWait{pod: pod, ordinal: ordinal, gate: GateEtcdHealth, timeout: e.cfg.HealthTimeout, since: time.Now()}
-	var last look
+	var last health.Look
 	podFell := false
 	err := e.poll(ctx, etcdGate, func(ctx context.Context) (bool, string, error) {
 		if pending, err := e.checkUnchanged(ctx, st, pod, want, lag); err != nil || pending != "" {
@@ -70,26 +72,26 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 		// The pod is witnessed before the look and again at the pass: only the pod the gate saw Ready at rev,
 		// up without a break, proves anything (a replaced one runs whatever revision the controller gave it).
 		for _, passing := range []bool{false, true} {
-			broke, err := e.rewitness(ctx, pod, witness)
+			broke, err := e.sts.Rewitness(ctx, pod, witness)
 			if err != nil {
 				return false, "", err
 			}
 			if broke != "" {
-				podFell, last = true, look{seen: "the kubelet says " + broke}
-				return stable.observe(ctx, last)
+				podFell, last = true, health.Look{Seen: "the kubelet says " + broke}
+				return stable.Observe(ctx, last)
 			}
 			if !passing {
 				last = e.memberHealthy(ctx, st, ordinal)
-				if ok, seen, err := stable.observe(ctx, last); !ok || err != nil {
+				if ok, seen, err := stable.Observe(ctx, last); !ok || err != nil {
 					return ok, seen, err
 				}
 			}
 		}
-		broke, pending, err := e.confirmWitness(ctx, pod, witness)
+		broke, pending, err := e.sts.ConfirmWitness(ctx, pod, witness)
 		if broke != "" {
-			podFell, last, *witness = true, look{seen: "the kubelet says " + broke}, podWitness{}
-			e.witnessPod(ctx, pod, witness)
-			return stable.observe(ctx, last)
+			podFell, last, *witness = true, health.Look{Seen: "the kubelet says " + broke}, health.PodWitness{}
+			e.sts.WitnessPod(ctx, pod, witness)
+			return stable.Observe(ctx, last)
 		}
 		if pending != "" || err != nil {
 			return false, pending, err
@@ -98,18 +100,18 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 	})
 	var timeout *GateTimeoutError
 	if errors.As(err, &timeout) {
-		timeout.PodStayedUp, timeout.Reason = witness.stayedUp() && !podFell, last.reason
+		timeout.PodStayedUp, timeout.Reason = witness.StayedUp() && !podFell, last.Reason
 	}
-	if timeout != nil && timeout.PodStayedUp && (last.noLook || !stable.verdict()) {
+	if timeout != nil && timeout.PodStayedUp && (last.NoLook || !stable.Verdict()) {
 		// The gate ended on a look that never reached etcd, or its looks never judged the member (healthy since
 		// it started, with looks between that reached neither it nor its leader: the schedule checker's seed
 		// 2046 of ROLLOUT_SCHEDULE_FROM=2000, a leader refusing us), while the kubelet kept the pod Ready:
 		// nothing says the member failed, and it may be healthy and voting. That is no verdict on the
 		// revision, and no ground to delete its pod. (A pod that went not Ready or restarted meanwhile did
 		// not stay up.)
-		why := fmt.Sprintf("the last look never reached its etcd (%s)", last.seen)
-		if !last.noLook {
-			why = fmt.Sprintf("no look found it failing by its own answer since it first answered healthy, only looks that did not reach it or its leader (last seen: %s)", last.seen)
+		why := fmt.Sprintf("the last look never reached its etcd (%s)", last.Seen)
+		if !last.NoLook {
+			why = fmt.Sprintf("no look found it failing by its own answer since it first answered healthy, only looks that did not reach it or its leader (last seen: %s)", last.Seen)
 		}
 		return passage{}, fmt.Errorf("%w: %s did not pass the %s gate within %s and %s; it may be healthy, so nothing was deleted: check the port-forward path to it (API server, kubelet), then run again",
 			ErrMemberUnseen, pod, GateEtcdHealth, e.cfg.HealthTimeout, why)
@@ -117,8 +119,8 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 	if err != nil {
 		return passage{}, err
 	}
-	e.proven.add(rev)
-	return passage{incarnation: stable.incarnation, witness: *witness}, nil
+	e.proven.Add(rev)
+	return passage{incarnation: stable.Incarnation, witness: *witness}, nil
 }
 
 // staysUp watches member ordinal until it has been healthy, in one etcd process, for the stability window (the
@@ -129,13 +131,13 @@ func (e *Engine) waitMember(ctx context.Context, st ClusterState, ordinal int, w
 // etcd does not name it) and what it last saw.
 func (e *Engine) staysUp(ctx context.Context, st ClusterState, ordinal int) (Incarnation, string, error) {
 	pod := st.Members[ordinal].Pod
-	stable := &stability{stableFor: e.stableFor, incarnationOf: func(ctx context.Context) (Incarnation, error) { return e.etcd.Incarnation(ctx, pod) }}
+	stable := &health.Stability{StableFor: e.stableFor, IncarnationOf: func(ctx context.Context) (Incarnation, error) { return e.etcd.Incarnation(ctx, pod) }}
 	seen, err := poll.Until(ctx, time.Now().Add(e.cfg.HealthTimeout), poll.Every(e.pollEvery), func(ctx context.Context) (string, bool, error) {
 		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
 		defer cancel()
 		l := e.memberHealthy(cctx, st, ordinal)
-		ok, seen, err := stable.observe(cctx, l)
-		if err == nil && (stable.breaks > 0 || (!l.ok && !l.noLook)) {
+		ok, seen, err := stable.Observe(cctx, l)
+		if err == nil && (stable.Breaks > 0 || (!l.OK && !l.NoLook)) {
 			// Down by its own answer, before a stretch began as much as during one: the member is watched
 			// because it should be up (the schedule checker's seed 99795 of 100,000: a slow crash loop was down
 			// at the watch's first looks, then up for the window, and a second pod was deleted).
@@ -146,7 +148,7 @@ func (e *Engine) staysUp(ctx context.Context, st ClusterState, ordinal int) (Inc
 	if err != nil {
 		return Incarnation{}, seen, err
 	}
-	return stable.incarnation, "", nil
+	return stable.Incarnation, "", nil
 }
 
 // processOf reads which etcd process serves pod now (its Incarnation), within one member call's time.
@@ -185,7 +187,7 @@ func (e *Engine) unseenIfUnread(ctx context.Context, err error) error {
 // replaced in between would fool.
 type passage struct {
 	incarnation Incarnation
-	witness     podWitness
+	witness     health.PodWitness
 }
 
 // waitPodRecreated blocks until the StatefulSet controller has replaced the member's pod with one at the
@@ -193,7 +195,7 @@ type passage struct {
 // gate's ready timeout from since.
 func (e *Engine) waitPodRecreated(ctx context.Context, st ClusterState, ordinal int, want expectedSpec, since time.Time) error {
 	pod := st.Members[ordinal].Pod
-	lag := &watchLag{}
+	lag := &statefulset.WatchLag{}
 	podGate := gateWait{pod: pod, ordinal: ordinal, gate: GatePodReady, timeout: e.cfg.ReadyTimeout, since: since, onEvents: true}
 	var reason ProblemReason
 	err := e.poll(ctx, podGate, func(ctx context.Context) (bool, string, error) {
@@ -207,7 +209,7 @@ func (e *Engine) waitPodRecreated(ctx context.Context, st ClusterState, ordinal 
 	err = withReason(err, reason)
 	var timeout *GateTimeoutError
 	if errors.As(err, &timeout) {
-		if p, rerr := e.readPod(ctx, pod); rerr == nil && string(p.UID) == st.Members[ordinal].PodUID && p.DeletionTimestamp == nil &&
+		if p, rerr := e.sts.ReadPod(ctx, pod); rerr == nil && string(p.UID) == st.Members[ordinal].PodUID && p.DeletionTimestamp == nil &&
 			p.Labels[appsv1.ControllerRevisionHashLabelKey] != want.podRevision(st) {
 			// The controller never touched the pod: no pod ran the revision, so it cannot have failed.
 			return fmt.Errorf("%w: the StatefulSet controller did not replace %s within %s of the partition being lowered (it is still the pod observed before, at revision %s); nothing is reverted, as nothing ran the new revision: look at why the controller holds (a pod not Running and Ready under OrderedReady, the controller manager's logs), then run again",
@@ -239,10 +241,10 @@ func (w expectedSpec) podRevision(st ClusterState) string {
 // checkUnchanged reads the StatefulSet and returns an ErrInterference error when its partition, generation
 // or updateRevision is not what this run left. It reads the watch's cache, which lags this run's own writes:
 // until the cache has seen the generation this run wrote last, it gives no verdict (pending says so, and the
-// gate waits for the next event rather than pass or fail), and after watchLagLimit it reads with a GET. A
+// gate waits for the next event rather than pass or fail), and after statefulset.WatchLagLimit it reads with a GET. A
 // GET that fails is not a verdict either: the gate looks again.
-func (e *Engine) checkUnchanged(ctx context.Context, st ClusterState, pod string, want expectedSpec, lag *watchLag) (pending string, err error) {
-	sts, waiting := e.statefulSetFromWatch(want.Generation, lag)
+func (e *Engine) checkUnchanged(ctx context.Context, st ClusterState, pod string, want expectedSpec, lag *statefulset.WatchLag) (pending string, err error) {
+	sts, waiting := e.sts.FromWatch(want.Generation, lag)
 	if waiting {
 		return "waiting for the StatefulSet watch to deliver this run's last partition write", nil
 	}
@@ -290,7 +292,7 @@ func (e *Engine) poll(ctx context.Context, g gateWait, check func(context.Contex
 		return e.waitForChange(ctx, event)
 	}, func(ctx context.Context) (struct{}, bool, error) {
 		if g.onEvents {
-			event = e.watch.changes()
+			event = e.watch.Changes()
 		}
 		cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
 		defer cancel()
@@ -342,7 +344,7 @@ func (e *Engine) waitForChange(ctx context.Context, event <-chan struct{}) error
 // podAtRevision says whether the pod exists at revision (and, with needReady, is Ready), or what it is
 // instead, and why when that is a problem.
 func (e *Engine) podAtRevision(ctx context.Context, pod, revision string, needReady bool) (bool, string, ProblemReason) {
-	p, err := e.readPod(ctx, pod)
+	p, err := e.sts.ReadPod(ctx, pod)
 	if apierrors.IsNotFound(err) {
 		return false, "pod does not exist (being recreated)", ProblemPodMissing
 	}
@@ -355,7 +357,7 @@ func (e *Engine) podAtRevision(ctx context.Context, pod, revision string, needRe
 		return false, fmt.Sprintf("pod is terminating (revision %s)", rev), ProblemPodTerminating
 	case rev != revision:
 		return false, fmt.Sprintf("pod at revision %s, want %s", rev, revision), ProblemNone
-	case needReady && !podReady(p):
+	case needReady && !health.PodReady(p):
 		return false, fmt.Sprintf("pod at revision %s, phase %s, not Ready", rev, p.Status.Phase), ProblemNone
 	}
 	return true, "", ProblemNone
@@ -364,7 +366,7 @@ func (e *Engine) podAtRevision(ctx context.Context, pod, revision string, needRe
 // memberHealthy is the etcd gate: the member answers Status without alarms and is not a learner; the
 // member list has every replica as a voter and no learner; its applied index has caught up with the
 // leader's committed index; a linearizable read through it succeeds.
-func (e *Engine) memberHealthy(ctx context.Context, st ClusterState, ordinal int) look {
+func (e *Engine) memberHealthy(ctx context.Context, st ClusterState, ordinal int) health.Look {
 	pod := st.Members[ordinal].Pod
 	s, err := e.etcd.Status(ctx, pod)
 	if err != nil {
@@ -372,11 +374,11 @@ func (e *Engine) memberHealthy(ctx context.Context, st ClusterState, ordinal int
 	}
 	switch {
 	case len(s.Errors) > 0:
-		return look{seen: fmt.Sprintf("etcd reports %v", s.Errors)}
+		return health.Look{Seen: fmt.Sprintf("etcd reports %v", s.Errors)}
 	case s.IsLearner:
-		return look{seen: "member is a learner"}
+		return health.Look{Seen: "member is a learner"}
 	case s.Leader == 0:
-		return look{seen: "member sees no leader"}
+		return health.Look{Seen: "member sees no leader"}
 	}
 	list, err := e.etcd.MemberList(ctx, pod)
 	if err != nil {
@@ -392,7 +394,7 @@ func (e *Engine) memberHealthy(ctx context.Context, st ClusterState, ordinal int
 		present = present || m.ID == s.ID
 	}
 	if !present || voters != st.Replicas || learners > 0 {
-		return look{seen: fmt.Sprintf("member list has %d voters and %d learners (want %d voters, member %x among them)", voters, learners, st.Replicas, s.ID)}
+		return health.Look{Seen: fmt.Sprintf("member list has %d voters and %d learners (want %d voters, member %x among them)", voters, learners, st.Replicas, s.ID)}
 	}
 	leaderIndex := s.RaftIndex
 	if s.Leader != s.ID {
@@ -411,7 +413,7 @@ func (e *Engine) memberHealthy(ctx context.Context, st ClusterState, ordinal int
 			if e.leaderSeenDown != nil && !member.CouldNotLook(err) {
 				e.leaderSeenDown(leaderPod)
 			}
-			return look{seen: fmt.Sprintf("leader %s: %v", leaderPod, err), noLook: true, reason: problemOf(err)}
+			return health.Look{Seen: fmt.Sprintf("leader %s: %v", leaderPod, err), NoLook: true, Reason: problemOf(err)}
 		}
 		leaderIndex = ls.RaftIndex
 		// Sample the member again after the leader, so "caught up" compares a later applied index with an
@@ -421,17 +423,17 @@ func (e *Engine) memberHealthy(ctx context.Context, st ClusterState, ordinal int
 		}
 	}
 	if s.AppliedIndex+appliedIndexSlack < leaderIndex {
-		return look{seen: fmt.Sprintf("applied index %d trails the leader's committed index %d", s.AppliedIndex, leaderIndex)}
+		return health.Look{Seen: fmt.Sprintf("applied index %d trails the leader's committed index %d", s.AppliedIndex, leaderIndex)}
 	}
 	if err := e.etcd.LinearizableRead(ctx, pod); err != nil {
 		return failedLook(err)
 	}
-	return look{ok: true}
+	return health.Look{OK: true}
 }
 
 // failedLook is the look that err ended.
-func failedLook(err error) look {
-	return look{seen: err.Error(), noLook: member.CouldNotLook(err), reason: problemOf(err)}
+func failedLook(err error) health.Look {
+	return health.Look{Seen: err.Error(), NoLook: member.CouldNotLook(err), Reason: problemOf(err)}
 }
 
 // podOfMember finds the pod serving an etcd member ID: from the observation when the ID is known there,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/poll"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/snapshot"
 )
 
@@ -193,4 +194,50 @@ func (e *Engine) snapshotSource(pod string) snapshot.Source {
 func CheckSnapshotDestination(raw string) error {
 	_, err := snapshot.Parse(raw)
 	return err
+}
+
+// awaitClusterVersion waits, after the last member of a minor-version change, for etcd to move the cluster
+// version to the target's minor (the leader decides it every few seconds once every member runs the new
+// version), for up to the health timeout, and returns the cluster version it last saw. A cluster version
+// that does not move is reported, not failed: every member is on the new revision and healthy, and etcd
+// moves it on its own; the operator is told what it still is.
+func (e *Engine) awaitClusterVersion(ctx context.Context, st ClusterState, to EtcdVersion) string {
+	start, seen, first := time.Now(), st.ClusterVersion, true
+	seen, err := poll.Until(ctx, start.Add(e.cfg.HealthTimeout), poll.Every(e.pollEvery), func(ctx context.Context) (string, bool, error) {
+		if !first { // the first look is at the version the last observation read
+			if now := e.freshClusterVersion(ctx, st); now != "" {
+				seen = now
+			}
+		}
+		first = false
+		v, ok := planner.ParseVersion(seen)
+		return seen, ok && v.Major == to.Major && v.Minor == to.Minor, nil
+	})
+	if err != nil {
+		e.emit(Step{Kind: StepRelock}, "cluster version is still %q, not yet %d.%d: etcd moves it once its leader has seen every member run %d.%d", seen, to.Major, to.Minor, to.Major, to.Minor)
+		return seen
+	}
+	e.emit(Step{Kind: StepRelock}, "cluster version is %s (%s after the last member)", seen, time.Since(start).Round(100*time.Millisecond))
+	return seen
+}
+
+// comingBackImage is the etcd image a member's pod comes back on when it is deleted with the partition
+// locked: the StatefulSet controller recreates pods below the partition from its current revision, whatever
+// the member ran before. A revert or a recreate is judged on that image (checkPointOfNoReturn), never on the
+// one this run restarted the member from, which a resumed run or a third revision makes another. It reads
+// the ControllerRevision; without it (not allowed, or gone) a pod at the current revision names the image;
+// "" when neither can, which the point-of-no-return check takes for an unknown version.
+func (e *Engine) comingBackImage(ctx context.Context, st ClusterState, ordinal int) string {
+	img, err := e.sts.RevisionImage(ctx, st.CurrentRevision)
+	if err == nil {
+		return img
+	}
+	e.emit(Step{Kind: StepRecreate, Ordinal: ordinal}, "reading revision %s, which %s would come back on: %v; taking the image of a pod at that revision instead",
+		st.CurrentRevision, st.Members[ordinal].Pod, explainForbidden(err))
+	for _, m := range st.Members {
+		if m.Ordinal != ordinal && m.Revision == st.CurrentRevision && m.Image != "" {
+			return m.Image
+		}
+	}
+	return ""
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/configfile"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/durability"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/health"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/kubeapi"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
@@ -23,6 +24,7 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/poll"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/probes"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/selfremoval"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/statefulset"
 )
 
 // Observe reads the StatefulSet, its pods and every member's own view of etcd, all afresh. It fails only
@@ -116,15 +118,15 @@ func (e *Engine) settledStatefulSet(ctx context.Context) (*appsv1.StatefulSet, e
 // settledFromWatch is settledStatefulSet from the watch's cache: it waits for events until the cache has
 // seen this engine's last partition write and the controller has observed the latest generation, or the
 // deadline passes. Neither result nor error means the cache cannot answer (not running, refused, or behind
-// for longer than watchLagLimit): the caller reads with GETs.
+// for longer than statefulset.WatchLagLimit): the caller reads with GETs.
 func (e *Engine) settledFromWatch(ctx context.Context, deadline time.Time) (*appsv1.StatefulSet, error) {
 	e.reportWatchRefusal()
-	lag := &watchLag{}
+	lag := &statefulset.WatchLag{}
 	var event <-chan struct{}
 	sts, err := poll.Until(ctx, time.Time{}, func(ctx context.Context) error { return e.waitForChange(ctx, event) },
 		func(context.Context) (*appsv1.StatefulSet, bool, error) {
-			event = e.watch.changes() // taken before the look, so a change during it is not missed
-			sts, pending := e.statefulSetFromWatch(0, lag)
+			event = e.watch.Changes() // taken before the look, so a change during it is not missed
+			sts, pending := e.sts.FromWatch(0, lag)
 			settled := sts != nil && (sts.Status.ObservedGeneration >= sts.Generation || time.Now().After(deadline))
 			return sts, settled || (sts == nil && !pending), nil
 		})
@@ -162,14 +164,8 @@ func stsState(sts *appsv1.StatefulSet) ClusterState {
 	if sts.Status.ObservedGeneration < sts.Generation {
 		st.UpdateRevision = ""
 	}
-	if us := sts.Spec.UpdateStrategy; us.Type == appsv1.RollingUpdateStatefulSetStrategyType || us.Type == "" {
-		st.Partition = 0
-		if us.RollingUpdate != nil && us.RollingUpdate.Partition != nil {
-			st.Partition = int(*us.RollingUpdate.Partition)
-		}
-		if us.RollingUpdate != nil {
-			st.MaxUnavailable = maxUnavailable(us.RollingUpdate.MaxUnavailable, st.Replicas)
-		}
+	if st.Partition = statefulset.Partition(sts); st.Partition >= 0 && sts.Spec.UpdateStrategy.RollingUpdate != nil {
+		st.MaxUnavailable = maxUnavailable(sts.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable, st.Replicas)
 	}
 	return st
 }
@@ -200,8 +196,8 @@ func durabilityOf(ctx context.Context, files *podfile.Memo, spec *corev1.PodSpec
 }
 
 func (e *Engine) observeMember(ctx context.Context, files *podfile.Memo, ordinal int) MemberState {
-	m := MemberState{Ordinal: ordinal, Pod: podName(e.cfg.StatefulSet, ordinal)}
-	pod, err := e.readPod(ctx, m.Pod)
+	m := MemberState{Ordinal: ordinal, Pod: planner.PodName(e.cfg.StatefulSet, ordinal)}
+	pod, err := e.sts.ReadPod(ctx, m.Pod)
 	switch {
 	case apierrors.IsNotFound(err):
 		m.Problem, m.Reason = "pod does not exist", ProblemPodMissing
@@ -210,10 +206,10 @@ func (e *Engine) observeMember(ctx context.Context, files *podfile.Memo, ordinal
 		m.Problem, m.Reason = "reading pod: "+err.Error(), problemOf(err)
 		return m
 	}
-	m.PodExists, m.PodUID, m.Restarts = true, string(pod.UID), containerRestarts(pod)
+	m.PodExists, m.PodUID, m.Restarts = true, string(pod.UID), health.ContainerRestarts(pod)
 	m.Revision = pod.Labels[appsv1.ControllerRevisionHashLabelKey]
 	m.SelfRemoval = selfremoval.Find(&pod.Spec)
-	m.Ready, m.ReadySince, m.Running = podReady(pod), readySince(pod), pod.Status.Phase == corev1.PodRunning
+	m.Ready, m.ReadySince, m.Running = health.PodReady(pod), health.ReadySince(pod), pod.Status.Phase == corev1.PodRunning
 	if c := EtcdContainer(pod.Spec.Containers); c != nil {
 		m.Image, m.V2Enabled = c.Image, V2Enabled(c)
 		for _, d := range durabilityOf(ctx, files, &pod.Spec, c, nil) {
@@ -317,24 +313,6 @@ func (e *Engine) freshClusterVersion(ctx context.Context, st ClusterState) strin
 	return st.ClusterVersion
 }
 
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-func readySince(pod *corev1.Pod) time.Time {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-			return c.LastTransitionTime.Time
-		}
-	}
-	return time.Time{}
-}
-
 // maxTerm is the highest Raft term any member reports: the cluster's term as far as we can see it.
 func maxTerm(st ClusterState) uint64 {
 	var t uint64
@@ -350,11 +328,27 @@ func maxTerm(st ClusterState) uint64 {
 // member's own failure counts: one that stops answering did not stay up on the new revision. A member that
 // answers but sees no leader is waiting out an election elsewhere (a crashed leader), which the run holds
 // for like any blocked state.
-func (e *Engine) stillAnswers(ctx context.Context, pod string) look {
+func (e *Engine) stillAnswers(ctx context.Context, pod string) health.Look {
 	cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
 	defer cancel()
 	if _, err := e.etcd.Status(cctx, pod); err != nil {
 		return failedLook(err)
 	}
-	return look{ok: true}
+	return health.Look{OK: true}
+}
+
+// startWatch starts the StatefulSet's watch (internal/memberwatch) once a run holds the lease: a run looks many times,
+// while a one-off look (Plan, preview, status) would pay a LIST and a WATCH per resource for nothing.
+func (e *Engine) startWatch(sts *appsv1.StatefulSet) {
+	if _, held := e.lease.HeldSince(); held {
+		e.watch.Start(sts)
+	}
+}
+
+// reportWatchRefusal says once that the API server refused the watch, and what that costs.
+func (e *Engine) reportWatchRefusal() {
+	if err := e.watch.Refusal(); err != nil {
+		e.emit(Step{}, "watching StatefulSet %s and its pods was refused (%v): reading them with get instead; grant list and watch on statefulsets and pods (deploy/rbac/role.yaml) to spare the API server that load",
+			e.cfg.StatefulSet, err)
+	}
 }

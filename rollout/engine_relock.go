@@ -42,7 +42,7 @@ func (e *Engine) relock(ctx context.Context) error {
 			if sts.Spec.Replicas != nil {
 				replicas = int(*sts.Spec.Replicas)
 			}
-			if _, err = e.setPartition(wctx, replicas); err == nil {
+			if _, err = e.sts.SetPartition(wctx, replicas); err == nil {
 				return nil, true, nil
 			}
 		}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 )
 
 // The engine takes a snapshot from the leader only, and refuses before asking anyone when the destination is
@@ -56,7 +58,7 @@ func minorUpgrade(t *testing.T, c *fakeCluster) {
 	c.etcd.clusterVersion, c.etcd.clusterVersionOnceAllRestarted = "3.5.0", "3.6.0"
 	c.etcd.serverVersions, c.etcd.storageVersions = map[string]string{}, map[string]string{}
 	for i := 0; i < 3; i++ {
-		c.etcd.serverVersions[podName("etcd", i)] = "3.5.35"
+		c.etcd.serverVersions[planner.PodName("etcd", i)] = "3.5.35"
 	}
 }
 

@@ -8,23 +8,25 @@ import (
 	"time"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/lease"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/statefulset"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/trust"
 )
 
 // ErrInterference is wrapped when someone else changed the StatefulSet (partition, template, replicas)
 // while the rollout ran, or lowered the partition before it started. The engine stops rather than race.
-var ErrInterference = errors.New("the StatefulSet was changed by someone else")
+var ErrInterference = statefulset.ErrInterference
+
+// ErrReplacedMidGate is wrapped when a member's pod was deleted or replaced by someone else during its gates.
+var ErrReplacedMidGate = statefulset.ErrReplacedMidGate
+
+// InterferenceError is a conditional write of the engine that the StatefulSet refused because its spec
+// moved past the generation the run had observed: someone else wrote it in between. Nothing was written.
+type InterferenceError = statefulset.InterferenceError
 
 // ErrNotRecreated is wrapped when the StatefulSet controller did not replace a member's pod after the
 // partition was lowered for it: the revision never ran there, so it is no verdict on the revision and nothing
 // is reverted.
 var ErrNotRecreated = errors.New("the StatefulSet controller did not recreate the pod")
-
-// ErrReplacedMidGate is wrapped when a member's pod was deleted or replaced by someone else (a person, a
-// drain, the descheduler) while the member was in its gates: whatever answers behind the name now is another
-// pod, perhaps on another revision (the controller recreates it on the current one while the partition is
-// locked), so it proves nothing and fails nothing. The run looks again and rolls or waits for the member anew.
-var ErrReplacedMidGate = errors.New("the member's pod was replaced by someone else during its gates")
 
 // ErrPartitionNotLocked is wrapped when a run ends without setting the partition back to replicas: the
 // re-lock failed, or another run holds the lease now. Every other exit of a run that lowered it leaves it
@@ -37,32 +39,6 @@ var ErrLeaseLost = lease.ErrLost
 // LeaseName is the coordination.k8s.io Lease that serialises rollouts of one StatefulSet.
 func LeaseName(sts string) string { return lease.Name(sts) }
 
-// InterferenceError is a conditional write of the engine that the StatefulSet refused because its spec
-// moved past the generation the run had observed: someone else wrote it in between. Nothing was written.
-type InterferenceError struct {
-	// Action is what the run was about to do ("lowering the partition to 1").
-	Action string
-	// Generation is the StatefulSet's generation now; Expected the one the run observed and planned from.
-	Generation, Expected int64
-	// Writer is the field manager that wrote the spec last, by managedFields; empty when none says.
-	Writer string
-}
-
-func (e *InterferenceError) Error() string {
-	return fmt.Sprintf("%v before %s: generation %d, this run observed %d, %s; nothing was written and the run stops rather than race it: find who changed it and why, then run again to roll to its current template",
-		ErrInterference, e.Action, e.Generation, e.Expected, e.Who())
-}
-
-// Who names the writer as far as the StatefulSet says.
-func (e *InterferenceError) Who() string {
-	if e.Writer != "" {
-		return fmt.Sprintf("last written by %q (managedFields)", e.Writer)
-	}
-	return "the StatefulSet's managedFields name no writer"
-}
-
-func (e *InterferenceError) Unwrap() error { return ErrInterference }
-
 // GateTimeoutError says which member did not pass which gate in time, or fell out of it after passing, and
 // what was last seen of it, so an operator can go straight to the right pod.
 type GateTimeoutError struct {
@@ -74,7 +50,7 @@ type GateTimeoutError struct {
 	// crash-loops answers for a moment after each start).
 	PassedAt time.Time
 	// PodStayedUp says the kubelet kept the member's pod Ready, with no container restart, for the whole
-	// etcd gate (podWitness): only then may a member that does not answer us be unknown rather than failed.
+	// etcd gate (health.PodWitness): only then may a member that does not answer us be unknown rather than failed.
 	PodStayedUp bool
 	// Unreached says the last look never reached the member's etcd (member.ErrNoLook), as against a refusal or a
 	// timeout on a forward that opened, which is the member's own answer.

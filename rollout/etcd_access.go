@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"time"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 )
@@ -46,3 +47,7 @@ type etcdAccess interface {
 // Incarnation names one etcd process of a member (its start time, from the member's /metrics): a member whose
 // incarnation is not Same as when it passed has restarted since. Result.Members reports it by name.
 type Incarnation = member.Incarnation
+
+// memberCallTimeout bounds each etcd call made while observing, so a member that is down costs seconds,
+// not the caller's whole deadline.
+const memberCallTimeout = 3 * time.Second

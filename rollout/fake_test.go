@@ -123,9 +123,9 @@ func newFakeEtcd(n, leader int) *fakeEtcd {
 	f := &fakeEtcd{ids: map[string]uint64{}, down: map[string]bool{}, learner: map[string]bool{}, brokenAfterRestart: map[string]bool{},
 		crashLoopAfterRestart: map[string]bool{}, crashStart: map[string]time.Time{}, term: 2, index: 100}
 	for i := 0; i < n; i++ {
-		f.ids[podName("etcd", i)] = uint64(0xa0 + i)
+		f.ids[planner.PodName("etcd", i)] = uint64(0xa0 + i)
 	}
-	f.leader = podName("etcd", leader)
+	f.leader = planner.PodName("etcd", leader)
 	return f
 }
 
@@ -571,7 +571,7 @@ func newFakeCluster(t *testing.T, n, leader int, updated ...int) *fakeCluster {
 			rev = newRev
 		}
 		objs = append(objs, &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: podName("etcd", i), Namespace: "db", UID: "pod-uid",
+			ObjectMeta: metav1.ObjectMeta{Name: planner.PodName("etcd", i), Namespace: "db", UID: "pod-uid",
 				Labels: map[string]string{appsv1.ControllerRevisionHashLabelKey: rev}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
 		})
@@ -659,7 +659,7 @@ func (c *fakeCluster) replacePod(p *corev1.Pod) {
 // anyPodNotReady says whether one of the StatefulSet's pods is not Ready.
 func (c *fakeCluster) anyPodNotReady() bool {
 	for i := 0; i < c.n; i++ {
-		obj, err := c.kube.Tracker().Get(podGVR, "db", podName("etcd", i))
+		obj, err := c.kube.Tracker().Get(podGVR, "db", planner.PodName("etcd", i))
 		if err != nil {
 			return true
 		}
@@ -752,7 +752,7 @@ func (c *fakeCluster) partition() int {
 func (c *fakeCluster) revisions() []string {
 	var out []string
 	for i := 0; i < c.n; i++ {
-		obj, err := c.kube.Tracker().Get(podGVR, "db", podName("etcd", i))
+		obj, err := c.kube.Tracker().Get(podGVR, "db", planner.PodName("etcd", i))
 		require.NoError(c.t, err)
 		out = append(out, obj.(*corev1.Pod).Labels[appsv1.ControllerRevisionHashLabelKey])
 	}

@@ -9,6 +9,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/statefulset"
 )
 
 // reconcileOnPatch makes a patch of the fake StatefulSet behave as on an API server with a StatefulSet
@@ -43,9 +46,9 @@ func (c *fakeCluster) reconcileOnPatch(action k8stesting.Action) (bool, runtime.
 			return true, nil, err
 		}
 	}
-	if patch, ok := action.(k8stesting.PatchActionImpl); ok && patch.PatchOptions.FieldManager == metav1PatchOptions.FieldManager {
+	if patch, ok := action.(k8stesting.PatchActionImpl); ok && patch.PatchOptions.FieldManager == statefulset.PatchOptions.FieldManager {
 		for i := 0; i < c.n; i++ {
-			c.reconcile(podName("etcd", i))
+			c.reconcile(planner.PodName("etcd", i))
 		}
 	}
 	return true, sts, nil

@@ -25,9 +25,9 @@ var gateChecksNamed = []string{
 // disruptionsNamed are the calls that take a member down, change etcd's membership or cross a point of no
 // return: each is made only by a function that asked the gate for a permit before it (permit, or
 // clearToDisrupt, which asks for one), or that was handed a gate.Permit.
-var disruptionsNamed = []string{"lowerPartition", "deleteMemberPod", "transferLeader", "MemberRemove", "MemberAddAsLearner", "MemberPromote",
-	// and the same writes as a procedure asks its engine for them
-	"LowerPartition", "MoveLeader", "DeleteOnAFreshLook", "DeleteReleased"}
+var disruptionsNamed = []string{"LowerPartition", "DeleteMemberPod", "transferLeader", "MemberRemove", "MemberAddAsLearner", "MemberPromote",
+	// and the writes a procedure asks its engine for
+	"MoveLeader", "DeleteOnAFreshLook", "DeleteReleased"}
 
 // askingTheGate are the calls that ask the gate for a permit: the run's own, and the procedures' through the
 // engine they are handed (replacement.Engine).
@@ -39,7 +39,7 @@ var procedureDirs = []string{"internal/procedure/replacement", "internal/procedu
 
 // writesUnderAPermit are the functions that send a disruption out: each takes the gate.Permit it goes out
 // under, and bounds its write to the permit's lease (Permit.Within), so a zero permit sends nothing.
-var writesUnderAPermit = []string{"lowerPartition", "deleteMemberPod", "transferLeader", "call"}
+var writesUnderAPermit = []string{"LowerPartition", "DeleteMemberPod", "transferLeader", "call"}
 
 // call is one call in a package's non-test code: the file and function it is in, the name called, and whether
 // the function asked the gate for a permit earlier in its body, or takes one.
@@ -165,7 +165,7 @@ func TestOnlyTheGateCallsTheChecks(t *testing.T) {
 // Every disruption is made under a permit of the gate's: a function that makes one asked for the permit before
 // it in its own body, or was handed it.
 func TestEveryDisruptionHoldsAPermit(t *testing.T) {
-	dirs := append([]string{"."}, procedureDirs...)
+	dirs := append([]string{".", "internal/statefulset"}, procedureDirs...)
 	for name, takes := range permitTakers(t, dirs...) {
 		if slices.Contains(writesUnderAPermit, name) {
 			assert.True(t, takes, "%s sends a disruption out without taking the gate.Permit it goes out under", name)

@@ -188,7 +188,7 @@ func (g *gateChecks) controller(ctx context.Context, req gate.Request) error {
 				return fmt.Errorf("not letting %s's pod go: %w", req.Pod, err)
 			}
 		}
-		if why := e.othersExposedBy(ctx, req.Ordinal, g.st.Replicas, g.st.UpdateRevision); why != "" {
+		if why := e.sts.OthersExposedBy(ctx, req.Ordinal, g.st.Replicas, g.st.UpdateRevision); why != "" {
 			e.emit(g.step, "not lowering the partition to %d: %s, so the controller would restart it too; looking again", req.Ordinal, why)
 			return holdAfter(ctx, e.pollEvery, "the partition lowered to %d would expose %s", req.Ordinal, why)
 		}
@@ -334,7 +334,7 @@ func (g *gateChecks) trustAhead(ctx context.Context) error {
 // template (not allowed, or gone) nothing is said.
 func (g *gateChecks) revertTrust(ctx context.Context, ordinal int) error {
 	r, st, to := g.r, g.st, g.revertTo
-	spec, err := r.e.revisionPodSpec(ctx, to)
+	spec, err := r.e.sts.RevisionPodSpec(ctx, to)
 	if err != nil {
 		return nil
 	}
@@ -440,4 +440,13 @@ func GatePreflight(c *corev1.Container, memberImages map[string]string, v2Member
 	g := &gateChecks{template: c, memberImages: memberImages, v2Members: v2Members}
 	_, err := gate.Check(context.Background(), g, gate.Request{Kind: gate.Preflight, Ordinal: -1})
 	return err
+}
+
+// refusedBy says which rule refused (0 when err is no refusal of the gate's).
+func refusedBy(err error) gate.Rule {
+	var refusal *gate.Refusal
+	if errors.As(err, &refusal) {
+		return refusal.Rule
+	}
+	return 0
 }

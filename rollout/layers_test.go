@@ -61,6 +61,21 @@ func TestLayersKeepToTheirImports(t *testing.T) {
 			allowed: append(plannerAndItsLeaves, module+"/rollout/internal/gate", module+"/rollout/internal/poll")},
 		{pkg: "./internal/procedure/revert", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/client-go", module + "/rollout"},
 			allowed: append(plannerAndItsLeaves, module+"/rollout/internal/gate")},
+		// What the engine holds and reads of Kubernetes, below it: the run's Lease, its cache of the StatefulSet
+		// and pods, the client TLS material the etcd container mounts. None knows etcd or the engine.
+		{pkg: "./internal/lease", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", module + "/rollout"},
+			allowed: []string{module + "/rollout/internal/kubeapi", module + "/rollout/internal/poll"}},
+		{pkg: "./internal/memberwatch", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", module + "/rollout"}},
+		{pkg: "./internal/tlsmaterial", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", module + "/rollout"},
+			allowed: []string{module + "/rollout/internal/podfile", module + "/rollout/internal/podpath"}},
+		// Whether a member stayed healthy, judged from the looks the gates hand it: no etcd, no API server.
+		{pkg: "./internal/health", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/client-go", module + "/rollout"},
+			allowed: append(plannerAndItsLeaves, module+"/rollout/internal/process")},
+		{pkg: "./internal/process", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/", module + "/rollout"}},
+		// The StatefulSet as the engine reads and writes it: Kubernetes, the gate's permit, no etcd.
+		{pkg: "./internal/statefulset", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", module + "/rollout"},
+			allowed: append(plannerAndItsLeaves, module+"/rollout/internal/gate", module+"/rollout/internal/health", module+"/rollout/internal/kubeapi",
+				module+"/rollout/internal/memberwatch", module+"/rollout/internal/poll", module+"/rollout/internal/process")},
 		{pkg: "./internal/memberlist", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/", module + "/rollout"}},
 		{pkg: "./internal/outage", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/", module + "/rollout"}},
 		{pkg: "./internal/replacerecord", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", module + "/rollout/memberdial", module + "/rollout/internal/member"}},
@@ -100,7 +115,7 @@ func TestOnlyMemberAccessTalksToEtcd(t *testing.T) {
 // A type's methods live in its type's file, or in files named <type>_<topic>.go when there are many
 // (docs/architecture.md): a newcomer finds Engine's in engine*.go and a run's steps in run*.go.
 func TestMethodsLiveInTheirTypesFiles(t *testing.T) {
-	for _, dir := range []string{".", "internal/planner", "internal/member", "internal/replace", "internal/replacerecord", "internal/durability", "memberdial", "../provider"} {
+	for _, dir := range []string{".", "internal/planner", "internal/health", "internal/lease", "internal/memberwatch", "internal/statefulset", "internal/member", "internal/replace", "internal/replacerecord", "internal/durability", "memberdial", "../provider"} {
 		t.Run(dir, func(t *testing.T) {
 			files := map[string]map[string]bool{} // receiver type: the files holding its methods
 			for _, m := range methodsIn(t, dir) {

@@ -2,12 +2,14 @@ package rollout
 
 import (
 	"errors"
+	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/tlsmaterial"
 )
 
 // problemOf is the reason of a failed call to a member (or to the API server about it), from the error's
@@ -38,6 +40,38 @@ func problemOf(err error) ProblemReason {
 }
 
 // TLSMaterialError is client TLS material the rollout cannot use, named by its files and never quoted.
-type TLSMaterialError struct{ msg string }
+type TLSMaterialError = tlsmaterial.Error
 
-func (e *TLSMaterialError) Error() string { return e.msg }
+// RBACHint ends every error that the API server refused for lack of permission. The API server's own message
+// already names the verb and the resource; what an operator also needs is where the full list of permissions
+// is, so one missing rule does not turn into a round of trial and error.
+const RBACHint = "the rollout's credentials lack a permission: deploy/rbac/role.yaml lists every one a rollout needs"
+
+// explainForbidden appends RBACHint to an error whose chain holds a refusal of the API server: a typed
+// Forbidden, a refused port-forward, or a member or gate whose problem is ProblemForbidden (a Forbidden that
+// reached a member's Problem as text keeps its reason beside it).
+func explainForbidden(err error) error {
+	var hinted *rbacHintError
+	if err == nil || errors.As(err, &hinted) || !forbidden(err) {
+		return err
+	}
+	return &rbacHintError{err: err}
+}
+
+func forbidden(err error) bool {
+	var (
+		forward *memberdial.ForwardForbiddenError
+		member  *MemberProblemError
+		gate    *GateTimeoutError
+	)
+	return apierrors.IsForbidden(err) || errors.As(err, &forward) ||
+		(errors.As(err, &member) && member.Reason == ProblemForbidden) ||
+		(errors.As(err, &gate) && gate.Reason == ProblemForbidden)
+}
+
+// rbacHintError is an error explained with RBACHint.
+type rbacHintError struct{ err error }
+
+func (e *rbacHintError) Error() string { return fmt.Sprintf("%v (%s)", e.err, RBACHint) }
+
+func (e *rbacHintError) Unwrap() error { return e.err }

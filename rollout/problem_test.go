@@ -27,7 +27,7 @@ func TestProblemOfReadsTheErrorsChain(t *testing.T) {
 		{"a Forbidden read", fmt.Errorf("reading pod: %w", forbidden), ProblemForbidden},
 		{"a refused port-forward", fmt.Errorf("status of etcd-0: %w", &memberdial.ForwardForbiddenError{Namespace: "db", Err: errors.New("x")}), ProblemForbidden},
 		{"a refused member certificate", fmt.Errorf("status of etcd-0: %w", &member.CertRefusedError{Refused: &member.MemberCertError{Member: "etcd-0"}, Timeout: context.DeadlineExceeded}), ProblemCertificateRefused},
-		{"client TLS material", fmt.Errorf("reading TLS material from pod etcd-0: %w", &TLSMaterialError{"tls caFile /ca holds no PEM certificate"}), ProblemTLSMaterial},
+		{"client TLS material", fmt.Errorf("reading TLS material from pod etcd-0: %w", &TLSMaterialError{Text: "tls caFile /ca holds no PEM certificate"}), ProblemTLSMaterial},
 		{"a look that never reached etcd", fmt.Errorf("status of etcd-0: %w: %w", member.ErrNoLook, member.ErrForwardEnded), ProblemUnreached},
 		{"a client port that refuses us", fmt.Errorf("status of etcd-0: %w", &member.ClientPortRefusedError{Cause: member.ErrForwardEnded}), ProblemRefusingClients},
 		{"no answer in time", fmt.Errorf("no answer in time (%w)", context.DeadlineExceeded), ProblemUnhealthy},

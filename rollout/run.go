@@ -81,7 +81,7 @@ type run struct {
 // takeBack stops counting a member the run had counted passed or rolled, in its result and (through a typed
 // event) in the status ConfigMap, and says why.
 func (r *run) takeBack(ordinal int, format string, args ...any) {
-	pod := podName(r.e.cfg.StatefulSet, ordinal)
+	pod := planner.PodName(r.e.cfg.StatefulSet, ordinal)
 	r.res.unreport(pod)
 	r.e.announce(Event{Kind: EventMemberTakenBack, Step: Step{Kind: StepWaitMember, Ordinal: ordinal}, Pod: pod}, format, args...)
 }
@@ -176,7 +176,7 @@ func (r *run) measureTermAtExit(ctx context.Context) {
 // in a slow crash loop, and answered the exit's look from its next process).
 func (r *run) restartedSinceAnUnprovenPass(ctx context.Context) {
 	for _, ordinal := range slices.Sorted(maps.Keys(r.unproven)) {
-		p, pod := r.unproven[ordinal], podName(r.e.cfg.StatefulSet, ordinal)
+		p, pod := r.unproven[ordinal], planner.PodName(r.e.cfg.StatefulSet, ordinal)
 		if !p.incarnation.Known() || !slices.Contains(r.res.MembersRolled, pod) {
 			continue
 		}
@@ -422,7 +422,7 @@ func (r *run) sawPass(ordinal int) bool {
 // sawDown hears of a member a gate's look found down by its own answer: one this run saw pass did not stay up,
 // and is not reported rolled unless a later look shows it back in the same process (measureTermAtExit).
 func (r *run) sawDown(pod string) {
-	if ordinal, ok := ordinalOf(r.e.cfg.StatefulSet, pod); ok {
+	if ordinal, ok := planner.OrdinalOf(r.e.cfg.StatefulSet, pod); ok {
 		if r.sawPass(ordinal) && r.downAfterPass != nil {
 			r.downAfterPass[pod] = true
 		}
@@ -456,10 +456,10 @@ func (r *run) withoutStaleViews(ctx context.Context, st ClusterState) ClusterSta
 	st.Members = append([]MemberState(nil), st.Members...)
 	for i, m := range st.Members {
 		p, ok := r.passed[m.Ordinal]
-		if !ok || m.Reachable || m.Unseen || !m.PodExists || p.witness.uid == "" || m.PodUID == p.witness.uid {
+		if !ok || m.Reachable || m.Unseen || !m.PodExists || p.witness.UID == "" || m.PodUID == p.witness.UID {
 			continue
 		}
-		if r.e.podAlive(ctx, m.Pod, p.witness.uid) {
+		if r.e.sts.PodAlive(ctx, m.Pod, p.witness.UID) {
 			st.Members[i].Unseen, st.Members[i].Reason = true, ProblemUnreached
 			st.Members[i].Problem = fmt.Sprintf("the cache shows %s on pod %s (%s) while the API server still has the pod that passed alive: a stale view",
 				m.Pod, m.PodUID, m.Problem)
@@ -546,7 +546,7 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 		if p, ok := r.passed[step.Ordinal]; ok && !st.Members[step.Ordinal].Reachable {
 			return r.holdUnseen(ctx, step.Ordinal, p, st.Members[step.Ordinal])
 		}
-		if why := e.podOffRevision(ctx, pod, st.UpdateRevision); why != "" {
+		if why := e.sts.PodOffRevision(ctx, pod, st.UpdateRevision); why != "" {
 			// The plan's look came from a watch that can lag: a pod someone else put back on the old revision
 			// would make this gate wait for a revision that never comes, and blame the revision (the schedule
 			// checker's seed 13629 of 100,000, with a lagging watch).
@@ -656,7 +656,7 @@ func (r *run) rollMember(ctx context.Context, st ClusterState, step Step, permit
 	r.rolledFrom[step.Ordinal] = st.Members[step.Ordinal].Image
 	// Conditional on the generation this run observed: a template written since would make the controller
 	// restart another member than the one planned.
-	gen, err := e.lowerPartition(ctx, permit, step.Ordinal, r.gen)
+	gen, err := e.sts.LowerPartition(ctx, permit, step.Ordinal, r.gen)
 	if err != nil {
 		return fmt.Errorf("rolling %s: %w", pod, err)
 	}
@@ -682,7 +682,7 @@ func (r *run) rollMember(ctx context.Context, st ClusterState, step Step, permit
 	}
 	e.announce(Event{Kind: EventMemberRecreated, Step: Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, Pod: pod},
 		"%s recreated at %s, partition locked again; waiting for it to be Ready, etcd healthy and caught up", pod, st.UpdateRevision)
-	oneLook := e.proven.has(st.UpdateRevision)
+	oneLook := e.proven.Has(st.UpdateRevision)
 	return r.gateRestarted(ctx, st, step.Ordinal, expectedSpec{Partition: st.Replicas, Generation: r.gen}, oneLook, start)
 }
 
@@ -734,7 +734,7 @@ func (r *run) lock(ctx context.Context, replicas int) error {
 	r.touched = true
 	wctx, cancel := r.e.lease.Within(ctx) // a lock landing after a takeover would break the new holder's roll
 	defer cancel()
-	gen, err := r.e.setPartition(wctx, replicas)
+	gen, err := r.e.sts.SetPartition(wctx, replicas)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/health"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/poll"
 )
 
@@ -28,22 +30,22 @@ type passedMember struct {
 	oneLook bool
 	// witness is the kubelet's account of its pod since it passed: a member no look reaches is held for
 	// only while its pod stays Ready, never restarted.
-	witness podWitness
+	witness health.PodWitness
 }
 
 // failed is the gate failure of a member that passed and then was seen not to stay up, with the kubelet's
 // account so far and whether the last look never reached its etcd (the peers' word, which onMemberFailure
 // weighs only for an unreached member whose pod was kept Ready).
 func (p *passedMember) failed(pod, seen string, unreached bool) *GateTimeoutError {
-	return &GateTimeoutError{Pod: pod, Gate: GateEtcdHealth, PassedAt: p.at, LastSeen: seen, PodStayedUp: p.witness.stayedUp(), Unreached: unreached}
+	return &GateTimeoutError{Pod: pod, Gate: GateEtcdHealth, PassedAt: p.at, LastSeen: seen, PodStayedUp: p.witness.StayedUp(), Unreached: unreached}
 }
 
 // newPassed records a member that passed its gates now, as pass says: its etcd process and its pod. A passage
 // whose pod nobody witnessed (etcd's word only) takes its witness from the pod now.
 func (r *run) newPassed(ctx context.Context, pod string, pass passage, oneLook bool) *passedMember {
 	p := &passedMember{at: time.Now(), incarnation: pass.incarnation, oneLook: oneLook, witness: pass.witness}
-	if !p.witness.seen {
-		r.e.witnessPod(ctx, pod, &p.witness)
+	if !p.witness.Seen {
+		r.e.sts.WitnessPod(ctx, pod, &p.witness)
 	}
 	delete(r.downAfterPass, pod) // passing again proves it again (withProven)
 	return p
@@ -121,23 +123,23 @@ func (r *run) lookAtPassed(ctx context.Context, withIncarnation bool) (holding b
 
 // stillUp is one cool-down look at a member that passed; see coolDown.
 func (r *run) stillUp(ctx context.Context, ordinal int, p *passedMember, withIncarnation bool) (holding bool, err error) {
-	pod := podName(r.e.cfg.StatefulSet, ordinal)
+	pod := planner.PodName(r.e.cfg.StatefulSet, ordinal)
 	l := r.e.stillAnswers(ctx, pod)
 	switch {
 	case ctx.Err() != nil:
 		return false, nil // the caller's wait reports the cancellation
-	case l.ok && (withIncarnation || !p.unseenSince.IsZero()):
+	case l.OK && (withIncarnation || !p.unseenSince.IsZero()):
 		return r.sameProcess(ctx, ordinal, p)
-	case l.ok:
+	case l.OK:
 		return false, nil
-	case l.noLook && p.incarnation.Known():
-		return r.unseen(ctx, ordinal, p, l.seen)
+	case l.NoLook && p.incarnation.Known():
+		return r.unseen(ctx, ordinal, p, l.Seen)
 	}
 	if forgot, err := r.replacedOrEnded(ctx, ordinal, p); forgot || err != nil {
 		return forgot, err
 	}
-	r.e.witnessPod(ctx, pod, &p.witness)
-	return false, p.failed(pod, l.seen+", during the cool-down", l.noLook)
+	r.e.sts.WitnessPod(ctx, pod, &p.witness)
+	return false, p.failed(pod, l.Seen+", during the cool-down", l.NoLook)
 }
 
 // sameProcess checks, for a member that answers, that the etcd process that passed still serves it.
@@ -145,17 +147,17 @@ func (r *run) sameProcess(ctx context.Context, ordinal int, p *passedMember) (ho
 	if !p.incarnation.Known() {
 		return false, nil
 	}
-	pod := podName(r.e.cfg.StatefulSet, ordinal)
+	pod := planner.PodName(r.e.cfg.StatefulSet, ordinal)
 	inc, err := r.e.etcd.Incarnation(ctx, pod)
 	switch {
 	case err != nil:
-		if l := r.e.stillAnswers(ctx, pod); !l.ok && !l.noLook && ctx.Err() == nil {
+		if l := r.e.stillAnswers(ctx, pod); !l.OK && !l.NoLook && ctx.Err() == nil {
 			// Down by its own answer right after it answered: a crash loop between two looks (the schedule
 			// checker's seed 5111 of 10,000: such a member was held for as unseen, then reported rolled).
 			if forgot, err := r.replacedOrEnded(ctx, ordinal, p); forgot || err != nil {
 				return forgot, err
 			}
-			return false, p.failed(pod, l.seen+", right after it answered, during the cool-down", false)
+			return false, p.failed(pod, l.Seen+", right after it answered, during the cool-down", false)
 		}
 		return r.unseen(ctx, ordinal, p, "answers, but its process start could not be read: "+err.Error())
 	case !inc.Same(p.incarnation):
@@ -176,12 +178,12 @@ func (r *run) sameProcess(ctx context.Context, ordinal int, p *passedMember) (ho
 // look reaches it, for at most the health timeout, the time any member has to show it is healthy.
 func (r *run) unseen(ctx context.Context, ordinal int, p *passedMember, seen string) (holding bool, err error) {
 	e := r.e
-	pod := podName(e.cfg.StatefulSet, ordinal)
-	if e.witnessPod(ctx, pod, &p.witness); p.witness.fell != "" {
+	pod := planner.PodName(e.cfg.StatefulSet, ordinal)
+	if e.sts.WitnessPod(ctx, pod, &p.witness); p.witness.Fell != "" {
 		if forgot, err := r.replacedOrEnded(ctx, ordinal, p); forgot || err != nil {
 			return forgot, err
 		}
-		return false, p.failed(pod, seen+"; and "+p.witness.fell, true)
+		return false, p.failed(pod, seen+"; and "+p.witness.Fell, true)
 	}
 	if p.unseenSince.IsZero() {
 		p.unseenSince = time.Now()
@@ -201,7 +203,7 @@ func (r *run) holdUnseen(ctx context.Context, ordinal int, p *passedMember, m Me
 		if forgot, err := r.replacedOrEnded(ctx, ordinal, p); forgot || err != nil {
 			return err // forgotten: looked at again, as what it is now
 		}
-		r.e.witnessPod(ctx, m.Pod, &p.witness)
+		r.e.sts.WitnessPod(ctx, m.Pod, &p.witness)
 		return p.failed(m.Pod, m.Problem, m.Unseen)
 	}
 	if _, err := r.unseen(ctx, ordinal, p, m.Problem); err != nil {

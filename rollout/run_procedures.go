@@ -1,8 +1,9 @@
 package rollout
 
-// The procedures below the engine (internal/procedure/...) decide their steps; a run drives each through the
-// small interface it asks for, which these adapters implement over the run: its looks, its gate, its lease and
-// its writes.
+// How a run asks the gate (internal/gate, judged in gatechecks.go) before each step that disrupts a member,
+// and how it drives the procedures below the engine (internal/procedure/...): each decides its steps and asks
+// through the small interface it declares, which the adapters here implement over the run: its looks, its
+// gate, its lease and its writes.
 
 import (
 	"context"
@@ -14,6 +15,31 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/procedure/replacement"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/replace"
 )
+
+// permit asks the gate whether the step of kind may disrupt its member, judged on st; g carries what the
+// kind needs besides (nil: nothing). The permit is recorded for the run's tests (Engine.permitted).
+func (r *run) permit(ctx context.Context, kind gate.Kind, st ClusterState, step Step, ordinal int, g *gateChecks) (gate.Permit, error) {
+	if g == nil {
+		g = &gateChecks{}
+	}
+	g.e, g.r, g.cfg, g.st, g.step = r.e, r, r.e.cfg, st, step
+	pod := ""
+	if ordinal >= 0 && ordinal < len(st.Members) {
+		pod = st.Members[ordinal].Pod
+	}
+	p, err := gate.Check(ctx, g, gate.Request{Kind: kind, Ordinal: ordinal, Pod: pod})
+	if err == nil && r.e.permitted != nil {
+		r.e.permitted(p)
+	}
+	return p, err
+}
+
+// startPermit runs the gate's Start sequence over the run's plan: the planner's word, the version path
+// before the first disruption, consents, the controller acting on the first step, and trust ahead.
+func (r *run) startPermit(ctx context.Context, st ClusterState, plan *Plan, planErr error) error {
+	_, err := r.permit(ctx, gate.Start, st, Step{}, -1, &gateChecks{plan: plan, planErr: planErr})
+	return err
+}
 
 // replaceMember replaces a member whose data dies with its pod (internal/procedure/replacement).
 func (r *run) replaceMember(ctx context.Context, st ClusterState, step Step) error {
@@ -57,7 +83,7 @@ func (p *replacing) DeleteReleased(ctx context.Context, st ClusterState, ordinal
 }
 
 func (p *replacing) LowerPartition(ctx context.Context, permit gate.Permit, ordinal int) error {
-	gen, err := p.r.e.lowerPartition(ctx, permit, ordinal, p.r.gen)
+	gen, err := p.r.e.sts.LowerPartition(ctx, permit, ordinal, p.r.gen)
 	if err == nil {
 		p.r.gen = gen
 	}

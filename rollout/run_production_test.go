@@ -2,7 +2,6 @@ package rollout
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -128,39 +127,10 @@ func TestCheckVersionPathsJudgesOnlyMembersStillToRoll(t *testing.T) {
 	require.ErrorIs(t, planner.CheckVersionPaths(st), ErrBlocked)
 }
 
-func TestWithoutManagerDropsOnlyTheEngineEntry(t *testing.T) {
-	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "42", ManagedFields: []metav1.ManagedFieldsEntry{
-		{Manager: "pulumi-kubernetes-1234", Operation: metav1.ManagedFieldsOperationApply},
-		{Manager: "etcd-rollout", Operation: metav1.ManagedFieldsOperationUpdate},
-		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status"},
-	}}}
-	patch, ok := withoutManager(sts, "etcd-rollout")
-	require.True(t, ok)
-	var ops []struct {
-		Op, Path string
-		Value    json.RawMessage
-	}
-	require.NoError(t, json.Unmarshal(patch, &ops))
-	require.Len(t, ops, 2)
-	assert.Equal(t, []string{"test", "/metadata/resourceVersion", `"42"`}, []string{ops[0].Op, ops[0].Path, string(ops[0].Value)})
-	assert.Equal(t, "replace", ops[1].Op)
-	assert.NotContains(t, string(ops[1].Value), "etcd-rollout")
-	assert.Contains(t, string(ops[1].Value), "pulumi-kubernetes-1234")
-	assert.Contains(t, string(ops[1].Value), "kube-controller-manager")
-
-	only := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "etcd-rollout"}}}}
-	patch, ok = withoutManager(only, "etcd-rollout")
-	require.True(t, ok)
-	assert.Contains(t, string(patch), `"value":[{}]`, "an empty list would leave managedFields alone")
-
-	_, ok = withoutManager(&appsv1.StatefulSet{}, "etcd-rollout")
-	assert.False(t, ok, "nothing to release")
-}
-
 // addPod creates the member pod the controller would, at rev.
 func (c *fakeCluster) addPod(ordinal int, rev string) {
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: podName("etcd", ordinal), Namespace: "db", UID: "pod-uid",
+		ObjectMeta: metav1.ObjectMeta{Name: planner.PodName("etcd", ordinal), Namespace: "db", UID: "pod-uid",
 			Labels: map[string]string{appsv1.ControllerRevisionHashLabelKey: rev}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
 	}
@@ -175,7 +145,7 @@ func (c *fakeCluster) setImages(members, template string) {
 	sts.Spec.Template.Spec.Containers = []corev1.Container{{Name: "etcd", Image: template}}
 	require.NoError(c.t, c.kube.Tracker().Update(stsGVR, sts, "db"))
 	for i := 0; i < c.n; i++ {
-		obj, err := c.kube.Tracker().Get(podGVR, "db", podName("etcd", i))
+		obj, err := c.kube.Tracker().Get(podGVR, "db", planner.PodName("etcd", i))
 		require.NoError(c.t, err)
 		pod := obj.(*corev1.Pod).DeepCopy()
 		pod.Spec.Containers = []corev1.Container{{Name: "etcd", Image: members}}
@@ -194,8 +164,8 @@ func TestRunDoesNotWaitOutWhatWaitingCannotFix(t *testing.T) {
 		{name: "pod read refused", err: fmt.Errorf("reading pod: %w", podsForbidden)},
 		{name: "port-forward refused", err: fmt.Errorf("port-forward to db/etcd-0 port 2379: %w", &memberdial.ForwardForbiddenError{Namespace: "db", Err: errors.New("upgrade failed: forbidden")})},
 		{name: "certificate refused", err: &member.CertRefusedError{Refused: &member.MemberCertError{Member: "etcd-0"}, Timeout: context.DeadlineExceeded}},
-		{name: "client key pair wrong", err: fmt.Errorf("reading TLS material: %w", &TLSMaterialError{"tls certFile /tls/client.crt and keyFile /tls/ca.crt do not form a valid key pair"})},
-		{name: "CA file without a certificate", err: fmt.Errorf("reading TLS material: %w", &TLSMaterialError{"tls caFile /tls/ca.crt holds no PEM certificate"})},
+		{name: "client key pair wrong", err: fmt.Errorf("reading TLS material: %w", &TLSMaterialError{Text: "tls certFile /tls/client.crt and keyFile /tls/ca.crt do not form a valid key pair"})},
+		{name: "CA file without a certificate", err: fmt.Errorf("reading TLS material: %w", &TLSMaterialError{Text: "tls caFile /tls/ca.crt holds no PEM certificate"})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -391,7 +361,7 @@ func TestARunOverPodsThatRemoveTheirOwnMemberNeedsConsent(t *testing.T) {
 		t.Run(fmt.Sprintf("accepted=%v", accepted), func(t *testing.T) {
 			c := newFakeCluster(t, 3, 0)
 			for i := range 3 {
-				obj, err := c.kube.Tracker().Get(podGVR, "db", podName("etcd", i))
+				obj, err := c.kube.Tracker().Get(podGVR, "db", planner.PodName("etcd", i))
 				require.NoError(t, err)
 				pod := obj.(*corev1.Pod).DeepCopy()
 				pod.Spec.Containers = []corev1.Container{{Name: "etcd", Lifecycle: hook}}

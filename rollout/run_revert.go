@@ -24,7 +24,7 @@ func (r *run) onMemberFailure(ctx context.Context, err error) error {
 		return err
 	}
 	e := r.e
-	ordinal, ok := ordinalOf(e.cfg.StatefulSet, gate.Pod)
+	ordinal, ok := planner.OrdinalOf(e.cfg.StatefulSet, gate.Pod)
 	if !ok {
 		return err
 	}
@@ -43,7 +43,7 @@ func (r *run) onMemberFailure(ctx context.Context, err error) error {
 		r.takeBack(ordinal, "%s is no longer counted passed: it did not stay up after it passed", gate.Pod)
 	}
 	delete(r.passed, ordinal)
-	e.proven.remove(r.startRev)
+	e.proven.Remove(r.startRev)
 	for i, p := range r.passed {
 		if p.oneLook {
 			delete(r.passed, i) // unproven again: it counts for no quorum a delete needs
@@ -189,7 +189,7 @@ func (r *run) deleteOnAFreshLook(ctx context.Context, decided ClusterState, ordi
 	if err != nil {
 		return err
 	}
-	return r.e.deleteMemberPod(ctx, permit, g.st.Members[ordinal].Pod, decided.Members[ordinal].PodUID)
+	return r.e.sts.DeleteMemberPod(ctx, permit, g.st.Members[ordinal].Pod, decided.Members[ordinal].PodUID)
 }
 
 // quorumOnAFreshLook says whether the members other than ordinal keep a quorum on a look taken right before
@@ -200,7 +200,7 @@ func (r *run) deleteOnAFreshLook(ctx context.Context, decided ClusterState, ordi
 func (r *run) quorumOnAFreshLook(ctx context.Context, ordinal int) error {
 	now, err := r.observe(ctx)
 	if err != nil {
-		return fmt.Errorf("observing right before restarting %s: %w", podName(r.e.cfg.StatefulSet, ordinal), err)
+		return fmt.Errorf("observing right before restarting %s: %w", planner.PodName(r.e.cfg.StatefulSet, ordinal), err)
 	}
 	now = r.provenInTheSameProcess(ctx, now, ordinal)
 	for _, o := range r.passedOrdinals() {

@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 )
 
 // A member that fails on the new revision is brought back on the old one, every other member untouched, and
@@ -201,7 +203,7 @@ func TestRunFixesForwardAMemberLeftDown(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newFakeCluster(t, 3, 0)
 			c.setPodRevision(t, tt.stuck, "etcd-broken")
-			c.etcd.stop(podName("etcd", tt.stuck))
+			c.etcd.stop(planner.PodName("etcd", tt.stuck))
 			var plan []string
 			res, err := c.engine(t, func(_ *Config, o *Options) {
 				o.OnEvent = func(ev Event) {
@@ -313,7 +315,7 @@ func (c *fakeCluster) withImages(t *testing.T, images map[string]string) {
 	sts.Spec.Template.Spec.Containers = []corev1.Container{{Name: "etcd", Image: images[sts.Status.UpdateRevision]}}
 	require.NoError(t, c.kube.Tracker().Update(stsGVR, sts, "db"))
 	for i := 0; i < c.n; i++ {
-		pobj, err := c.kube.Tracker().Get(podGVR, "db", podName("etcd", i))
+		pobj, err := c.kube.Tracker().Get(podGVR, "db", planner.PodName("etcd", i))
 		require.NoError(t, err)
 		p := pobj.(*corev1.Pod).DeepCopy()
 		p.Spec.Containers = []corev1.Container{{Name: "etcd", Image: images[p.Labels[appsv1.ControllerRevisionHashLabelKey]]}}
@@ -323,7 +325,7 @@ func (c *fakeCluster) withImages(t *testing.T, images map[string]string) {
 
 // relabelPod puts a running, Ready pod on revision rev.
 func (c *fakeCluster) relabelPod(t *testing.T, ordinal int, rev string) {
-	pobj, err := c.kube.Tracker().Get(podGVR, "db", podName("etcd", ordinal))
+	pobj, err := c.kube.Tracker().Get(podGVR, "db", planner.PodName("etcd", ordinal))
 	require.NoError(t, err)
 	p := pobj.(*corev1.Pod).DeepCopy()
 	p.Labels[appsv1.ControllerRevisionHashLabelKey] = rev
@@ -331,7 +333,7 @@ func (c *fakeCluster) relabelPod(t *testing.T, ordinal int, rev string) {
 }
 
 func (c *fakeCluster) setPodRevision(t *testing.T, ordinal int, rev string) {
-	pobj, err := c.kube.Tracker().Get(podGVR, "db", podName("etcd", ordinal))
+	pobj, err := c.kube.Tracker().Get(podGVR, "db", planner.PodName("etcd", ordinal))
 	require.NoError(t, err)
 	p := pobj.(*corev1.Pod).DeepCopy()
 	p.Labels[appsv1.ControllerRevisionHashLabelKey] = rev
@@ -506,7 +508,7 @@ func TestAStaleViewOfAMemberThatPassedFailsNothing(t *testing.T) {
 	assert.NoError(t, err, "the pod that passed is alive: a stale view")
 	assert.False(t, again)
 
-	r.passed[1].witness.uid = "a-pod-since-replaced" // the pod that passed is not the live one any more
+	r.passed[1].witness.UID = "a-pod-since-replaced" // the pod that passed is not the live one any more
 	again, err = r.refusedAfterPassing(context.Background(), r.withoutStaleViews(context.Background(), st))
 	assert.NoError(t, err, "someone else replaced the pod that passed: no failure of the revision")
 	assert.True(t, again, "the run looks again at what the member is now")

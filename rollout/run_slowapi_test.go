@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/health"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 )
@@ -63,7 +64,7 @@ func TestALoweringIsRefusedWhenTheAPIServerHasAnotherPodToUpdate(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.want == "", clear)
 			if tt.want != "" {
-				assert.Contains(t, r.e.othersExposedBy(context.Background(), 1, 3, newRev), tt.want)
+				assert.Contains(t, r.e.sts.OthersExposedBy(context.Background(), 1, 3, newRev), tt.want)
 			}
 		})
 	}
@@ -78,18 +79,18 @@ func TestAGatePassesOnlyOnAPodTheAPIServerStillHas(t *testing.T) {
 	live, err := c.kube.CoreV1().Pods("db").Get(context.Background(), "etcd-2", metav1.GetOptions{})
 	require.NoError(t, err)
 
-	broke, pending, err := e.confirmWitness(context.Background(), "etcd-2", &podWitness{uid: string(live.UID)})
+	broke, pending, err := e.sts.ConfirmWitness(context.Background(), "etcd-2", &health.PodWitness{UID: string(live.UID)})
 	assert.NoError(t, err)
 	assert.Empty(t, pending)
 	assert.Empty(t, broke)
 
-	_, _, err = e.confirmWitness(context.Background(), "etcd-2", &podWitness{uid: "a-pod-replaced-since"})
+	_, _, err = e.sts.ConfirmWitness(context.Background(), "etcd-2", &health.PodWitness{UID: "a-pod-replaced-since"})
 	assert.ErrorIs(t, err, ErrReplacedMidGate)
 
 	c.kube.PrependReactor("get", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewServiceUnavailable("away")
 	})
-	_, pending, err = e.confirmWitness(context.Background(), "etcd-2", &podWitness{uid: "a-pod-replaced-since"})
+	_, pending, err = e.sts.ConfirmWitness(context.Background(), "etcd-2", &health.PodWitness{UID: "a-pod-replaced-since"})
 	assert.NoError(t, err, "an unanswered read is no verdict")
 	assert.Contains(t, pending, "confirming its pod with the API server")
 }
@@ -103,9 +104,9 @@ func TestAGatePassesOnlyOnAContainerThatDidNotRestart(t *testing.T) {
 	e := c.engine(t, nil)
 	live, err := c.kube.CoreV1().Pods("db").Get(context.Background(), "etcd-2", metav1.GetOptions{})
 	require.NoError(t, err)
-	witness := &podWitness{seen: true, uid: string(live.UID), restarts: containerRestarts(live)}
+	witness := &health.PodWitness{Seen: true, UID: string(live.UID), Restarts: health.ContainerRestarts(live)}
 	c.containerRestarted("etcd-2")
-	broke, pending, err := e.confirmWitness(context.Background(), "etcd-2", witness)
+	broke, pending, err := e.sts.ConfirmWitness(context.Background(), "etcd-2", witness)
 	require.NoError(t, err)
 	assert.Empty(t, pending)
 	assert.Equal(t, "its container restarted (1 restarts, 0 before)", broke)

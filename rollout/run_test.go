@@ -24,6 +24,7 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/lease"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/lease/leasetest"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 )
 
 func TestRunRollsEveryMemberWithoutElections(t *testing.T) {
@@ -61,7 +62,7 @@ func TestRunRollsEveryMemberWithoutElections(t *testing.T) {
 				assert.Equal(t, uint64(want), res.TermAfter-res.TermBefore)
 				var order []string
 				for i := n - 1; i >= 0; i-- {
-					order = append(order, podName("etcd", i))
+					order = append(order, planner.PodName("etcd", i))
 				}
 				assert.Equal(t, order, res.MembersRolled)
 				assert.Equal(t, order, c.restarted)
@@ -366,7 +367,7 @@ func TestRunStopsWhenTheTemplateChangesMidRun(t *testing.T) {
 	// may already have acted on the stranger's template (it does when a pod is read at or above the partition).
 	assert.LessOrEqual(t, len(res.MembersRolled), 1)
 	for _, pod := range res.MembersRolled {
-		ordinal, _ := ordinalOf("etcd", pod)
+		ordinal, _ := planner.OrdinalOf("etcd", pod)
 		assert.Equal(t, newRev, c.revisions()[ordinal], "%s reported rolled", pod)
 	}
 	assert.Equal(t, 3, c.partition())
@@ -611,7 +612,7 @@ func TestAGatePassesOnlyOnThePodItSawReady(t *testing.T) {
 				replaced = true
 				require.NoError(t, c.recreate(k8stesting.NewDeleteAction(podGVR, "db", "etcd-2")))
 			case ev.Kind == EventMemberRolled || ev.Kind == EventMemberPassed:
-				ordinal, _ := ordinalOf("etcd", ev.Pod)
+				ordinal, _ := planner.OrdinalOf("etcd", ev.Pod)
 				passedAt = append(passedAt, ev.Pod+"@"+c.revisions()[ordinal])
 			}
 		}
@@ -658,8 +659,8 @@ func TestALeaderNoLookFindsIsNoVerdictOnTheMember(t *testing.T) {
 	st, err := e.Observe(context.Background())
 	require.NoError(t, err)
 	l := e.memberHealthy(context.Background(), st, 1)
-	assert.False(t, l.ok)
-	assert.True(t, l.noLook, "a look that did not reach the leader: %s", l.seen)
+	assert.False(t, l.OK)
+	assert.True(t, l.NoLook, "a look that did not reach the leader: %s", l.Seen)
 }
 
 // On the look a delete is judged on, a member the run saw pass that restarted since, or that refuses our
@@ -760,7 +761,7 @@ func TestAPodReplacedAsItsMemberPassesIsNoFailureOfTheMember(t *testing.T) {
 					time.AfterFunc(300*time.Millisecond, func() { c.etcd.revive("etcd-2") })
 					// The engine's own view has the new pod before it goes on, as a prompt watch would give it.
 					require.Eventually(t, func() bool {
-						p, err := e.readPod(context.Background(), "etcd-2")
+						p, err := e.sts.ReadPod(context.Background(), "etcd-2")
 						return err == nil && p.Labels[appsv1.ControllerRevisionHashLabelKey] == oldRev
 					}, 5*time.Second, time.Millisecond)
 				})

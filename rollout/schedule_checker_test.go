@@ -16,6 +16,7 @@ import (
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/lease"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 )
 
 // The schedule checks judge writes by the fakes' truth and hold a fault against an engine only once it could
@@ -252,7 +253,7 @@ func permitEverything(se *schedEngine, members int, until time.Time) {
 	se.permits = nil
 	for _, k := range gate.Kinds() {
 		for o := range members {
-			se.notePermit(gate.Permit{Kind: k, Ordinal: o, Pod: podName("etcd", o), LeaseUntil: until})
+			se.notePermit(gate.Permit{Kind: k, Ordinal: o, Pod: planner.PodName("etcd", o), LeaseUntil: until})
 		}
 	}
 }

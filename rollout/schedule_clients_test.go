@@ -18,6 +18,7 @@ import (
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 )
 
 // errOutage is what every request gets while the API server is away: transient, so the engine retries.
@@ -414,7 +415,7 @@ func passedIn(ev Event) (string, bool) {
 	if ev.Step.Kind != StepWaitMember {
 		return "", false
 	}
-	pod := podName("etcd", ev.Step.Ordinal)
+	pod := planner.PodName("etcd", ev.Step.Ordinal)
 	if ev.Message == pod+" healthy" || strings.HasPrefix(ev.Message, pod+" rolled in ") {
 		return pod, true
 	}

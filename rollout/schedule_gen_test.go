@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 )
 
 // A schedule is one randomized day in production for the executor: a starting state (members an earlier run
@@ -302,7 +304,7 @@ func (s schedule) String() string {
 func podNames(ordinals []int) []string {
 	out := make([]string, 0, len(ordinals))
 	for _, o := range ordinals {
-		out = append(out, podName("etcd", o))
+		out = append(out, planner.PodName("etcd", o))
 	}
 	return out
 }

@@ -11,6 +11,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 )
 
 // The checks below judge the engine by the fakes' truth: which member's etcd really is up, which revision
@@ -84,7 +85,7 @@ func (w *world) judgePartition(se *schedEngine, pre, post worldSnapshot) {
 			if i < 0 || pre.revs[i] == pre.updateRev {
 				continue
 			}
-			if pod := podName("etcd", i); i != post.partition && w.replacedUnknownTo(se, pod) {
+			if pod := planner.PodName("etcd", i); i != post.partition && w.replacedUnknownTo(se, pod) {
 				w.logf(se.name, "the lowering exposes %s too, whose pod someone else replaced after the run's last look at it: not judged", pod)
 				continue
 			}
@@ -115,7 +116,7 @@ func (w *world) replacedUnknownTo(se *schedEngine, pod string) bool {
 
 // judgeDelete judges a pod delete: a disruption of that member.
 func (w *world) judgeDelete(se *schedEngine, pre, post worldSnapshot, pod string) {
-	ordinal, ok := ordinalOf("etcd", pod)
+	ordinal, ok := planner.OrdinalOf("etcd", pod)
 	if !ok {
 		return
 	}
@@ -129,7 +130,7 @@ func (w *world) judgeMembership(se *schedEngine, pre worldSnapshot, what, target
 	post := pre
 	post.elections = w.electionsNow()
 	var targets []int
-	if ordinal, ok := ordinalOf("etcd", target); ok {
+	if ordinal, ok := planner.OrdinalOf("etcd", target); ok {
 		targets = []int{ordinal}
 		w.disrupted[target] = true
 		w.checkPermit(se, what, ordinal, sent, gate.RemoveMember)
@@ -152,7 +153,7 @@ func (w *world) judgeMoveLeader(se *schedEngine, pre worldSnapshot, to string, s
 	post := pre
 	post.elections = w.electionsNow()
 	what := fmt.Sprintf("moved the leader %s → %s", pre.leader, to)
-	if from, ok := ordinalOf("etcd", pre.leader); ok {
+	if from, ok := planner.OrdinalOf("etcd", pre.leader); ok {
 		w.checkPermit(se, what, from, sent, gate.MoveLeader)
 	}
 	w.disruption(se, pre, post, what, nil)
@@ -221,7 +222,7 @@ func (w *world) disruption(se *schedEngine, pre, post worldSnapshot, what string
 // checkOneAtATime is (a): no member is disrupted while another that our writes disrupted is not back healthy.
 func (w *world) checkOneAtATime(se *schedEngine, what string, isTarget map[int]bool) {
 	for _, pod := range sortedKeys(w.disrupted) {
-		ordinal, _ := ordinalOf("etcd", pod)
+		ordinal, _ := planner.OrdinalOf("etcd", pod)
 		if isTarget[ordinal] || w.healthy(pod) {
 			continue
 		}
@@ -239,7 +240,7 @@ func (w *world) checkQuorum(se *schedEngine, what string, isTarget map[int]bool)
 	}
 	up, blamed, voters := 0, []string{}, 0
 	for i := 0; i < w.s.Members; i++ {
-		pod := podName("etcd", i)
+		pod := planner.PodName("etcd", i)
 		if !w.votes(pod) {
 			continue // a removed member or a learner has no vote: the quorum is judged over the voters that exist
 		}
@@ -323,7 +324,7 @@ func (w *world) answerable(se *schedEngine, pod string) (bool, string) {
 		return true, fmt.Sprintf("%s restarted right after %s said it passed (at %s) and crash-loops since: a check of its process before the next disruption shows it",
 			pod, se.name, w.since(l.since))
 	}
-	ordinal, _ := ordinalOf("etcd", pod)
+	ordinal, _ := planner.OrdinalOf("etcd", pod)
 	onUpdateRev := w.revisionsNow()[ordinal] == w.stsNow().Status.UpdateRevision
 	passed, passedSince := se.passedAt[pod]
 	passedSince = passedSince && !passed.Before(l.since)
@@ -513,7 +514,7 @@ func (w *world) checkReportedMembers(se *schedEngine, res Result, post worldSnap
 			w.logf(se.name, "its report of %s is not judged: someone else replaced its pod after the run's last look at it", pod)
 			continue
 		}
-		ordinal, ok := ordinalOf("etcd", pod)
+		ordinal, ok := planner.OrdinalOf("etcd", pod)
 		if !ok || ordinal >= len(post.revs) {
 			continue
 		}

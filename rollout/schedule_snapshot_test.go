@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/snapshot"
 )
 
@@ -50,10 +51,10 @@ func (w *world) makeMinorUpgrade() {
 	w.f.clusterVersion, w.f.clusterVersionOnceAllRestarted = "3.5.0", "3.6.0"
 	w.f.serverVersions, w.f.storageVersions = map[string]string{}, map[string]string{}
 	for i := 0; i < w.s.Members; i++ {
-		w.f.serverVersions[podName("etcd", i)] = "3.5.35"
+		w.f.serverVersions[planner.PodName("etcd", i)] = "3.5.35"
 	}
 	for _, i := range w.s.Updated {
-		w.f.serverVersions[podName("etcd", i)], w.f.storageVersions[podName("etcd", i)] = "3.6.8", "3.5.0"
+		w.f.serverVersions[planner.PodName("etcd", i)], w.f.storageVersions[planner.PodName("etcd", i)] = "3.6.8", "3.5.0"
 	}
 	w.snapshotDir = w.t.TempDir()
 }

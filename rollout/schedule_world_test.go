@@ -18,6 +18,7 @@ import (
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/lease"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 )
 
 // The timings of every schedule: short, so that many schedules fit in a test run, and ordered so that the
@@ -290,7 +291,7 @@ func (w *world) fireAt(se *schedEngine, point injectionPoint, member string) {
 // apply makes one event happen; w.mu is held.
 func (w *world) apply(se *schedEngine, ev schedEvent, member string) {
 	w.loopsStale = true
-	pod := podName("etcd", ev.Pod)
+	pod := planner.PodName("etcd", ev.Pod)
 	switch ev.Kind {
 	case evTemplate:
 		w.touchedAll = w.touchedAll || ev.Bad
@@ -429,7 +430,7 @@ func (w *world) deleteByOther(pod string, lasting time.Duration) {
 	// our writes disrupted (seed 7402 of 10,000 held a member that a stranger's delete took down against a run
 	// that never touched it).
 	delete(w.disrupted, pod)
-	ordinal, _ := ordinalOf("etcd", pod)
+	ordinal, _ := planner.OrdinalOf("etcd", pod)
 	w.logf("world", "%s's pod deleted by someone else; recreated at %s", pod, w.revisionsNow()[ordinal])
 	w.crash(pod, lasting)
 }
@@ -441,7 +442,7 @@ func (w *world) startCrashLoop() {
 	w.f.mu.Lock()
 	defer w.f.mu.Unlock()
 	for i, r := range w.revisionsNow() {
-		pod := podName("etcd", i)
+		pod := planner.PodName("etcd", i)
 		if r == rev && !w.f.down[pod] {
 			w.f.crashStart[pod] = time.Now()
 			w.loops[pod] = crashLoop{since: w.now()}
@@ -499,7 +500,7 @@ func (w *world) syncLoops() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i, rev := range revs {
-		pod := podName("etcd", i)
+		pod := planner.PodName("etcd", i)
 		_, looping := f.crashStart[pod]
 		restarted := f.incarnations[pod] != w.lastInc[pod]
 		switch {
@@ -577,7 +578,7 @@ func (w *world) stsNow() *appsv1.StatefulSet {
 func (w *world) revisionsNow() []string {
 	out := make([]string, w.s.Members)
 	for i := range out {
-		if obj, err := w.c.kube.Tracker().Get(podGVR, "db", podName("etcd", i)); err == nil {
+		if obj, err := w.c.kube.Tracker().Get(podGVR, "db", planner.PodName("etcd", i)); err == nil {
 			out[i] = obj.(*corev1.Pod).Labels[appsv1.ControllerRevisionHashLabelKey]
 		}
 	}

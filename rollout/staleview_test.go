@@ -21,6 +21,7 @@ import (
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/lease"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/lease/leasetest"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 )
 
 // The tests of this file start from a view the engine cannot trust whole: a member an earlier run left
@@ -357,7 +358,7 @@ func (c *fakeCluster) setPodManagement(t *testing.T, policy appsv1.PodManagement
 }
 
 func (c *fakeCluster) setPodReady(t *testing.T, ordinal int, ready bool) {
-	obj, err := c.kube.Tracker().Get(podGVR, "db", podName("etcd", ordinal))
+	obj, err := c.kube.Tracker().Get(podGVR, "db", planner.PodName("etcd", ordinal))
 	require.NoError(t, err)
 	p := obj.(*corev1.Pod).DeepCopy()
 	status := corev1.ConditionFalse

@@ -2,67 +2,26 @@ package member
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/process"
 )
 
 // incarnationMetric is the start time of the etcd process, in Unix seconds, from the process collector that
 // every etcd registers on /metrics (3.4 to 3.6): it changes exactly when the member restarts.
 const incarnationMetric = "process_start_time_seconds"
 
-// Incarnation is one etcd process of a member, named by the start time it reports on /metrics (by the
-// member's node clock). Two incarnations are compared only with each other (Same), never with our clock, so
-// clock skew cannot fool the comparison. The zero Incarnation is "etcd did not say".
-type Incarnation struct{ started time.Time }
+// Incarnation is one etcd process of a member (internal/process, so that what judges a member's health reads
+// it without etcd's client).
+type Incarnation = process.Incarnation
 
 // IncarnationStartedAt is the incarnation of a process that reports started as its start time.
-func IncarnationStartedAt(started time.Time) Incarnation { return Incarnation{started: started.UTC()} }
-
-// Known says etcd named its process.
-func (i Incarnation) Known() bool { return !i.started.IsZero() }
-
-// StartedAt is the process start the member reported.
-func (i Incarnation) StartedAt() time.Time { return i.started }
-
-// String is the start time, to the 10 ms the kernel counts a start in; "unknown" for the zero Incarnation.
-func (i Incarnation) String() string {
-	if !i.Known() {
-		return "unknown"
-	}
-	return i.started.Format("2006-01-02T15:04:05.00Z")
-}
-
-// name is String for a known incarnation, and "" otherwise (MemberTiming.Process).
-func (i Incarnation) Name() string {
-	if !i.Known() {
-		return ""
-	}
-	return i.String()
-}
-
-// bootTimeJitter is how far one process's reported start moves between reads without a restart. Linux
-// reports a start as the boot time, in whole seconds, plus the clock ticks since boot, and re-derives that
-// boot time (wall clock less uptime) on every read, so it is off by a second now and then
-// (prometheus/client_golang#289): the fresh-clone CI saw one etcd started at 00:22:56.95 and then 00:22:57.95.
-const bootTimeJitter = time.Second
-
-// Same says whether i and other name one etcd process: the same start, or starts a whole bootTimeJitter
-// apart to the tick (the ticks since boot do not move; only the boot time does). A restart exactly a whole
-// second after the last start is taken for the same process: only a member whose gate is one healthy look can
-// restart that soon after it started, and a crash loop that fast shows in the kubelet's restart count.
-func (i Incarnation) Same(other Incarnation) bool {
-	if !i.Known() || !other.Known() {
-		return false
-	}
-	const halfTick = 5 * time.Millisecond
-	d := i.started.Sub(other.started).Abs()
-	return d < halfTick || (d-bootTimeJitter).Abs() < halfTick
-}
+func IncarnationStartedAt(started time.Time) Incarnation { return process.StartedAt(started) }
 
 // scanIncarnation finds incarnationMetric's value in a Prometheus text page.
 func scanIncarnation(page io.Reader) (Incarnation, error) {
@@ -83,9 +42,8 @@ func scanIncarnation(page io.Reader) (Incarnation, error) {
 	return Incarnation{}, fmt.Errorf("/metrics has no %s (an etcd without the process collector): %w", incarnationMetric, ErrNoIncarnation)
 }
 
-// ErrNoIncarnation is wrapped when etcd answered but does not name its process: a lasting property of that
-// etcd, unlike a read that failed, which says nothing of which process serves.
-var ErrNoIncarnation = errors.New("restarts between looks cannot be seen")
+// ErrNoIncarnation is wrapped when etcd answered but does not name its process (process.ErrUnnamed).
+var ErrNoIncarnation = process.ErrUnnamed
 
 // activePeersMetric is the rafthttp gauge each etcd keeps per peer (labels Local and Remote, member IDs in
 // hex): 1 while its Raft streams to that peer are connected, 0 once a message to it failed.

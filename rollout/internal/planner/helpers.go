@@ -2,6 +2,8 @@ package planner
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -24,4 +26,17 @@ func Plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// PodName is the pod of a StatefulSet's member by its ordinal.
+func PodName(sts string, ordinal int) string { return sts + "-" + strconv.Itoa(ordinal) }
+
+// OrdinalOf reads the ordinal from a member pod's name.
+func OrdinalOf(sts, pod string) (int, bool) {
+	rest, ok := strings.CutPrefix(pod, sts+"-")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	return n, err == nil && n >= 0
 }

@@ -1,4 +1,6 @@
-package rollout
+// Package memberwatch keeps a StatefulSet and its pods in an informer cache while a run holds the lease, so
+// that the engine's gates read them without an API request each and wake the moment a pod changes.
+package memberwatch
 
 import (
 	"context"
@@ -17,7 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// memberWatch keeps the StatefulSet and its pods in an informer cache while a run holds the lease.
+// Watch keeps the StatefulSet and its pods in an informer cache while a run holds the lease.
 //
 // Why: a gate used to GET the StatefulSet and the pod every poll, and the port-forward dialer GET the pod
 // behind every etcd call; a 3-member rollout made some 190 API requests, most of them these reads, and the
@@ -29,7 +31,7 @@ import (
 // list or watch is refused (an older Role grants only get), or while it is suspect (a list or watch failed,
 // or a stream ended, and no new stream has delivered since). A cache also lags the engine's own writes; the
 // readers in engine_watchreads.go deal with that.
-type memberWatch struct {
+type Watch struct {
 	kube      kubernetes.Interface
 	namespace string
 	sts       string
@@ -47,18 +49,19 @@ type memberWatch struct {
 	refused  error
 	reported bool
 	// suspect is set when a list or watch failed or a watch stream ended (an API server restart): until a
-	// stream delivers again the cache may be behind, and readers GET instead (memberwatch_stream.go).
+	// stream delivers again the cache may be behind, and readers GET instead (watch_stream.go).
 	suspect bool
 }
 
-func newMemberWatch(kube kubernetes.Interface, namespace, sts string) *memberWatch {
-	return &memberWatch{kube: kube, namespace: namespace, sts: sts, changed: make(chan struct{})}
+// New is a watch of StatefulSet sts in namespace and its pods; Start begins it.
+func New(kube kubernetes.Interface, namespace, sts string) *Watch {
+	return &Watch{kube: kube, namespace: namespace, sts: sts, changed: make(chan struct{})}
 }
 
-// start begins watching the StatefulSet (by name) and its pods (by the StatefulSet's pod selector, which
+// Start begins watching the StatefulSet (by name) and its pods (by the StatefulSet's pod selector, which
 // the API server keeps immutable). Only the first call does anything; it returns at once, and the cache is
 // used once it has synced.
-func (w *memberWatch) start(sts *appsv1.StatefulSet) {
+func (w *Watch) Start(sts *appsv1.StatefulSet) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.started || sts == nil {
@@ -108,7 +111,7 @@ func (w *memberWatch) start(sts *appsv1.StatefulSet) {
 }
 
 // notify wakes every waiter.
-func (w *memberWatch) notify() {
+func (w *Watch) notify() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	close(w.changed)
@@ -118,7 +121,7 @@ func (w *memberWatch) notify() {
 // failed hears every list or watch error. A refusal is final: the watch stops and readers GET from then
 // on. Anything else (the API server away) makes the cache suspect until a stream delivers again; the
 // reflector re-lists or re-watches by itself.
-func (w *memberWatch) failed(_ *cache.Reflector, err error) {
+func (w *Watch) failed(_ *cache.Reflector, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
@@ -131,29 +134,29 @@ func (w *memberWatch) failed(_ *cache.Reflector, err error) {
 	w.suspect = true
 }
 
-// changes is closed at the next event.
-func (w *memberWatch) changes() <-chan struct{} {
+// Changes is closed at the next event.
+func (w *Watch) Changes() <-chan struct{} {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.changed
 }
 
 // usable says the cache may be read: synced, not refused, not suspect. Called with mu held.
-func (w *memberWatch) usable() bool {
+func (w *Watch) usable() bool {
 	return w.started && w.refused == nil && !w.suspect && w.stsInf.HasSynced() && w.podInf.HasSynced()
 }
 
-// ready says the cache may be read now.
-func (w *memberWatch) ready() bool {
+// Ready says the cache may be read now.
+func (w *Watch) Ready() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.usable()
 }
 
-// statefulSet is the cached StatefulSet once the cache has seen at least generation minGen (the engine's
+// StatefulSet is the cached StatefulSet once the cache has seen at least generation minGen (the engine's
 // own last write). ok is false when the cache cannot answer that: not usable, behind, or without the
 // StatefulSet (the caller's GET then says whether it is really gone).
-func (w *memberWatch) statefulSet(minGen int64) (sts *appsv1.StatefulSet, ok bool) {
+func (w *Watch) StatefulSet(minGen int64) (sts *appsv1.StatefulSet, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.usable() {
@@ -167,7 +170,7 @@ func (w *memberWatch) statefulSet(minGen int64) (sts *appsv1.StatefulSet, ok boo
 }
 
 // cachedStatefulSet reads the store. Called with mu held.
-func (w *memberWatch) cachedStatefulSet() (*appsv1.StatefulSet, bool) {
+func (w *Watch) cachedStatefulSet() (*appsv1.StatefulSet, bool) {
 	obj, exists, err := w.stsInf.GetStore().GetByKey(w.namespace + "/" + w.sts)
 	if err != nil || !exists {
 		return nil, false
@@ -176,10 +179,10 @@ func (w *memberWatch) cachedStatefulSet() (*appsv1.StatefulSet, bool) {
 	return sts, ok
 }
 
-// pod is the cached pod; exists is false when the cache knows it does not exist. ok is false when the
+// Pod is the cached pod; exists is false when the cache knows it does not exist. ok is false when the
 // cache cannot say: not usable, or the StatefulSet is not the one whose selector the pods are watched by
 // (deleted and created again).
-func (w *memberWatch) pod(name string) (pod *corev1.Pod, exists, ok bool) {
+func (w *Watch) Pod(name string) (pod *corev1.Pod, exists, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.usable() {
@@ -199,18 +202,18 @@ func (w *memberWatch) pod(name string) (pod *corev1.Pod, exists, ok bool) {
 	return pod, isPod, isPod
 }
 
-// lookupPod is the port-forward dialer's view of a pod (memberdial.WithPodLookup): found only when the cache
+// LookupPod is the port-forward dialer's view of a pod (memberdial.WithPodLookup): found only when the cache
 // can say and the pod exists.
-func (w *memberWatch) lookupPod(namespace, name string) (*corev1.Pod, bool) {
+func (w *Watch) LookupPod(namespace, name string) (*corev1.Pod, bool) {
 	if namespace != w.namespace {
 		return nil, false
 	}
-	pod, exists, ok := w.pod(name)
+	pod, exists, ok := w.Pod(name)
 	return pod, ok && exists
 }
 
-// refusal returns, once, why the API server refused the watch: the engine says so in its progress.
-func (w *memberWatch) refusal() error {
+// Refusal returns, once, why the API server refused the watch: the engine says so in its progress.
+func (w *Watch) Refusal() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.refused == nil || w.reported {
@@ -220,8 +223,8 @@ func (w *memberWatch) refusal() error {
 	return w.refused
 }
 
-// close stops the informers; a closed watch is never started again.
-func (w *memberWatch) close() {
+// Close stops the informers; a closed watch is never started again.
+func (w *Watch) Close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.refused == nil {

@@ -1,4 +1,4 @@
-package rollout
+package tlsmaterial
 
 import (
 	"context"
@@ -82,10 +82,10 @@ func TestClientTLSFromSecret(t *testing.T) {
 		Data: map[string][]byte{"ca.crt": cert, "client.crt": cert, "client.key": key}})
 	pod := tlsPod([]corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "etcd-tls"}}}},
 		[]corev1.VolumeMount{{Name: "tls", MountPath: "/var/lib/etcd-tls"}})
-	read := podFileReader(kube, nil, pod)
-	files := TLSFiles{CAFile: "/var/lib/etcd-tls/ca.crt", CertFile: "/var/lib/etcd-tls/client.crt", KeyFile: "/var/lib/etcd-tls/client.key"}
+	read := PodFileReader(kube, nil, pod)
+	files := Files{CAFile: "/var/lib/etcd-tls/ca.crt", CertFile: "/var/lib/etcd-tls/client.crt", KeyFile: "/var/lib/etcd-tls/client.key"}
 
-	cfg, err := clientTLS(context.Background(), read, files)
+	cfg, err := ClientTLS(context.Background(), read, files)
 	require.NoError(t, err)
 	assert.Len(t, cfg.Certificates, 1)
 	assert.NotNil(t, cfg.RootCAs)
@@ -94,7 +94,7 @@ func TestClientTLSFromSecret(t *testing.T) {
 	t.Run("a missing key names the file and the secret, never the material", func(t *testing.T) {
 		bad := files
 		bad.KeyFile = "/var/lib/etcd-tls/missing.key"
-		_, err := clientTLS(context.Background(), read, bad)
+		_, err := ClientTLS(context.Background(), read, bad)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), `tls keyFile: reading /var/lib/etcd-tls/missing.key: no such key in db/Secret etcd-tls (key "missing.key")`)
 		assert.NotContains(t, err.Error(), string(key[:40]))
@@ -103,14 +103,14 @@ func TestClientTLSFromSecret(t *testing.T) {
 		otherCert, _ := selfSigned(t)
 		kube := fake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "etcd-tls", Namespace: "db"},
 			Data: map[string][]byte{"ca.crt": cert, "client.crt": otherCert, "client.key": key}})
-		_, err := clientTLS(context.Background(), podFileReader(kube, nil, pod), files)
+		_, err := ClientTLS(context.Background(), PodFileReader(kube, nil, pod), files)
 		require.Error(t, err)
 		assert.Equal(t, "tls certFile /var/lib/etcd-tls/client.crt and keyFile /var/lib/etcd-tls/client.key do not form a valid key pair", err.Error())
 	})
 	t.Run("a file outside every mount is named", func(t *testing.T) {
 		bad := files
 		bad.CAFile = "/etc/ssl/ca.crt"
-		_, err := clientTLS(context.Background(), read, bad)
+		_, err := ClientTLS(context.Background(), read, bad)
 		assert.EqualError(t, err, "tls caFile: /etc/ssl/ca.crt is not under any volume mounted in pod etcd-0")
 	})
 }

@@ -1,4 +1,7 @@
-package rollout
+// Package tlsmaterial reads the client TLS files the etcd container mounts (from the Secret behind their
+// volume, or by exec into the pod) and makes the engine's client TLS settings of them. The material stays in
+// memory; it is never logged or persisted.
+package tlsmaterial
 
 import (
 	"bytes"
@@ -21,23 +24,23 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/podpath"
 )
 
-// fileReader reads one file as the etcd container sees it. Implementations hold what they read in memory
+// FileReader reads one file as the etcd container sees it. Implementations hold what they read in memory
 // only; errors name the path, never the content.
-type fileReader func(ctx context.Context, file string) ([]byte, error)
+type FileReader func(ctx context.Context, file string) ([]byte, error)
 
-// podFileReader reads files mounted in a pod: from the Secret or ConfigMap behind the volume when there is one
+// PodFileReader reads files mounted in a pod: from the Secret or ConfigMap behind the volume when there is one
 // (no exec needed, and only `get` in RBAC), else by running `cat` in the container that mounts it.
-func podFileReader(kube kubernetes.Interface, cfg *rest.Config, pod *corev1.Pod) fileReader {
+func PodFileReader(kube kubernetes.Interface, cfg *rest.Config, pod *corev1.Pod) FileReader {
 	files := podfile.NewReader(kube, pod.Namespace, nil)
 	return func(ctx context.Context, file string) ([]byte, error) {
 		c, ok := containerWithMount(pod, file)
 		if !ok {
-			return nil, &TLSMaterialError{fmt.Sprintf("%s is not under any volume mounted in pod %s", file, pod.Name)}
+			return nil, &Error{fmt.Sprintf("%s is not under any volume mounted in pod %s", file, pod.Name)}
 		}
 		data, _, err := files.Read(ctx, &pod.Spec, c, file)
 		switch {
 		case errors.Is(err, podfile.ErrNoSuchKey):
-			return nil, &TLSMaterialError{err.Error()}
+			return nil, &Error{err.Error()}
 		case errors.Is(err, podfile.ErrNotReadable) && cfg != nil:
 			return execCat(ctx, kube, cfg, pod, c.Name, file)
 		case errors.Is(err, podfile.ErrNotReadable):
@@ -90,8 +93,8 @@ func execCat(ctx context.Context, kube kubernetes.Interface, cfg *rest.Config, p
 	return out.Bytes(), nil
 }
 
-// clientTLS builds the client TLS settings from the three files. The server name is set per member later.
-func clientTLS(ctx context.Context, read fileReader, files TLSFiles) (*tls.Config, error) {
+// ClientTLS builds the client TLS settings from the three files. The server name is set per member later.
+func ClientTLS(ctx context.Context, read FileReader, files Files) (*tls.Config, error) {
 	ca, err := read(ctx, files.CAFile)
 	if err != nil {
 		return nil, fmt.Errorf("tls caFile: %w", err)
@@ -106,12 +109,24 @@ func clientTLS(ctx context.Context, read fileReader, files TLSFiles) (*tls.Confi
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(ca) {
-		return nil, &TLSMaterialError{fmt.Sprintf("tls caFile %s holds no PEM certificate", files.CAFile)}
+		return nil, &Error{fmt.Sprintf("tls caFile %s holds no PEM certificate", files.CAFile)}
 	}
 	pair, err := tls.X509KeyPair(cert, key)
 	if err != nil {
 		// The parse error never quotes the material, but say only which files to keep it that way.
-		return nil, &TLSMaterialError{"tls certFile " + files.CertFile + " and keyFile " + files.KeyFile + " do not form a valid key pair"}
+		return nil, &Error{"tls certFile " + files.CertFile + " and keyFile " + files.KeyFile + " do not form a valid key pair"}
 	}
 	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
 }
+
+// Files names the client certificate files as they are mounted inside the etcd container.
+type Files struct {
+	CAFile   string
+	CertFile string
+	KeyFile  string
+}
+
+// Error is client TLS material the rollout cannot use, named by its files and never quoted.
+type Error struct{ Text string }
+
+func (e *Error) Error() string { return e.Text }

@@ -1,4 +1,4 @@
-package rollout
+package memberwatch
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // off for up to 30 s, and tells nobody; meanwhile the cache keeps what it had, and a run reading it would
 // take a StatefulSet changed during the outage for the one it last saw. So from the moment a stream ends
 // until a new one delivers something (an event or a bookmark), the cache is suspect and readers GET.
-func (w *memberWatch) listWatch(list func(context.Context, metav1.ListOptions) (runtime.Object, error),
+func (w *Watch) listWatch(list func(context.Context, metav1.ListOptions) (runtime.Object, error),
 	open func(context.Context, metav1.ListOptions) (watch.Interface, error)) cache.ListerWatcher {
 	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: list,
@@ -30,7 +30,7 @@ func (w *memberWatch) listWatch(list func(context.Context, metav1.ListOptions) (
 	}, w.kube)
 }
 
-// trackedStream passes a watch stream through, telling the memberWatch when items flow and when it ends.
+// trackedStream passes a watch stream through, telling the Watch when items flow and when it ends.
 type trackedStream struct {
 	in   watch.Interface
 	out  chan watch.Event
@@ -38,7 +38,7 @@ type trackedStream struct {
 	once sync.Once
 }
 
-func (w *memberWatch) track(in watch.Interface) watch.Interface {
+func (w *Watch) track(in watch.Interface) watch.Interface {
 	t := &trackedStream{in: in, out: make(chan watch.Event), stop: make(chan struct{})}
 	go func() {
 		defer close(t.out)
@@ -65,14 +65,14 @@ func (t *trackedStream) Stop() {
 }
 
 // streamEnded makes the cache suspect: what happens before the next stream delivers may be missed.
-func (w *memberWatch) streamEnded() {
+func (w *Watch) streamEnded() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.suspect = true
 }
 
 // streamFlowing clears suspicion: a stream delivers again, and the API server sends what was missed first.
-func (w *memberWatch) streamFlowing() {
+func (w *Watch) streamFlowing() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.suspect = false

@@ -1,4 +1,4 @@
-package rollout
+package statefulset
 
 import (
 	"context"
@@ -9,15 +9,16 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/health"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/kubeapi"
 )
 
 // The pods the engine looks at and deletes itself, outside the StatefulSet controller.
 
-// deleteMemberPod deletes the member's pod with the given UID, and only that one (a UID precondition): a pod
+// DeleteMemberPod deletes the member's pod with the given UID, and only that one (a UID precondition): a pod
 // the controller has already replaced is left alone. Gone already is fine. It is a disruption like any other,
 // made only with the gate's DeletePod permit (run.deleteOnAFreshLook), within the lease that permit confirmed.
-func (e *Engine) deleteMemberPod(ctx context.Context, permit gate.Permit, pod, uid string) error {
+func (h *Handle) DeleteMemberPod(ctx context.Context, permit gate.Permit, pod, uid string) error {
 	opts := metav1.DeleteOptions{}
 	if uid != "" {
 		u := types.UID(uid)
@@ -26,42 +27,42 @@ func (e *Engine) deleteMemberPod(ctx context.Context, permit gate.Permit, pod, u
 	wctx, cancel := permit.Within(ctx)
 	defer cancel()
 	err := kubeapi.WithRetry(wctx, func(ctx context.Context) error {
-		return e.kube.CoreV1().Pods(e.cfg.Namespace).Delete(ctx, pod, opts)
+		return h.Kube.CoreV1().Pods(h.Namespace).Delete(ctx, pod, opts)
 	})
 	if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
 	}
-	return fmt.Errorf("deleting pod %s/%s: %w", e.cfg.Namespace, pod, err)
+	return fmt.Errorf("deleting pod %s/%s: %w", h.Namespace, pod, err)
 }
 
-// rewitness takes one more reading of a member's pod in a gate. A pod that is going or gone is
+// Rewitness takes one more reading of a member's pod in a gate. A pod that is going or gone is
 // ErrReplacedMidGate, once the API server confirms it (a watch cache may serve a stale pod): whatever answers
 // behind the name now is another pod. A container that restarted or went not Ready broke the member's healthy
 // stretch (broke says how), and the witness starts again from the pod as it is now.
-func (e *Engine) rewitness(ctx context.Context, pod string, w *podWitness) (broke string, err error) {
+func (h *Handle) Rewitness(ctx context.Context, pod string, w *health.PodWitness) (broke string, err error) {
 	before := *w
-	e.witnessPod(ctx, pod, w)
+	h.WitnessPod(ctx, pod, w)
 	switch {
-	case w.gone && e.podAlive(ctx, pod, before.uid):
+	case w.Gone && h.PodAlive(ctx, pod, before.UID):
 		*w = before // the cache's view was stale: nothing to say of the pod this time
-	case w.gone:
-		return "", fmt.Errorf("%w: %s: %s (pod %s at the start of the gate)", ErrReplacedMidGate, pod, w.fell, before.uid)
-	case w.fell != "":
-		broke, *w = w.fell, podWitness{}
-		e.witnessPod(ctx, pod, w)
+	case w.Gone:
+		return "", fmt.Errorf("%w: %s: %s (pod %s at the start of the gate)", ErrReplacedMidGate, pod, w.Fell, before.UID)
+	case w.Fell != "":
+		broke, *w = w.Fell, health.PodWitness{}
+		h.WitnessPod(ctx, pod, w)
 	}
 	return broke, nil
 }
 
-// podAlive says the API server, asked directly, has pod with uid, not terminating.
-func (e *Engine) podAlive(ctx context.Context, pod, uid string) bool {
-	alive, _ := e.podAliveAsked(ctx, pod, uid)
+// PodAlive says the API server, asked directly, has pod with uid, not terminating.
+func (h *Handle) PodAlive(ctx context.Context, pod, uid string) bool {
+	alive, _ := h.PodAliveAsked(ctx, pod, uid)
 	return alive
 }
 
-// podAliveAsked is podAlive with the API server's failure to say (err; a pod it does not have is an answer).
-func (e *Engine) podAliveAsked(ctx context.Context, pod, uid string) (alive bool, err error) {
-	p, err := e.kube.CoreV1().Pods(e.cfg.Namespace).Get(ctx, pod, metav1.GetOptions{})
+// PodAliveAsked is PodAlive with the API server's failure to say (err; a pod it does not have is an answer).
+func (h *Handle) PodAliveAsked(ctx context.Context, pod, uid string) (alive bool, err error) {
+	p, err := h.Kube.CoreV1().Pods(h.Namespace).Get(ctx, pod, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil
@@ -71,7 +72,7 @@ func (e *Engine) podAliveAsked(ctx context.Context, pod, uid string) (alive bool
 	return string(p.UID) == uid && p.DeletionTimestamp == nil, nil
 }
 
-// confirmWitness asks the API server, not the watch, whether the pod a gate is about to pass on is still the
+// ConfirmWitness asks the API server, not the watch, whether the pod a gate is about to pass on is still the
 // one it witnessed, its containers never restarted: the watch can lag by seconds, and a pod replaced just
 // before the pass (back on the old revision, with the partition locked) would prove the new revision with a
 // process that never ran it (the schedule checker's seed 788 with a lagging watch). A pod that is gone is
@@ -79,31 +80,31 @@ func (e *Engine) podAliveAsked(ctx context.Context, pod, uid string) (alive bool
 // kubelet's: etcd's process start time cannot tell a restart exactly a second after the last start from
 // its own jitter (review 3, item 11), but the kubelet counts every restart. A read that fails is no verdict
 // (pending: the gate looks again).
-func (e *Engine) confirmWitness(ctx context.Context, pod string, w *podWitness) (broke, pending string, err error) {
-	if w.uid == "" {
+func (h *Handle) ConfirmWitness(ctx context.Context, pod string, w *health.PodWitness) (broke, pending string, err error) {
+	if w.UID == "" {
 		return "", "", nil
 	}
-	p, err := e.kube.CoreV1().Pods(e.cfg.Namespace).Get(ctx, pod, metav1.GetOptions{})
+	p, err := h.Kube.CoreV1().Pods(h.Namespace).Get(ctx, pod, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return "", "confirming its pod with the API server: " + err.Error(), nil
-	case string(p.UID) == w.uid && p.DeletionTimestamp == nil:
-		if n := containerRestarts(p); n > w.restarts {
-			return fmt.Sprintf("its container restarted (%d restarts, %d before)", n, w.restarts), "", nil
+	case string(p.UID) == w.UID && p.DeletionTimestamp == nil:
+		if n := health.ContainerRestarts(p); n > w.Restarts {
+			return fmt.Sprintf("its container restarted (%d restarts, %d before)", n, w.Restarts), "", nil
 		}
 		return "", "", nil
 	}
-	return "", "", fmt.Errorf("%w: %s: the API server no longer has pod %s alive, which the gate saw Ready", ErrReplacedMidGate, pod, w.uid)
+	return "", "", fmt.Errorf("%w: %s: the API server no longer has pod %s alive, which the gate saw Ready", ErrReplacedMidGate, pod, w.UID)
 }
 
-// witnessPod gives w the member's pod as the engine's watch has it now; a read that fails is no reading.
-func (e *Engine) witnessPod(ctx context.Context, pod string, w *podWitness) {
-	p, err := e.readPod(ctx, pod)
+// WitnessPod gives w the member's pod as the engine's watch has it now; a read that fails is no reading.
+func (h *Handle) WitnessPod(ctx context.Context, pod string, w *health.PodWitness) {
+	p, err := h.ReadPod(ctx, pod)
 	switch {
 	case apierrors.IsNotFound(err):
-		w.observe(nil)
+		w.Observe(nil)
 	case err == nil:
-		w.observe(p)
+		w.Observe(p)
 	}
 }

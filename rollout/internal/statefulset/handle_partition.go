@@ -1,4 +1,4 @@
-package rollout
+package statefulset
 
 import (
 	"context"
@@ -12,36 +12,37 @@ import (
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/kubeapi"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 )
 
-// metav1PatchOptions names the engine as the field manager of its partition writes, which is how another run
+// PatchOptions names the engine as the field manager of its partition writes, which is how another run
 // or a person tells them from their own in managedFields (InterferenceError.Writer).
-var metav1PatchOptions = metav1.PatchOptions{FieldManager: "etcd-rollout"}
+var PatchOptions = metav1.PatchOptions{FieldManager: "etcd-rollout"}
 
-// setPartition writes spec.updateStrategy.rollingUpdate.partition and returns the StatefulSet's new
+// SetPartition writes spec.updateStrategy.rollingUpdate.partition and returns the StatefulSet's new
 // generation, which the executor then expects to see unchanged until its own next write.
-func (e *Engine) setPartition(ctx context.Context, partition int) (int64, error) {
+func (h *Handle) SetPartition(ctx context.Context, partition int) (int64, error) {
 	patch := fmt.Sprintf(`{"spec":{"updateStrategy":{"type":"RollingUpdate","rollingUpdate":{"partition":%d}}}}`, partition)
 	var written *appsv1.StatefulSet
 	// The patch is idempotent, so it is safe to repeat while the API server is briefly away.
 	err := kubeapi.WithRetry(ctx, func(ctx context.Context) (err error) {
-		written, err = e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Patch(ctx, e.cfg.StatefulSet, types.MergePatchType, []byte(patch), metav1PatchOptions)
+		written, err = h.Kube.AppsV1().StatefulSets(h.Namespace).Patch(ctx, h.Name, types.MergePatchType, []byte(patch), PatchOptions)
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("setting partition of %s/%s to %d: %w", e.cfg.Namespace, e.cfg.StatefulSet, partition, err)
+		return 0, fmt.Errorf("setting partition of %s/%s to %d: %w", h.Namespace, h.Name, partition, err)
 	}
-	e.wroteGeneration.Store(written.Generation)
-	e.releaseFieldOwnership(ctx, written)
+	h.wrote.Store(written.Generation)
+	h.releaseFieldOwnership(ctx, written)
 	return written.Generation, nil
 }
 
-// lowerPartition writes partition only if the StatefulSet is still at generation, the one this run observed
+// LowerPartition writes partition only if the StatefulSet is still at generation, the one this run observed
 // and planned from: a template (or any spec) written by someone else between that observation and this write
 // would make the controller restart the highest outdated member at once, which is where the run may just have
 // parked the leader. A failed precondition is interference (ErrInterference, naming the writer from
 // managedFields); nothing was written then. Locking never needs this: partition = replicas is always safe.
-func (e *Engine) lowerPartition(ctx context.Context, permit gate.Permit, partition int, generation int64) (int64, error) {
+func (h *Handle) LowerPartition(ctx context.Context, permit gate.Permit, partition int, generation int64) (int64, error) {
 	patch, err := json.Marshal([]map[string]any{
 		{"op": "test", "path": "/metadata/generation", "value": generation},
 		{"op": "replace", "path": "/spec/updateStrategy/rollingUpdate/partition", "value": partition},
@@ -53,14 +54,14 @@ func (e *Engine) lowerPartition(ctx context.Context, permit gate.Permit, partiti
 	wctx, cancel := permit.Within(ctx)
 	defer cancel()
 	err = kubeapi.WithRetry(wctx, func(ctx context.Context) (err error) {
-		written, err = e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Patch(ctx, e.cfg.StatefulSet, types.JSONPatchType, patch, metav1PatchOptions)
+		written, err = h.Kube.AppsV1().StatefulSets(h.Namespace).Patch(ctx, h.Name, types.JSONPatchType, patch, PatchOptions)
 		return err
 	})
 	if err != nil {
-		return e.lowerRefused(ctx, partition, generation, err)
+		return h.lowerRefused(ctx, partition, generation, err)
 	}
-	e.wroteGeneration.Store(written.Generation)
-	e.releaseFieldOwnership(ctx, written)
+	h.wrote.Store(written.Generation)
+	h.releaseFieldOwnership(ctx, written)
 	return written.Generation, nil
 }
 
@@ -68,33 +69,32 @@ func (e *Engine) lowerPartition(ctx context.Context, permit gate.Permit, partiti
 // wrote its spec: interference), or this very write went through and only its answer was lost (a retry then
 // fails the test against the generation it bumped itself: one generation on, at the partition it asked
 // for), or the write failed for another reason.
-func (e *Engine) lowerRefused(ctx context.Context, partition int, generation int64, writeErr error) (int64, error) {
+func (h *Handle) lowerRefused(ctx context.Context, partition int, generation int64, writeErr error) (int64, error) {
 	var sts *appsv1.StatefulSet
 	if err := kubeapi.WithRetry(ctx, func(ctx context.Context) (err error) {
-		sts, err = e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Get(ctx, e.cfg.StatefulSet, metav1.GetOptions{})
+		sts, err = h.Kube.AppsV1().StatefulSets(h.Namespace).Get(ctx, h.Name, metav1.GetOptions{})
 		return err
 	}); err != nil {
-		return 0, fmt.Errorf("lowering the partition of %s/%s to %d: %w (and reading it back: %v)", e.cfg.Namespace, e.cfg.StatefulSet, partition, writeErr, err)
+		return 0, fmt.Errorf("lowering the partition of %s/%s to %d: %w (and reading it back: %v)", h.Namespace, h.Name, partition, writeErr, err)
 	}
-	now := stsState(sts)
 	switch {
 	case sts.Generation == generation:
-		return 0, fmt.Errorf("lowering the partition of %s/%s to %d: %w", e.cfg.Namespace, e.cfg.StatefulSet, partition, writeErr)
-	case sts.Generation == generation+1 && now.Partition == partition:
-		e.wroteGeneration.Store(sts.Generation)
+		return 0, fmt.Errorf("lowering the partition of %s/%s to %d: %w", h.Namespace, h.Name, partition, writeErr)
+	case sts.Generation == generation+1 && Partition(sts) == partition:
+		h.wrote.Store(sts.Generation)
 		return sts.Generation, nil
 	}
-	return 0, &InterferenceError{Generation: sts.Generation, Expected: generation, Writer: lastSpecWriter(sts),
+	return 0, &InterferenceError{Generation: sts.Generation, Expected: generation, Writer: LastSpecWriter(sts),
 		Action: fmt.Sprintf("lowering the partition to %d", partition)}
 }
 
-// lastSpecWriter names the field manager that wrote the StatefulSet's spec last, by its managedFields (status
+// LastSpecWriter names the field manager that wrote the StatefulSet's spec last, by its managedFields (status
 // writes by the controller and the engine's own do not count); "" when none says.
-func lastSpecWriter(sts *appsv1.StatefulSet) string {
+func LastSpecWriter(sts *appsv1.StatefulSet) string {
 	var latest *metav1.ManagedFieldsEntry
 	for i := range sts.ManagedFields {
 		m := &sts.ManagedFields[i]
-		if m.Subresource != "" || m.Time == nil || m.Manager == metav1PatchOptions.FieldManager {
+		if m.Subresource != "" || m.Time == nil || m.Manager == PatchOptions.FieldManager {
 			continue
 		}
 		if latest == nil || !m.Time.Before(latest.Time) {
@@ -122,27 +122,27 @@ func lastSpecWriter(sts *appsv1.StatefulSet) string {
 //
 // It is best effort: a failure leaves the claim, which is what every run did before this existed, and the
 // next write tries again.
-func (e *Engine) releaseFieldOwnership(ctx context.Context, sts *appsv1.StatefulSet) {
+func (h *Handle) releaseFieldOwnership(ctx context.Context, sts *appsv1.StatefulSet) {
 	for attempt := 0; attempt < 5 && sts != nil; attempt++ {
-		patch, ok := withoutManager(sts, metav1PatchOptions.FieldManager)
+		patch, ok := WithoutManager(sts, PatchOptions.FieldManager)
 		if !ok {
 			return
 		}
-		_, err := e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Patch(ctx, e.cfg.StatefulSet, types.JSONPatchType, patch, metav1.PatchOptions{})
+		_, err := h.Kube.AppsV1().StatefulSets(h.Namespace).Patch(ctx, h.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
 		if err == nil || apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || ctx.Err() != nil {
 			return // done, or an error a retry will not fix (the next partition write tries again)
 		}
 		// Most likely the resourceVersion test failed (the controller wrote status meanwhile): read the
 		// StatefulSet again and retry.
-		if sts, err = e.kube.AppsV1().StatefulSets(e.cfg.Namespace).Get(ctx, e.cfg.StatefulSet, metav1.GetOptions{}); err != nil {
+		if sts, err = h.Kube.AppsV1().StatefulSets(h.Namespace).Get(ctx, h.Name, metav1.GetOptions{}); err != nil {
 			return
 		}
 	}
 }
 
-// withoutManager is a JSON patch that replaces the object's managedFields with every entry but manager's,
+// WithoutManager is a JSON patch that replaces the object's managedFields with every entry but manager's,
 // conditional on the resourceVersion it was computed from; ok is false when manager owns nothing.
-func withoutManager(sts *appsv1.StatefulSet, manager string) (patch []byte, ok bool) {
+func WithoutManager(sts *appsv1.StatefulSet, manager string) (patch []byte, ok bool) {
 	kept := make([]metav1.ManagedFieldsEntry, 0, len(sts.ManagedFields))
 	for _, m := range sts.ManagedFields {
 		if m.Manager == manager {
@@ -166,25 +166,25 @@ func withoutManager(sts *appsv1.StatefulSet, manager string) (patch []byte, ok b
 	return patch, err == nil
 }
 
-// othersExposedBy says which pod above ordinal lowering the partition to ordinal would also hand to the
+// OthersExposedBy says which pod above ordinal lowering the partition to ordinal would also hand to the
 // controller ("" when none): one not at updateRevision, terminating or missing, by the API server's own
 // word. The run's looks come from its watch, which can lag the API server by seconds, and a pod someone else
 // replaced onto the old revision meanwhile would be restarted beside the member planned (the schedule
 // checker's seeds 603, 2570 and 4802 with a lagging watch: etcd-4, replaced by someone else after it passed,
 // went down again with etcd-3). A pod that cannot be read is said too: the run looks again either way.
-func (e *Engine) othersExposedBy(ctx context.Context, ordinal, replicas int, updateRevision string) string {
+func (h *Handle) OthersExposedBy(ctx context.Context, ordinal, replicas int, updateRevision string) string {
 	for o := ordinal + 1; o < replicas; o++ {
-		if why := e.podOffRevision(ctx, podName(e.cfg.StatefulSet, o), updateRevision); why != "" {
+		if why := h.PodOffRevision(ctx, planner.PodName(h.Name, o), updateRevision); why != "" {
 			return why
 		}
 	}
 	return ""
 }
 
-// podOffRevision says, by the API server's own word, how pod is not a live pod at rev ("" when it is): gone,
+// PodOffRevision says, by the API server's own word, how pod is not a live pod at rev ("" when it is): gone,
 // terminating, at another revision, or not readable.
-func (e *Engine) podOffRevision(ctx context.Context, pod, rev string) string {
-	p, err := e.kube.CoreV1().Pods(e.cfg.Namespace).Get(ctx, pod, metav1.GetOptions{})
+func (h *Handle) PodOffRevision(ctx context.Context, pod, rev string) string {
+	p, err := h.Kube.CoreV1().Pods(h.Namespace).Get(ctx, pod, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return pod + " has no pod"

@@ -1,4 +1,4 @@
-package rollout
+package health
 
 import (
 	"testing"
@@ -41,12 +41,12 @@ func TestPodWitness(t *testing.T) {
 		{name: "the first fall is kept", readings: []*corev1.Pod{pod("a", true, t0, 0), pod("a", true, t0, 1), nil}, fell: "its container restarted (1 restarts, 0 before)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			w := &podWitness{}
+			w := &PodWitness{}
 			for _, p := range tt.readings {
-				w.observe(p)
+				w.Observe(p)
 			}
-			assert.Equal(t, tt.stayedUp, w.stayedUp())
-			assert.Equal(t, tt.fell, w.fell)
+			assert.Equal(t, tt.stayedUp, w.StayedUp())
+			assert.Equal(t, tt.fell, w.Fell)
 		})
 	}
 }
