@@ -21,6 +21,7 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/lease"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/memberwatch"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/progress"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/statefulset"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/tlsmaterial"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/memberdial"
@@ -75,7 +76,7 @@ type Engine struct {
 	// proven are the revisions a member held healthy on for stableFor (see provenRevisions).
 	proven health.ProvenRevisions
 	lease  *lease.Lease
-	status *statusPublisher
+	status *progress.Publisher
 	// records keeps the replacements in flight (members whose data dies with their pod), across runs.
 	records *replacerecord.Store
 	// podFiles reads files the pods mount from Secrets and ConfigMaps: etcd's configuration file, where the
@@ -156,7 +157,7 @@ func New(cfg Config, opts Options) (*Engine, error) {
 		d = 15 * time.Second
 	}
 	e.lease = &lease.Lease{Kube: e.kube, Namespace: cfg.Namespace, Name: lease.Name(cfg.StatefulSet), Holder: cfg.Holder, Duration: d}
-	e.status = newStatusPublisher(e.kube, cfg, e.lease)
+	e.status = progress.NewPublisher(e.kube, cfg.Namespace, cfg.StatefulSet, cfg.Holder, cfg.TemplateVersion, e.lease)
 	e.records = replacerecord.New(e.kube, cfg.Namespace, cfg.StatefulSet, kubeapi.WithRetry)
 	e.podFiles = podfile.NewReader(e.kube, cfg.Namespace, kubeapi.WithRetry)
 	// A takeover waits a whole lease duration before anything happens: say why, so nobody thinks it hangs.
@@ -172,7 +173,7 @@ func (e *Engine) Config() Config { return e.cfg }
 
 // Close releases member connections and port-forwards, and stops the watch.
 func (e *Engine) Close() error {
-	e.status.stop()
+	e.status.Stop()
 	e.watch.Close()
 	err := e.etcd.Close()
 	if e.ownDialer {
@@ -243,7 +244,7 @@ func (e *Engine) emit(step Step, format string, args ...any) {
 // callback; emit is announce of an EventProgress.
 func (e *Engine) announce(ev Event, format string, args ...any) {
 	ev.Time, ev.Message = time.Now(), fmt.Sprintf(format, args...)
-	e.status.observe(ev)
+	e.status.Observe(ev)
 	if e.onEvent != nil {
 		e.onEvent(ev)
 	}
@@ -395,3 +396,48 @@ func (m *trustCostMeter) total() TrustCheckCost {
 	defer m.mu.Unlock()
 	return m.sum
 }
+
+// etcdAccess is everything the engine asks of etcd. Every call names the member (pod) it goes through,
+// because etcd answers Status for the member that serves it and MoveLeader only on the leader.
+type etcdAccess interface {
+	Status(ctx context.Context, pod string) (member.Status, error)
+	MemberList(ctx context.Context, pod string) ([]member.Info, error)
+	// MoveLeader must be sent to the current leader; to is the transferee's member ID.
+	MoveLeader(ctx context.Context, leaderPod string, to uint64) error
+	// LinearizableRead is a quorum read served through pod: it passes only when pod can reach a leader
+	// that can still commit, which is what "healthy" means for etcd.
+	LinearizableRead(ctx context.Context, pod string) error
+	// ClusterVersion is the version the cluster runs at, as pod reports it ("3.6.0").
+	ClusterVersion(ctx context.Context, pod string) (string, error)
+	// Downgrade calls etcd's downgrade API through pod with a target minor ("3.5") and returns the cluster
+	// version etcd answers with.
+	Downgrade(ctx context.Context, pod string, action member.DowngradeAction, version string) (string, error)
+	// Incarnation names the etcd process serving pod (its start time): one not Same as before means it
+	// restarted.
+	Incarnation(ctx context.Context, pod string) (Incarnation, error)
+	// MemberRemove, MemberAddAsLearner and MemberPromote change etcd's membership through pod, a member that
+	// answers (a replacement: issue 32). etcd's answers that say a change landed already, or cannot yet, come
+	// back typed (member.ErrMemberNotFound, ErrPeerURLExists, ErrNotLearner, ErrLearnerNotReady,
+	// ErrClusterNotReadyForChange, ErrTooManyLearners).
+	MemberRemove(ctx context.Context, pod string, id uint64) error
+	MemberAddAsLearner(ctx context.Context, pod, peerURL string) (member.Info, error)
+	MemberPromote(ctx context.Context, pod string, id uint64) error
+	// Snapshot streams a point-in-time snapshot of pod's data to consume (etcd's bbolt file and its sha256),
+	// ending the stream when consume returns.
+	Snapshot(ctx context.Context, pod string, consume func(member.SnapshotStream) error) error
+	// ActivePeers is the set of member IDs pod's Raft transport is connected to, by pod's own word.
+	ActivePeers(ctx context.Context, pod string) (map[uint64]bool, error)
+	// Forget closes every connection to the member. The engine calls it right before the member restarts:
+	// an etcd that still has client connections open can outlive its SIGTERM until the grace period ends
+	// and it is killed (seen with plain-HTTP members), which would slow every restart to the grace period.
+	Forget(pod string)
+	Close() error
+}
+
+// Incarnation names one etcd process of a member (its start time, from the member's /metrics): a member whose
+// incarnation is not Same as when it passed has restarted since. Result.Members reports it by name.
+type Incarnation = member.Incarnation
+
+// memberCallTimeout bounds each etcd call made while observing, so a member that is down costs seconds,
+// not the caller's whole deadline.
+const memberCallTimeout = 3 * time.Second

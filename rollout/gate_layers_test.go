@@ -35,7 +35,7 @@ var askingTheGate = []string{"permit", "clearToDisrupt", "Permit", "ClearToDisru
 
 // procedureDirs are the procedures below the engine: each asks the gate through its engine before every
 // disruption, and none calls a check itself.
-var procedureDirs = []string{"internal/procedure/replacement", "internal/procedure/revert"}
+var procedureDirs = []string{"internal/procedure/replacement", "internal/procedure/restart", "internal/procedure/revert"}
 
 // writesUnderAPermit are the functions that send a disruption out: each takes the gate.Permit it goes out
 // under, and bounds its write to the permit's lease (Permit.Within), so a zero permit sends nothing.

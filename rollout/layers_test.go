@@ -59,6 +59,8 @@ func TestLayersKeepToTheirImports(t *testing.T) {
 		// types and asks the gate; it reaches neither etcd, nor the API server, nor the checks (gate_layers_test.go).
 		{pkg: "./internal/procedure/replacement", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/client-go", module + "/rollout"},
 			allowed: append(plannerAndItsLeaves, module+"/rollout/internal/gate", module+"/rollout/internal/poll")},
+		{pkg: "./internal/procedure/restart", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/client-go", module + "/rollout"},
+			allowed: append(plannerAndItsLeaves, module+"/rollout/internal/gate")},
 		{pkg: "./internal/procedure/revert", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/client-go", module + "/rollout"},
 			allowed: append(plannerAndItsLeaves, module+"/rollout/internal/gate")},
 		// What the engine holds and reads of Kubernetes, below it: the run's Lease, its cache of the StatefulSet
@@ -76,6 +78,10 @@ func TestLayersKeepToTheirImports(t *testing.T) {
 		{pkg: "./internal/statefulset", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", module + "/rollout"},
 			allowed: append(plannerAndItsLeaves, module+"/rollout/internal/gate", module+"/rollout/internal/health", module+"/rollout/internal/kubeapi",
 				module+"/rollout/internal/memberwatch", module+"/rollout/internal/poll", module+"/rollout/internal/process")},
+		// What a rollout tells while it runs: its events and the status ConfigMap; no etcd, no engine.
+		{pkg: "./internal/progress", forbidden: []string{"github.com/pulumi/", "go.etcd.io/etcd/client", "go.etcd.io/etcd/server", module + "/rollout"},
+			allowed: append(plannerAndItsLeaves, module+"/rollout/internal/lease", module+"/rollout/internal/kubeapi", module+"/rollout/internal/poll",
+				module+"/rollout/internal/snapshot")},
 		{pkg: "./internal/memberlist", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/", module + "/rollout"}},
 		{pkg: "./internal/outage", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/", module + "/rollout"}},
 		{pkg: "./internal/replacerecord", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", module + "/rollout/memberdial", module + "/rollout/internal/member"}},
@@ -115,7 +121,7 @@ func TestOnlyMemberAccessTalksToEtcd(t *testing.T) {
 // A type's methods live in its type's file, or in files named <type>_<topic>.go when there are many
 // (docs/architecture.md): a newcomer finds Engine's in engine*.go and a run's steps in run*.go.
 func TestMethodsLiveInTheirTypesFiles(t *testing.T) {
-	for _, dir := range []string{".", "internal/planner", "internal/health", "internal/lease", "internal/memberwatch", "internal/statefulset", "internal/member", "internal/replace", "internal/replacerecord", "internal/durability", "memberdial", "../provider"} {
+	for _, dir := range []string{".", "internal/planner", "internal/health", "internal/lease", "internal/memberwatch", "internal/statefulset", "internal/progress", "internal/member", "internal/replace", "internal/replacerecord", "internal/durability", "memberdial", "../provider"} {
 		t.Run(dir, func(t *testing.T) {
 			files := map[string]map[string]bool{} // receiver type: the files holding its methods
 			for _, m := range methodsIn(t, dir) {

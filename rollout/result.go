@@ -45,19 +45,6 @@ func (r Result) Summary() string {
 	return line
 }
 
-// String says what the restart of the only member cost, in the summary's words.
-func (o WriteOutage) String() string {
-	elections := "its election not read"
-	if o.Elections >= 0 {
-		elections = planner.Plural(o.Elections, "election", "elections") + " of its own"
-	}
-	if !o.Back {
-		return fmt.Sprintf("write outage of %s, the only member: %s so far, not back when the run stopped measuring", o.Pod, o.Duration.Round(10*time.Millisecond))
-	}
-	return fmt.Sprintf("write outage of %s, the only member (accepted): %s, to within %s; %s", o.Pod,
-		o.Duration.Round(10*time.Millisecond), o.Precision, elections)
-}
-
 // FailureOutcome says what became of a failed member, from a Failure's RevertedTo and RevertError, in the
 // words the CLI summary and the next preview use.
 func FailureOutcome(revertedTo, revertError string) string {

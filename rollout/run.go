@@ -15,6 +15,7 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/lease"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/poll"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/procedure/restart"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/procedure/revert"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/trustcheck"
 )
@@ -526,17 +527,16 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 			return err
 		}
 	case StepLowerPartition:
-		permit, clear, err := r.clearToDisrupt(ctx, st, step)
-		if err != nil || !clear {
-			return err
-		}
-		if err := r.rollMember(ctx, st, step, permit); err != nil {
-			if errors.Is(err, ErrReplacedMidGate) {
+		cleared, err := restart.Restart(ctx, &restarting{r: r}, st, step)
+		if err != nil {
+			if cleared && errors.Is(err, ErrReplacedMidGate) {
 				return r.lookAgain(ctx, step, err)
 			}
 			return err
 		}
-		r.cooldownDue, r.retries = true, 0
+		if cleared {
+			r.cooldownDue, r.retries = true, 0
+		}
 	case StepRecreate:
 		return revert.Recreate(ctx, &reverting{r: r}, st, step.Ordinal)
 	case StepEnableDowngrade:
@@ -626,64 +626,6 @@ func (r *run) finish(ctx context.Context) error {
 		e.record(ctx, r.uid, corev1.EventTypeNormal, ReasonRolloutDone, r.res.Summary())
 	}
 	return nil
-}
-
-// rollMember lowers the partition to the member's ordinal and locks it again as soon as the StatefulSet
-// controller has recreated that pod at the update revision, before the pod is Ready or etcd healthy: from
-// then on a template written by someone else (another stack, kubectl) cannot make the controller take a
-// second member while this one is still catching up. Then it waits for the member's gates. It is made under the
-// gate's Restart permit for that member (clearToDisrupt), given right before.
-func (r *run) rollMember(ctx context.Context, st ClusterState, step Step, permit gate.Permit) (err error) {
-	e, pod := r.e, st.Members[step.Ordinal].Pod
-	if permit.Kind != gate.Restart || permit.Ordinal != step.Ordinal {
-		return fmt.Errorf("internal: restarting %s under %s", pod, permit)
-	}
-	e.announce(Event{Kind: EventMemberRestarting, Step: step, Pod: pod}, "restarting %s (partition %d)", pod, step.Ordinal)
-	start := time.Now()
-	meter, err := r.meterOutage(ctx, st, step.Ordinal)
-	if err != nil {
-		return err
-	}
-	if meter != nil {
-		meter.Down()
-		defer func() { r.endOutage(context.WithoutCancel(ctx), meter, pod, maxTerm(st), err == nil) }()
-	}
-	e.etcd.Forget(pod)
-	r.touched, r.disrupted = true, true
-	if r.downgrade != nil {
-		r.downgrade.restarted = true
-	}
-	r.rolledFrom[step.Ordinal] = st.Members[step.Ordinal].Image
-	// Conditional on the generation this run observed: a template written since would make the controller
-	// restart another member than the one planned.
-	gen, err := e.sts.LowerPartition(ctx, permit, step.Ordinal, r.gen)
-	if err != nil {
-		return fmt.Errorf("rolling %s: %w", pod, err)
-	}
-	r.gen = gen
-	if step.AlreadyDown {
-		// Down on an older revision, it costs no quorum to restart; but under OrderedReady the controller
-		// never replaces a pod that is not Ready (kubernetes#67250), so the engine deletes it.
-		e.emit(step, "%s is already down: deleting its pod so the controller recreates it at %s", pod, st.UpdateRevision)
-		if err := r.deleteOnAFreshLook(ctx, st, step.Ordinal, nil, ""); err != nil {
-			return fmt.Errorf("rolling %s: %w", pod, err)
-		}
-	}
-	e.announce(Event{Kind: EventPartitionLowered, Step: Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, Pod: pod},
-		"partition lowered to %d; waiting for the controller to recreate %s at %s", step.Ordinal, pod, st.UpdateRevision)
-	if err := e.waitPodRecreated(ctx, st, step.Ordinal, expectedSpec{Partition: step.Ordinal, Generation: gen}, start); err != nil {
-		return fmt.Errorf("rolling %s: %w", pod, err)
-	}
-	if meter != nil {
-		meter.Watch(ctx)
-	}
-	if err := r.lock(ctx, st.Replicas); err != nil {
-		return err
-	}
-	e.announce(Event{Kind: EventMemberRecreated, Step: Step{Kind: StepWaitMember, Ordinal: step.Ordinal}, Pod: pod},
-		"%s recreated at %s, partition locked again; waiting for it to be Ready, etcd healthy and caught up", pod, st.UpdateRevision)
-	oneLook := e.proven.Has(st.UpdateRevision)
-	return r.gateRestarted(ctx, st, step.Ordinal, expectedSpec{Partition: st.Replicas, Generation: r.gen}, oneLook, start)
 }
 
 // gateRestarted waits for the gates of a member this run restarted (or replaced) since start, and reports it

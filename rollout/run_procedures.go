@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/outage"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/procedure/replacement"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/procedure/restart"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/replace"
 )
 
@@ -182,3 +184,81 @@ func (p *reverting) OneMemberBack(ctx context.Context, st ClusterState, pod stri
 
 func (p *reverting) CooldownDue()                              { p.r.cooldownDue = true }
 func (p *reverting) Say(step Step, format string, args ...any) { p.r.e.emit(step, format, args...) }
+
+// restarting is a run as a restart's engine (internal/procedure/restart).
+type restarting struct{ r *run }
+
+func (p *restarting) ClearToDisrupt(ctx context.Context, st ClusterState, step Step) (gate.Permit, bool, error) {
+	return p.r.clearToDisrupt(ctx, st, step)
+}
+
+func (p *restarting) MeterOutage(ctx context.Context, st ClusterState, ordinal int) (restart.Outage, error) {
+	meter, err := p.r.meterOutage(ctx, st, ordinal)
+	if err != nil || meter == nil {
+		return nil, err
+	}
+	meter.Down()
+	return &restartOutage{r: p.r, meter: meter, pod: st.Members[ordinal].Pod, termBefore: maxTerm(st)}, nil
+}
+
+func (p *restarting) Disrupting(st ClusterState, ordinal int) {
+	r := p.r
+	r.touched, r.disrupted = true, true
+	if r.downgrade != nil {
+		r.downgrade.restarted = true
+	}
+	r.rolledFrom[ordinal] = st.Members[ordinal].Image
+}
+
+func (p *restarting) Forget(pod string) { p.r.e.etcd.Forget(pod) }
+
+func (p *restarting) LowerPartition(ctx context.Context, permit gate.Permit, ordinal int) error {
+	gen, err := p.r.e.sts.LowerPartition(ctx, permit, ordinal, p.r.gen)
+	if err == nil {
+		p.r.gen = gen
+	}
+	return err
+}
+
+func (p *restarting) WaitPodRecreated(ctx context.Context, st ClusterState, ordinal int, since time.Time) error {
+	return p.r.e.waitPodRecreated(ctx, st, ordinal, expectedSpec{Partition: ordinal, Generation: p.r.gen}, since)
+}
+
+func (p *restarting) Lock(ctx context.Context, replicas int) error { return p.r.lock(ctx, replicas) }
+
+func (p *restarting) DeleteOnAFreshLook(ctx context.Context, st ClusterState, ordinal int) error {
+	return p.r.deleteOnAFreshLook(ctx, st, ordinal, nil, "")
+}
+
+func (p *restarting) WaitRestarted(ctx context.Context, st ClusterState, ordinal int, since time.Time) error {
+	oneLook := p.r.e.proven.Has(st.UpdateRevision)
+	return p.r.gateRestarted(ctx, st, ordinal, expectedSpec{Partition: st.Replicas, Generation: p.r.gen}, oneLook, since)
+}
+
+func (p *restarting) Restarting(step Step, pod, message string) {
+	p.r.e.announce(Event{Kind: EventMemberRestarting, Step: step, Pod: pod}, "%s", message)
+}
+
+func (p *restarting) PartitionLowered(ordinal int, pod, message string) {
+	p.r.e.announce(Event{Kind: EventPartitionLowered, Step: Step{Kind: StepWaitMember, Ordinal: ordinal}, Pod: pod}, "%s", message)
+}
+
+func (p *restarting) Recreated(ordinal int, pod, message string) {
+	p.r.e.announce(Event{Kind: EventMemberRecreated, Step: Step{Kind: StepWaitMember, Ordinal: ordinal}, Pod: pod}, "%s", message)
+}
+
+func (p *restarting) Say(step Step, format string, args ...any) { p.r.e.emit(step, format, args...) }
+
+// restartOutage is the run's meter of a one-member restart's write outage, as the restart procedure ends it.
+type restartOutage struct {
+	r          *run
+	meter      *outage.Meter
+	pod        string
+	termBefore uint64
+}
+
+func (o *restartOutage) Watch(ctx context.Context) { o.meter.Watch(ctx) }
+
+func (o *restartOutage) End(ctx context.Context, passed bool) {
+	o.r.endOutage(ctx, o.meter, o.pod, o.termBefore, passed)
+}

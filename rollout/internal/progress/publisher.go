@@ -1,4 +1,4 @@
-package rollout
+package progress
 
 import (
 	"cmp"
@@ -20,9 +20,23 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/lease"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/planner"
 )
 
-// statusPublisher keeps the rollout's status on its ConfigMap. It hears the engine through two funnels:
+// Timing of the status writes.
+const (
+	// statusWriteTimeout bounds one write; a status write never holds the rollout up for longer.
+	statusWriteTimeout = 5 * time.Second
+	// statusMinInterval paces the background writes: progress lines come in bursts, and a burst becomes
+	// one write of its last state instead of one per line. A second is as fresh as a person or a dashboard
+	// reads it, and keeps the writes (the largest share of a rollout's API requests at 250 ms: 12 of ~57)
+	// near one per second; outcomes are written at once whatever the pacing (flushNow).
+	statusMinInterval = time.Second
+	// statusTextLimit caps the messages published: they are for a person glancing at a dashboard.
+	statusTextLimit = 1000
+)
+
+// Publisher keeps the rollout's status on its ConfigMap. It hears the engine through two funnels:
 // every progress line (Engine.emit, heard by observe) and every outcome Event (Engine.record, heard by
 // outcome). Progress is written in the background, paced and coalesced, so a slow or absent API server
 // never slows the rollout; outcomes are written before the engine goes on, so the status is final by the
@@ -30,7 +44,7 @@ import (
 //
 // Only the lease holder publishes: a run that is refused or only watching the lease would otherwise
 // overwrite the status of the run that holds it.
-type statusPublisher struct {
+type Publisher struct {
 	kube      kubernetes.Interface
 	namespace string
 	sts       string
@@ -68,14 +82,15 @@ type statusPublisher struct {
 	loopDone chan struct{}
 }
 
-func newStatusPublisher(kube kubernetes.Interface, cfg Config, lease *lease.Lease) *statusPublisher {
-	return &statusPublisher{kube: kube, namespace: cfg.Namespace, sts: cfg.StatefulSet, holder: cfg.Holder, lease: lease,
-		templateVersion: cfg.TemplateVersion}
+// NewPublisher publishes the status of StatefulSet namespace/sts for the run that holds l, as holder;
+// templateVersion is the caller's name for the template rolled to (Config.TemplateVersion).
+func NewPublisher(kube kubernetes.Interface, namespace, sts, holder, templateVersion string, l *lease.Lease) *Publisher {
+	return &Publisher{kube: kube, namespace: namespace, sts: sts, holder: holder, lease: l, templateVersion: templateVersion}
 }
 
-// observe hears one event of the engine's. It reads the event's kind and typed fields, never its Message,
+// Observe hears one event of the engine's. It reads the event's kind and typed fields, never its Message,
 // which is only shown: rewording a progress line changes nothing that `kubectl wait` reads.
-func (p *statusPublisher) observe(ev Event) {
+func (p *Publisher) Observe(ev Event) {
 	if p == nil {
 		return
 	}
@@ -113,7 +128,7 @@ func (p *statusPublisher) observe(ev Event) {
 			p.writeOutage = ev.WriteOutage.String()
 		}
 	}
-	if step.Kind == StepRecreate && step.Ordinal >= 0 && step.Ordinal < len(p.pods) {
+	if step.Kind == planner.StepRecreate && step.Ordinal >= 0 && step.Ordinal < len(p.pods) {
 		delete(p.done, p.pods[step.Ordinal]) // reverted or brought back at the current revision: not done
 	}
 	p.step, p.message = describeStep(step, p.pods), ev.Message
@@ -128,9 +143,9 @@ func (p *statusPublisher) observe(ev Event) {
 	p.changed(final)
 }
 
-// observeOutcome hears one Event the engine records. Every record comes from a run that held the lease (Run records
+// ObserveOutcome hears one Event the engine records. Every record comes from a run that held the lease (Run records
 // its failure just after releasing it), so no lease check here.
-func (p *statusPublisher) observeOutcome(at time.Time, eventType, reason, msg string) {
+func (p *Publisher) ObserveOutcome(at time.Time, eventType, reason, msg string) {
 	if p == nil {
 		return
 	}
@@ -166,7 +181,7 @@ func (p *statusPublisher) observeOutcome(at time.Time, eventType, reason, msg st
 }
 
 // start resets the status for a new run. Called with mu held.
-func (p *statusPublisher) start(key string, at time.Time) {
+func (p *Publisher) start(key string, at time.Time) {
 	p.active, p.finished, p.runKey = true, false, key
 	p.revision, p.pods, p.done = "", nil, map[string]bool{}
 	p.step, p.message, p.storedSnapshot, p.writeOutage = "", "", "", ""
@@ -176,7 +191,7 @@ func (p *statusPublisher) start(key string, at time.Time) {
 }
 
 // planned takes the target revision and the members still to do from the run's plan. Called with mu held.
-func (p *statusPublisher) planned(plan Plan) {
+func (p *Publisher) planned(plan planner.Plan) {
 	if plan.UpdateRevision != "" {
 		p.revision = plan.UpdateRevision
 	}
@@ -196,7 +211,7 @@ func (p *statusPublisher) planned(plan Plan) {
 }
 
 // progress marks the run in progress. Called with mu held.
-func (p *statusPublisher) progress(at time.Time) {
+func (p *Publisher) progress(at time.Time) {
 	target := "its update revision"
 	if p.revision != "" {
 		target = "revision " + p.revision
@@ -207,7 +222,7 @@ func (p *statusPublisher) progress(at time.Time) {
 }
 
 // complete marks the run finished with every member updated. Called with mu held.
-func (p *statusPublisher) complete(at time.Time, summary string) {
+func (p *Publisher) complete(at time.Time, summary string) {
 	for _, pod := range p.pods {
 		p.done[pod] = true
 	}
@@ -218,7 +233,7 @@ func (p *statusPublisher) complete(at time.Time, summary string) {
 }
 
 // fail marks the run failed; final ends it. Called with mu held.
-func (p *statusPublisher) fail(at time.Time, reason, msg string, final bool) {
+func (p *Publisher) fail(at time.Time, reason, msg string, final bool) {
 	p.set(ConditionFailed, metav1.ConditionTrue, reason, msg, at)
 	if !final {
 		return
@@ -228,12 +243,12 @@ func (p *statusPublisher) fail(at time.Time, reason, msg string, final bool) {
 	p.set(ConditionMembersUpdated, metav1.ConditionFalse, StatusReasonFailed, p.membersLine(), at)
 }
 
-func (p *statusPublisher) set(typ string, status metav1.ConditionStatus, reason, msg string, at time.Time) {
+func (p *Publisher) set(typ string, status metav1.ConditionStatus, reason, msg string, at time.Time) {
 	p.conds[typ] = metav1.Condition{Type: typ, Status: status, Reason: reason, Message: publishable(msg),
 		LastTransitionTime: metav1.NewTime(at.UTC().Truncate(time.Second))}
 }
 
-func (p *statusPublisher) membersLine() string {
+func (p *Publisher) membersLine() string {
 	if len(p.pods) == 0 {
 		return "members not observed yet"
 	}
@@ -244,7 +259,7 @@ func (p *statusPublisher) membersLine() string {
 	return fmt.Sprintf("%d of %d members at %s and healthy", p.doneCount(), len(p.pods), target)
 }
 
-func (p *statusPublisher) doneCount() int {
+func (p *Publisher) doneCount() int {
 	n := 0
 	for _, pod := range p.pods {
 		if p.done[pod] {
@@ -255,7 +270,7 @@ func (p *statusPublisher) doneCount() int {
 }
 
 // describeStep names a step for the status: its kind and the member it acts on.
-func describeStep(s Step, pods []string) string {
+func describeStep(s planner.Step, pods []string) string {
 	name := func(o int) string {
 		if o >= 0 && o < len(pods) {
 			return pods[o]
@@ -265,9 +280,9 @@ func describeStep(s Step, pods []string) string {
 	switch s.Kind {
 	case "":
 		return "observe"
-	case StepTransferLeader:
+	case planner.StepTransferLeader:
 		return fmt.Sprintf("%s %s→%s", s.Kind, name(s.From), name(s.To))
-	case StepLowerPartition, StepWaitMember, StepRecreate:
+	case planner.StepLowerPartition, planner.StepWaitMember, planner.StepRecreate:
 		return fmt.Sprintf("%s %s", s.Kind, name(s.Ordinal))
 	}
 	return string(s.Kind)
@@ -279,11 +294,11 @@ var pemBlock = regexp.MustCompile(`(?s)-----BEGIN [A-Z0-9 ]+-----.*?(-----END [A
 // already hold no secrets (they go to logs), and as a second guard any PEM block is cut out and the length
 // capped.
 func publishable(s string) string {
-	return Truncate(pemBlock.ReplaceAllString(s, "[redacted PEM block]"), statusTextLimit)
+	return planner.Truncate(pemBlock.ReplaceAllString(s, "[redacted PEM block]"), statusTextLimit)
 }
 
 // poke asks the background writer to publish the latest state, starting it when needed.
-func (p *statusPublisher) poke() {
+func (p *Publisher) poke() {
 	p.mu.Lock()
 	if p.quit == nil {
 		p.wake, p.quit, p.loopDone = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
@@ -297,7 +312,7 @@ func (p *statusPublisher) poke() {
 	}
 }
 
-func (p *statusPublisher) loop(wake, quit, done chan struct{}) {
+func (p *Publisher) loop(wake, quit, done chan struct{}) {
 	defer close(done)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -314,7 +329,7 @@ func (p *statusPublisher) loop(wake, quit, done chan struct{}) {
 			return
 		case <-wake:
 		}
-		p.flush(ctx)
+		p.Flush(ctx)
 		select {
 		case <-quit:
 			return
@@ -323,8 +338,8 @@ func (p *statusPublisher) loop(wake, quit, done chan struct{}) {
 	}
 }
 
-// stop ends the background writer, cancelling a write in flight.
-func (p *statusPublisher) stop() {
+// Stop ends the background writer, cancelling a write in flight.
+func (p *Publisher) Stop() {
 	if p == nil {
 		return
 	}
@@ -340,13 +355,13 @@ func (p *statusPublisher) stop() {
 
 // flushNow writes an outcome before the engine goes on: the background writer is stopped first, so it
 // cannot write an older state afterwards.
-func (p *statusPublisher) flushNow() {
-	p.stop()
-	p.flush(context.Background())
+func (p *Publisher) flushNow() {
+	p.Stop()
+	p.Flush(context.Background())
 }
 
-// flush writes the latest state unless it is written already.
-func (p *statusPublisher) flush(ctx context.Context) {
+// Flush writes the latest state unless it is written already.
+func (p *Publisher) Flush(ctx context.Context) {
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
 	if p.lease.TakenOver() {
@@ -382,7 +397,7 @@ type statusSnapshot struct {
 }
 
 // snapshot copies the state to write. Called with mu held.
-func (p *statusPublisher) snapshot() statusSnapshot {
+func (p *Publisher) snapshot() statusSnapshot {
 	s := statusSnapshot{revision: p.revision, templateVersion: p.templateVersion, members: len(p.pods), done: p.doneCount(), step: p.step,
 		message: publishable(p.message), storedSnapshot: p.storedSnapshot, writeOutage: p.writeOutage}
 	for _, pod := range p.pods {
@@ -398,7 +413,7 @@ func (p *statusPublisher) snapshot() statusSnapshot {
 
 // write publishes snap, creating the ConfigMap on the first run. A conflict (someone edited it) is read
 // again and retried once.
-func (p *statusPublisher) write(ctx context.Context, snap statusSnapshot) error {
+func (p *Publisher) write(ctx context.Context, snap statusSnapshot) error {
 	cms := p.kube.CoreV1().ConfigMaps(p.namespace)
 	for attempt := 0; ; attempt++ {
 		if p.base == nil {
@@ -436,7 +451,7 @@ func (p *statusPublisher) write(ctx context.Context, snap statusSnapshot) error 
 
 // newMeta is the new ConfigMap's metadata: owned by the StatefulSet when it can be read, so it is collected
 // with it (no blockOwnerDeletion, which would need more rights on the StatefulSet).
-func (p *statusPublisher) newMeta(ctx context.Context) metav1.ObjectMeta {
+func (p *Publisher) newMeta(ctx context.Context) metav1.ObjectMeta {
 	m := metav1.ObjectMeta{Name: StatusConfigMapName(p.sts), Namespace: p.namespace,
 		Labels: map[string]string{"app.kubernetes.io/managed-by": "etcd-rollout", "etcd-rollout.pulumi.com/statefulset": p.sts}}
 	if sts, err := p.kube.AppsV1().StatefulSets(p.namespace).Get(ctx, p.sts, metav1.GetOptions{}); err == nil && sts.UID != "" {
@@ -502,7 +517,7 @@ func conditionRank(typ string) int {
 
 // changed ends a change made with mu held: it unlocks, then writes the status at once (an outcome) or soon
 // (progress).
-func (p *statusPublisher) changed(final bool) {
+func (p *Publisher) changed(final bool) {
 	p.version++
 	p.mu.Unlock()
 	if final {
