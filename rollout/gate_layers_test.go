@@ -27,7 +27,7 @@ var gateChecksNamed = []string{
 // clearToDisrupt, which asks for one), or that was handed a gate.Permit.
 var disruptionsNamed = []string{"LowerPartition", "DeleteMemberPod", "transferLeader", "MemberRemove", "MemberAddAsLearner", "MemberPromote",
 	// and the writes a procedure asks its engine for
-	"MoveLeader", "DeleteOnAFreshLook", "DeleteReleased"}
+	"MoveLeader", "DeleteOnAFreshLook", "DeleteReleased", "EnableDowngrade"}
 
 // askingTheGate are the calls that ask the gate for a permit: the run's own, and the procedures' through the
 // engine they are handed (replacement.Engine).
@@ -35,7 +35,7 @@ var askingTheGate = []string{"permit", "clearToDisrupt", "Permit", "ClearToDisru
 
 // procedureDirs are the procedures below the engine: each asks the gate through its engine before every
 // disruption, and none calls a check itself.
-var procedureDirs = []string{"internal/procedure/replacement", "internal/procedure/restart", "internal/procedure/revert"}
+var procedureDirs = []string{"internal/procedure/replacement", "internal/procedure/restart", "internal/procedure/revert", "internal/procedure/versionchange"}
 
 // writesUnderAPermit are the functions that send a disruption out: each takes the gate.Permit it goes out
 // under, and bounds its write to the permit's lease (Permit.Within), so a zero permit sends nothing.

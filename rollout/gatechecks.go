@@ -139,7 +139,7 @@ func (g *gateChecks) version(ctx context.Context, req gate.Request) error {
 		}
 		return nil
 	case gate.PointOfNoReturn:
-		if downgradeEnabledFor(g.st, g.step.Version) {
+		if planner.DowngradeEnabledFor(g.st, g.step.Version) {
 			return nil // an earlier run enabled it: nothing to cross
 		}
 		return g.e.ValidateDowngrade(ctx, g.st, g.step.Version)

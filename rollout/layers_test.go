@@ -61,6 +61,8 @@ func TestLayersKeepToTheirImports(t *testing.T) {
 			allowed: append(plannerAndItsLeaves, module+"/rollout/internal/gate", module+"/rollout/internal/poll")},
 		{pkg: "./internal/procedure/restart", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/client-go", module + "/rollout"},
 			allowed: append(plannerAndItsLeaves, module+"/rollout/internal/gate")},
+		{pkg: "./internal/procedure/versionchange", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/client-go", module + "/rollout"},
+			allowed: append(plannerAndItsLeaves, module+"/rollout/internal/gate")},
 		{pkg: "./internal/procedure/revert", forbidden: []string{"github.com/pulumi/", "go.etcd.io/", "k8s.io/client-go", module + "/rollout"},
 			allowed: append(plannerAndItsLeaves, module+"/rollout/internal/gate")},
 		// What the engine holds and reads of Kubernetes, below it: the run's Lease, its cache of the StatefulSet

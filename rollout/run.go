@@ -17,6 +17,7 @@ import (
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/poll"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/procedure/restart"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/procedure/revert"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/procedure/versionchange"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/trustcheck"
 )
 
@@ -113,8 +114,8 @@ func (r *run) exit(ctx context.Context, err error, stopRenew func()) error {
 		}
 	}
 	if err != nil && holder == "" {
-		if said := r.settleDowngrade(ctx, r.last); said != "" {
-			err = fmt.Errorf("%w; %s", err, said)
+		if d := r.downgrade; d != nil {
+			err = fmt.Errorf("%w; %s", err, versionchange.Settle(ctx, &changingVersion{r: r}, r.last, d.target, d.restarted))
 		}
 	}
 	if err != nil {
@@ -540,7 +541,7 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 	case StepRecreate:
 		return revert.Recreate(ctx, &reverting{r: r}, st, step.Ordinal)
 	case StepEnableDowngrade:
-		return r.enableDowngrade(ctx, st, step)
+		return versionchange.Enable(ctx, &changingVersion{r: r}, st, step)
 	case StepWaitMember:
 		pod := st.Members[step.Ordinal].Pod
 		if p, ok := r.passed[step.Ordinal]; ok && !st.Members[step.Ordinal].Reachable {
@@ -603,14 +604,18 @@ func (r *run) finish(ctx context.Context) error {
 		r.res.ClusterVersion = after.ClusterVersion
 	}
 	if mv := r.versionMove; mv != nil && err == nil {
-		if verr := checkMemberVersions(after, mv.To); verr != nil {
+		if verr := versionchange.CheckMemberVersions(after, mv.To); verr != nil {
 			return verr
 		}
-		e.endDowngradeJob(ctx, after, *mv)
+		versionchange.EndJob(ctx, &changingVersion{r: r}, after, *mv)
 		r.res.ClusterVersion = e.awaitClusterVersion(ctx, after, mv.To)
 	} else if err == nil {
-		if derr := r.endLeftDowngrade(ctx, after); derr != nil {
+		seen, derr := versionchange.EndLeft(ctx, &changingVersion{r: r}, after)
+		if derr != nil {
 			return derr
+		}
+		if seen != "" {
+			r.res.ClusterVersion = seen
 		}
 	}
 	if err == nil && len(after.Replacing) > 0 {

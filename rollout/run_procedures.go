@@ -11,10 +11,14 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/gate"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/member"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/outage"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/procedure/replacement"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/procedure/restart"
+	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/procedure/versionchange"
 	"github.com/etcd-rollout/pulumi-etcd-rollout/rollout/internal/replace"
 )
 
@@ -261,4 +265,49 @@ func (o *restartOutage) Watch(ctx context.Context) { o.meter.Watch(ctx) }
 
 func (o *restartOutage) End(ctx context.Context, passed bool) {
 	o.r.endOutage(ctx, o.meter, o.pod, o.termBefore, passed)
+}
+
+// changingVersion is a run as the version change's engine (internal/procedure/versionchange).
+type changingVersion struct{ r *run }
+
+func (p *changingVersion) Permit(ctx context.Context, kind gate.Kind, st ClusterState, step Step) (gate.Permit, error) {
+	return p.r.permit(ctx, kind, st, step, -1, nil)
+}
+
+func (p *changingVersion) Enabling(target string) { p.r.downgrade = &downgradeRun{target: target} }
+
+func (p *changingVersion) EnableDowngrade(ctx context.Context, permit gate.Permit, st ClusterState, target string) (string, error) {
+	pctx, cancel := permit.Within(ctx)
+	defer cancel()
+	return p.r.e.downgradeCall(pctx, st, member.DowngradeEnable, target)
+}
+
+func (p *changingVersion) CancelDowngrade(ctx context.Context, st ClusterState, target string) (string, error) {
+	pod, err := p.r.e.downgradeCall(ctx, st, member.DowngradeCancel, target)
+	if errors.Is(err, member.ErrNoDowngradeJob) {
+		err = fmt.Errorf("%w: %w", versionchange.ErrNoJob, err)
+	}
+	return pod, err
+}
+
+func (p *changingVersion) ReportsDowngradeEnabled(ctx context.Context, st ClusterState, target string) bool {
+	return p.r.e.reportsDowngradeEnabled(ctx, st, target)
+}
+
+func (p *changingVersion) AwaitDowngradeReady(ctx context.Context, st ClusterState, step Step) error {
+	return p.r.e.awaitDowngradeReady(ctx, st, step)
+}
+
+func (p *changingVersion) VersionAfterCancel(ctx context.Context, st ClusterState, target string) (string, bool) {
+	return p.r.e.versionAfterCancel(ctx, st, target)
+}
+
+func (p *changingVersion) ConfirmLease(ctx context.Context) error { return p.r.e.lease.Confirm(ctx) }
+
+func (p *changingVersion) Record(ctx context.Context, reason, message string) {
+	p.r.e.record(ctx, p.r.uid, corev1.EventTypeNormal, reason, message)
+}
+
+func (p *changingVersion) Say(step Step, format string, args ...any) {
+	p.r.e.emit(step, format, args...)
 }

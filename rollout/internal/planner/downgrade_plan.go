@@ -74,3 +74,53 @@ func (d DowngradePlan) line(clusterNow string, name func(int) string) string {
 	parts = append(parts, enable, fmt.Sprintf("cluster version %s → %s", orUnknown(clusterNow), d.Target))
 	return strings.Join(parts, " ")
 }
+
+// DowngradeMember is the member the downgrade API is asked through: the leader, which serves enable and cancel
+// without forwarding, else the first member that answers.
+func DowngradeMember(st ClusterState) (string, error) {
+	for _, m := range st.Members {
+		if m.IsLeader && m.Reachable {
+			return m.Pod, nil
+		}
+	}
+	for _, m := range st.Members {
+		if m.Reachable {
+			return m.Pod, nil
+		}
+	}
+	return "", fmt.Errorf("%w: no member answers, so etcd's downgrade API cannot be asked", ErrBlocked)
+}
+
+// IsMinor says version ("3.5.0") is of minor ("3.5").
+func IsMinor(version, minor string) bool {
+	v, ok := ParseVersion(version)
+	return ok && v.MajorMinor() == minor
+}
+
+// DowngradeEnabledFor says a member reports etcd's downgrade enabled for target.
+func DowngradeEnabledFor(st ClusterState, target string) bool {
+	for _, m := range st.Members {
+		if IsMinor(m.DowngradeTarget, target) {
+			return true
+		}
+	}
+	return false
+}
+
+// DowngradeTargetOf is the downgrade target a member reports ("3.5.0"); "" when none does.
+func DowngradeTargetOf(st ClusterState) string {
+	for _, m := range st.Members {
+		if m.DowngradeTarget != "" {
+			return m.DowngradeTarget
+		}
+	}
+	return ""
+}
+
+// TemplateMinor is the minor ("3.6") the template runs (templateVersion); "" when that cannot be told.
+func TemplateMinor(st ClusterState) string {
+	if v, ok := TemplateVersion(st); ok {
+		return v.MajorMinor()
+	}
+	return ""
+}
