@@ -115,7 +115,7 @@ func (r *run) exit(ctx context.Context, err error, stopRenew func()) error {
 	}
 	if err != nil && holder == "" {
 		if d := r.downgrade; d != nil {
-			err = fmt.Errorf("%w; %s", err, versionchange.Settle(ctx, &changingVersion{r: r}, r.last, d.target, d.restarted))
+			err = fmt.Errorf("%w; %s", err, versionchange.Settle(ctx, &changingVersion{runSteps{r}}, r.last, d.target, d.restarted))
 		}
 	}
 	if err != nil {
@@ -528,7 +528,7 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 			return err
 		}
 	case StepLowerPartition:
-		cleared, err := restart.Restart(ctx, &restarting{r: r}, st, step)
+		cleared, err := restart.Restart(ctx, &restarting{runSteps{r}}, st, step)
 		if err != nil {
 			if cleared && errors.Is(err, ErrReplacedMidGate) {
 				return r.lookAgain(ctx, step, err)
@@ -539,9 +539,9 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 			r.cooldownDue, r.retries = true, 0
 		}
 	case StepRecreate:
-		return revert.Recreate(ctx, &reverting{r: r}, st, step.Ordinal)
+		return revert.Recreate(ctx, &reverting{runSteps{r}}, st, step.Ordinal)
 	case StepEnableDowngrade:
-		return versionchange.Enable(ctx, &changingVersion{r: r}, st, step)
+		return versionchange.Enable(ctx, &changingVersion{runSteps{r}}, st, step)
 	case StepWaitMember:
 		pod := st.Members[step.Ordinal].Pod
 		if p, ok := r.passed[step.Ordinal]; ok && !st.Members[step.Ordinal].Reachable {
@@ -607,10 +607,10 @@ func (r *run) finish(ctx context.Context) error {
 		if verr := versionchange.CheckMemberVersions(after, mv.To); verr != nil {
 			return verr
 		}
-		versionchange.EndJob(ctx, &changingVersion{r: r}, after, *mv)
+		versionchange.EndJob(ctx, &changingVersion{runSteps{r}}, after, *mv)
 		r.res.ClusterVersion = e.awaitClusterVersion(ctx, after, mv.To)
 	} else if err == nil {
-		seen, derr := versionchange.EndLeft(ctx, &changingVersion{r: r}, after)
+		seen, derr := versionchange.EndLeft(ctx, &changingVersion{runSteps{r}}, after)
 		if derr != nil {
 			return derr
 		}

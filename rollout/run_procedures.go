@@ -47,26 +47,55 @@ func (r *run) startPermit(ctx context.Context, st ClusterState, plan *Plan, plan
 	return err
 }
 
+// runSteps are the steps every procedure's engine takes the same way: a fresh look, the gate's Restart or
+// RemoveMember sequence, the partition's writes and waits, the lease, and the lines and events a person reads.
+type runSteps struct{ r *run }
+
+func (p runSteps) Look(ctx context.Context) (ClusterState, error) { return p.r.observe(ctx) }
+func (p runSteps) ConfirmLease(ctx context.Context) error         { return p.r.e.lease.Confirm(ctx) }
+func (p runSteps) Lock(ctx context.Context, replicas int) error   { return p.r.lock(ctx, replicas) }
+func (p runSteps) Forget(pod string)                              { p.r.e.etcd.Forget(pod) }
+func (p runSteps) Say(step Step, format string, args ...any)      { p.r.e.emit(step, format, args...) }
+
+func (p runSteps) ClearToDisrupt(ctx context.Context, st ClusterState, step Step) (gate.Permit, bool, error) {
+	return p.r.clearToDisrupt(ctx, st, step)
+}
+
+func (p runSteps) LowerPartition(ctx context.Context, permit gate.Permit, ordinal int) error {
+	gen, err := p.r.e.sts.LowerPartition(ctx, permit, ordinal, p.r.gen)
+	if err == nil {
+		p.r.gen = gen
+	}
+	return err
+}
+
+func (p runSteps) WaitPodRecreated(ctx context.Context, st ClusterState, ordinal int, since time.Time) error {
+	return p.r.e.waitPodRecreated(ctx, st, ordinal, expectedSpec{Partition: ordinal, Generation: p.r.gen}, since)
+}
+
+func (p runSteps) PartitionLowered(ordinal int, pod, message string) {
+	p.r.e.announce(Event{Kind: EventPartitionLowered, Step: Step{Kind: StepWaitMember, Ordinal: ordinal}, Pod: pod}, "%s", message)
+}
+
+func (p runSteps) Recreated(ordinal int, pod, message string) {
+	p.r.e.announce(Event{Kind: EventMemberRecreated, Step: Step{Kind: StepWaitMember, Ordinal: ordinal}, Pod: pod}, "%s", message)
+}
+
 // replaceMember replaces a member whose data dies with its pod (internal/procedure/replacement).
 func (r *run) replaceMember(ctx context.Context, st ClusterState, step Step) error {
 	set := replacement.Settings{Timeout: r.e.cfg.ReadyTimeout + r.e.cfg.HealthTimeout, PollEvery: r.e.pollEvery, CallTimeout: memberCallTimeout}
-	return replacement.Run(ctx, &replacing{r: r}, st, step, set)
+	return replacement.Run(ctx, &replacing{runSteps: runSteps{r}}, st, step, set)
 }
 
 // replacing is a run as a replacement's engine.
 type replacing struct {
-	r *run
+	runSteps
 	// release is the gate's checks of the last ReleaseData permit: a delete with the partition locked keeps
 	// its rule (every member the release watched stays up) on the fresh look right before it.
 	release *gateChecks
 }
 
-func (p *replacing) Look(ctx context.Context) (ClusterState, error) { return p.r.observe(ctx) }
-func (p *replacing) SameTemplate(st ClusterState) error             { return p.r.checkSameTemplate(st) }
-
-func (p *replacing) ClearToDisrupt(ctx context.Context, st ClusterState, step Step) (gate.Permit, bool, error) {
-	return p.r.clearToDisrupt(ctx, st, step)
-}
+func (p *replacing) SameTemplate(st ClusterState) error { return p.r.checkSameTemplate(st) }
 
 func (p *replacing) Permit(ctx context.Context, kind gate.Kind, st ClusterState, step Step) (gate.Permit, error) {
 	return p.r.permit(ctx, kind, st, step, step.Ordinal, nil)
@@ -77,9 +106,8 @@ func (p *replacing) PermitRelease(ctx context.Context, st ClusterState, step Ste
 	return p.r.permit(ctx, gate.ReleaseData, st, step, step.Ordinal, p.release)
 }
 
-func (p *replacing) Disrupting()                            { p.r.touched, p.r.disrupted = true, true }
-func (p *replacing) ConfirmLease(ctx context.Context) error { return p.r.e.lease.Confirm(ctx) }
-func (p *replacing) Etcd() replacement.Membership           { return p.r.e.etcd }
+func (p *replacing) Disrupting()                  { p.r.touched, p.r.disrupted = true, true }
+func (p *replacing) Etcd() replacement.Membership { return p.r.e.etcd }
 
 func (p *replacing) DeleteReleased(ctx context.Context, st ClusterState, ordinal int) error {
 	if p.release == nil {
@@ -87,20 +115,6 @@ func (p *replacing) DeleteReleased(ctx context.Context, st ClusterState, ordinal
 	}
 	return p.r.deleteOnAFreshLook(ctx, st, ordinal, p.release.othersStillUp(ctx), "")
 }
-
-func (p *replacing) LowerPartition(ctx context.Context, permit gate.Permit, ordinal int) error {
-	gen, err := p.r.e.sts.LowerPartition(ctx, permit, ordinal, p.r.gen)
-	if err == nil {
-		p.r.gen = gen
-	}
-	return err
-}
-
-func (p *replacing) WaitPodRecreated(ctx context.Context, st ClusterState, ordinal int, since time.Time) error {
-	return p.r.e.waitPodRecreated(ctx, st, ordinal, expectedSpec{Partition: ordinal, Generation: p.r.gen}, since)
-}
-
-func (p *replacing) Lock(ctx context.Context, replicas int) error { return p.r.lock(ctx, replicas) }
 
 func (p *replacing) WaitVoter(ctx context.Context, st ClusterState, ordinal int, podRevision string, since time.Time) (func(context.Context), error) {
 	want := expectedSpec{Partition: st.Replicas, Generation: p.r.gen, PodRevision: podRevision, FullWindow: true}
@@ -126,21 +140,8 @@ func (p *replacing) Replacing(step Step, pod, message string) {
 	p.r.e.announce(Event{Kind: EventMemberRestarting, Step: step, Pod: pod}, "%s", message)
 }
 
-func (p *replacing) PartitionLowered(ordinal int, pod, message string) {
-	p.r.e.announce(Event{Kind: EventPartitionLowered, Step: Step{Kind: StepWaitMember, Ordinal: ordinal}, Pod: pod}, "%s", message)
-}
-
-func (p *replacing) Recreated(ordinal int, pod, message string) {
-	p.r.e.announce(Event{Kind: EventMemberRecreated, Step: Step{Kind: StepWaitMember, Ordinal: ordinal}, Pod: pod}, "%s", message)
-}
-
-func (p *replacing) Say(step Step, format string, args ...any) { p.r.e.emit(step, format, args...) }
-
 // reverting is a run as a revert's engine (internal/procedure/revert).
-type reverting struct{ r *run }
-
-func (p *reverting) Look(ctx context.Context) (ClusterState, error) { return p.r.observe(ctx) }
-func (p *reverting) Lock(ctx context.Context, replicas int) error   { return p.r.lock(ctx, replicas) }
+type reverting struct{ runSteps }
 
 func (p *reverting) PermitRevert(ctx context.Context, st ClusterState, ordinal int, to string) (int, error) {
 	g := &gateChecks{revertTo: to}
@@ -169,8 +170,7 @@ func (p *reverting) MoveLeader(ctx context.Context, permit gate.Permit, st Clust
 	return err
 }
 
-func (p *reverting) Disrupting()       { p.r.disrupted = true }
-func (p *reverting) Forget(pod string) { p.r.e.etcd.Forget(pod) }
+func (p *reverting) Disrupting() { p.r.disrupted = true }
 
 func (p *reverting) DeleteOnAFreshLook(ctx context.Context, st ClusterState, ordinal int, watchBefore string) error {
 	return p.r.deleteOnAFreshLook(ctx, st, ordinal, anotherFailedMemberDown, watchBefore)
@@ -186,15 +186,10 @@ func (p *reverting) OneMemberBack(ctx context.Context, st ClusterState, pod stri
 	p.r.addOwnElections(ctx, pod, maxTerm(st), passed)
 }
 
-func (p *reverting) CooldownDue()                              { p.r.cooldownDue = true }
-func (p *reverting) Say(step Step, format string, args ...any) { p.r.e.emit(step, format, args...) }
+func (p *reverting) CooldownDue() { p.r.cooldownDue = true }
 
 // restarting is a run as a restart's engine (internal/procedure/restart).
-type restarting struct{ r *run }
-
-func (p *restarting) ClearToDisrupt(ctx context.Context, st ClusterState, step Step) (gate.Permit, bool, error) {
-	return p.r.clearToDisrupt(ctx, st, step)
-}
+type restarting struct{ runSteps }
 
 func (p *restarting) MeterOutage(ctx context.Context, st ClusterState, ordinal int) (restart.Outage, error) {
 	meter, err := p.r.meterOutage(ctx, st, ordinal)
@@ -214,22 +209,6 @@ func (p *restarting) Disrupting(st ClusterState, ordinal int) {
 	r.rolledFrom[ordinal] = st.Members[ordinal].Image
 }
 
-func (p *restarting) Forget(pod string) { p.r.e.etcd.Forget(pod) }
-
-func (p *restarting) LowerPartition(ctx context.Context, permit gate.Permit, ordinal int) error {
-	gen, err := p.r.e.sts.LowerPartition(ctx, permit, ordinal, p.r.gen)
-	if err == nil {
-		p.r.gen = gen
-	}
-	return err
-}
-
-func (p *restarting) WaitPodRecreated(ctx context.Context, st ClusterState, ordinal int, since time.Time) error {
-	return p.r.e.waitPodRecreated(ctx, st, ordinal, expectedSpec{Partition: ordinal, Generation: p.r.gen}, since)
-}
-
-func (p *restarting) Lock(ctx context.Context, replicas int) error { return p.r.lock(ctx, replicas) }
-
 func (p *restarting) DeleteOnAFreshLook(ctx context.Context, st ClusterState, ordinal int) error {
 	return p.r.deleteOnAFreshLook(ctx, st, ordinal, nil, "")
 }
@@ -242,16 +221,6 @@ func (p *restarting) WaitRestarted(ctx context.Context, st ClusterState, ordinal
 func (p *restarting) Restarting(step Step, pod, message string) {
 	p.r.e.announce(Event{Kind: EventMemberRestarting, Step: step, Pod: pod}, "%s", message)
 }
-
-func (p *restarting) PartitionLowered(ordinal int, pod, message string) {
-	p.r.e.announce(Event{Kind: EventPartitionLowered, Step: Step{Kind: StepWaitMember, Ordinal: ordinal}, Pod: pod}, "%s", message)
-}
-
-func (p *restarting) Recreated(ordinal int, pod, message string) {
-	p.r.e.announce(Event{Kind: EventMemberRecreated, Step: Step{Kind: StepWaitMember, Ordinal: ordinal}, Pod: pod}, "%s", message)
-}
-
-func (p *restarting) Say(step Step, format string, args ...any) { p.r.e.emit(step, format, args...) }
 
 // restartOutage is the run's meter of a one-member restart's write outage, as the restart procedure ends it.
 type restartOutage struct {
@@ -268,7 +237,7 @@ func (o *restartOutage) End(ctx context.Context, passed bool) {
 }
 
 // changingVersion is a run as the version change's engine (internal/procedure/versionchange).
-type changingVersion struct{ r *run }
+type changingVersion struct{ runSteps }
 
 func (p *changingVersion) Permit(ctx context.Context, kind gate.Kind, st ClusterState, step Step) (gate.Permit, error) {
 	return p.r.permit(ctx, kind, st, step, -1, nil)
@@ -302,12 +271,6 @@ func (p *changingVersion) VersionAfterCancel(ctx context.Context, st ClusterStat
 	return p.r.e.versionAfterCancel(ctx, st, target)
 }
 
-func (p *changingVersion) ConfirmLease(ctx context.Context) error { return p.r.e.lease.Confirm(ctx) }
-
 func (p *changingVersion) Record(ctx context.Context, reason, message string) {
 	p.r.e.record(ctx, p.r.uid, corev1.EventTypeNormal, reason, message)
-}
-
-func (p *changingVersion) Say(step Step, format string, args ...any) {
-	p.r.e.emit(step, format, args...)
 }

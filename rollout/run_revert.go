@@ -63,7 +63,7 @@ func (r *run) onMemberFailure(ctx context.Context, err error) error {
 		failure.RevertError = "its data dies with its pod: a revert would be another replacement"
 		return fmt.Errorf("%w; %s is not reverted: its data dies with its pod, so deleting it would be another replacement, not a restart onto the old revision; the partition is locked: fix the template and run again (the member is replaced onto it)", err, gate.Pod)
 	}
-	to, rerr := revert.Revert(ctx, &reverting{r: r}, ordinal)
+	to, rerr := revert.Revert(ctx, &reverting{runSteps{r}}, ordinal)
 	if rerr != nil {
 		failure.RevertError = rerr.Error()
 		return fmt.Errorf("%w; %s was not reverted: %w", err, gate.Pod, rerr)
