@@ -235,7 +235,7 @@ func (e *Engine) anyPod(ctx context.Context) (*corev1.Pod, error) {
 	return nil, fmt.Errorf("no running pod of StatefulSet %s to read it from", e.cfg.StatefulSet)
 }
 
-// emit reports progress to the caller, and to the status published on the cluster (status_publisher.go).
+// emit reports progress to the caller, and to the status published on the cluster (internal/progress).
 func (e *Engine) emit(step Step, format string, args ...any) {
 	e.announce(Event{Step: step}, format, args...)
 }

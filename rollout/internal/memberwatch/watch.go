@@ -30,7 +30,7 @@ import (
 // The cache is only an optimisation: whoever reads it falls back to a GET while it is not synced, when
 // list or watch is refused (an older Role grants only get), or while it is suspect (a list or watch failed,
 // or a stream ended, and no new stream has delivered since). A cache also lags the engine's own writes; the
-// readers in engine_watchreads.go deal with that.
+// readers in internal/statefulset (handle_watch.go) deal with that.
 type Watch struct {
 	kube      kubernetes.Interface
 	namespace string
