@@ -85,6 +85,8 @@ type Engine struct {
 	// leaderSeenDown, set by a run, hears of a leader that a gate's look found down by its own answer: a member
 	// the run saw pass that did so did not stay up, though the gate goes on.
 	leaderSeenDown func(pod string)
+	// moveSawDown, set by a run, hears of a member a leader move's looks found down by its own answer.
+	moveSawDown func(pod string)
 	// permitted, set by tests, hears of every permit the gate gives a run (the schedule checker's invariant p).
 	permitted func(gate.Permit)
 
@@ -293,8 +295,8 @@ func (e *Engine) Run(ctx context.Context) (res Result, err error) {
 
 	r := &run{e: e, res: &res, lease: held, passed: map[int]*passedMember{}, unproven: map[int]*passedMember{}, rolledFrom: map[int]string{}, requestsBefore: requestsBefore,
 		trustProbes: trustcheck.NewMemo()}
-	e.leaderSeenDown = r.sawDown
-	defer func() { e.leaderSeenDown = nil }()
+	e.leaderSeenDown, e.moveSawDown = r.sawDown, r.sawDownOnTheWay
+	defer func() { e.leaderSeenDown, e.moveSawDown = nil, nil }()
 	defer func() {
 		p := recover()
 		if p != nil {

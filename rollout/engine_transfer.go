@@ -53,6 +53,7 @@ func (e *Engine) transferLeader(ctx context.Context, permit gate.Permit, st Clus
 	}
 	if _, err := poll.Until(cctx, time.Time{}, poll.Every(50*time.Millisecond), func(ctx context.Context) (struct{}, bool, error) {
 		s, err := e.etcd.Status(ctx, to.Pod)
+		e.heardDown(ctx, to.Pod, err)
 		return struct{}{}, err == nil && s.Leader == to.MemberID, nil
 	}); err != nil {
 		return true, fmt.Errorf("moving leader %s → %s: %s does not report itself leader after MoveLeader returned", from.Pod, to.Pod, to.Pod)
@@ -111,5 +112,14 @@ func (e *Engine) leads(ctx context.Context, m MemberState) bool {
 	cctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
 	defer cancel()
 	s, err := e.etcd.Status(cctx, m.Pod)
+	e.heardDown(ctx, m.Pod, err)
 	return err == nil && s.Leader == m.MemberID && s.ID == m.MemberID
+}
+
+// heardDown tells the run of a member a leader move's look found down by its own answer (a failed call that
+// reached it, asked while the caller still waited): no verdict for the move, but the member did not stay up.
+func (e *Engine) heardDown(ctx context.Context, pod string, err error) {
+	if err != nil && !member.CouldNotLook(err) && ctx.Err() == nil && e.moveSawDown != nil {
+		e.moveSawDown(pod)
+	}
 }

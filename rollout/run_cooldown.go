@@ -48,6 +48,7 @@ func (r *run) newPassed(ctx context.Context, pod string, pass passage, oneLook b
 		r.e.sts.WitnessPod(ctx, pod, &p.witness)
 	}
 	delete(r.downAfterPass, pod) // passing again proves it again (withProven)
+	delete(r.seenDownSincePass, pod)
 	return p
 }
 

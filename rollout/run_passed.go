@@ -54,6 +54,7 @@ func (r *run) forgetReplaced(ctx context.Context, ordinal int, p *passedMember) 
 	}
 	delete(r.passed, ordinal)
 	delete(r.downAfterPass, pod)
+	delete(r.seenDownSincePass, pod)
 	r.recordDataLost(ctx, ordinal, p)
 	r.takeBack(ordinal,
 		"%s passed its gates %s ago, but someone else replaced its pod since (%s): not this run's doing and no failure of the revision; it is no longer counted rolled, and the run looks again before it rolls or proves it again",
