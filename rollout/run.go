@@ -529,14 +529,7 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 		if err != nil {
 			return fmt.Errorf("not moving the leader %s → %s: %w", from, to, err)
 		}
-		moved, err := e.transferLeader(ctx, permit, st, step)
-		if moved {
-			r.res.LeaderTransfers++
-		}
-		if errors.Is(err, errMoveOutcomeUnknown) {
-			r.res.movesUnknown++
-		}
-		if err != nil {
+		if err := r.moveLeader(ctx, permit, st, step); err != nil {
 			return r.lookAgain(ctx, step, err)
 		}
 		e.announce(Event{Kind: EventLeaderMoved, Step: step, From: from, To: to}, "leader moved %s → %s", from, to)
@@ -589,6 +582,19 @@ func (r *run) step(ctx context.Context, st ClusterState, step Step) error {
 		return fmt.Errorf("internal: plan starts with %s", step.Kind)
 	}
 	return nil
+}
+
+// moveLeader moves the leader as step says, under permit, and counts the move in the result: a transfer that
+// happened, or one whose outcome nobody can tell.
+func (r *run) moveLeader(ctx context.Context, permit gate.Permit, st ClusterState, step Step) error {
+	moved, err := r.e.transferLeader(ctx, permit, st, step)
+	if moved {
+		r.res.LeaderTransfers++
+	}
+	if errors.Is(err, errMoveOutcomeUnknown) {
+		r.res.movesUnknown++
+	}
+	return err
 }
 
 // lookAgain ends a step that found live state moved under it (a transfer etcd aborted, a pod someone else

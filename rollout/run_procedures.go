@@ -160,14 +160,7 @@ func (p *reverting) Permit(ctx context.Context, kind gate.Kind, st ClusterState,
 }
 
 func (p *reverting) MoveLeader(ctx context.Context, permit gate.Permit, st ClusterState, step Step) error {
-	moved, err := p.r.e.transferLeader(ctx, permit, st, step)
-	if moved {
-		p.r.res.LeaderTransfers++
-	}
-	if errors.Is(err, errMoveOutcomeUnknown) {
-		p.r.res.movesUnknown++
-	}
-	return err
+	return p.r.moveLeader(ctx, permit, st, step)
 }
 
 func (p *reverting) Disrupting() { p.r.disrupted = true }
